@@ -1,0 +1,128 @@
+"""Wiring: settings -> engine -> server.  No broker logic lives here."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from broker.core.engine import Engine
+from broker.core.settings import CoreSettings
+from broker.io.limits import ConnectionLimits
+from broker.io.server import StompServer
+
+log = logging.getLogger("stompd")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerOptions:
+    host: str = "127.0.0.1"
+    port: int = 61613
+    data_dir: Path = Path("data")
+    core: CoreSettings = field(default_factory=CoreSettings)
+    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+
+
+class Broker:
+    """One broker: engine plus listener.  ``start``/``stop`` run on the event loop."""
+
+    def __init__(self, options: BrokerOptions) -> None:
+        self.options = options
+        self.engine = Engine(options.core)
+        self.server = StompServer(self.engine, options.limits)
+        self.port = 0
+
+    async def start(self) -> int:
+        self.options.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = await self.server.start(self.options.host, self.options.port)
+        log.info(
+            "stompd listening on %s:%d (data dir %s)", self.options.host, self.port, self.options.data_dir
+        )
+        return self.port
+
+    async def stop(self) -> None:
+        await self.server.stop()
+        log.info("stompd stopped")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        log.warning("uvloop is not installed; using the stock asyncio event loop (slower)")
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
+async def serve_forever(options: BrokerOptions) -> None:
+    broker = Broker(options)
+    await broker.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    await broker.stop()
+
+
+def run(options: BrokerOptions) -> None:
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(serve_forever(options))
+    finally:
+        loop.close()
+
+
+class BrokerThread:
+    """A broker on its own event loop in a background thread (tests, embedding)."""
+
+    def __init__(self, options: BrokerOptions) -> None:
+        self.options = options
+        self.broker: Broker | None = None
+        self.loop = new_event_loop()
+        self.ready = threading.Event()
+        self.port = 0
+        self._error: BaseException | None = None
+        self._stopped: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
+
+    def start(self, timeout: float = 10.0) -> BrokerThread:
+        self._thread.start()
+        if not self.ready.wait(timeout):
+            raise TimeoutError("broker did not start listening in time")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:
+            self._error = exc
+            self.ready.set()
+        finally:
+            self.loop.close()
+
+    async def _main(self) -> None:
+        self._stopped = asyncio.Event()
+        self.broker = Broker(self.options)
+        self.port = await self.broker.start()
+        self.ready.set()
+        await self._stopped.wait()
+        await self.broker.stop()
+
+    def call(self, fn: object) -> None:
+        """Run ``fn()`` on the broker's loop (it owns all broker state)."""
+        assert callable(fn)
+        self.loop.call_soon_threadsafe(fn)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._stopped is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join(timeout)

@@ -1,0 +1,557 @@
+"""The broker core: every client frame comes in through ``Engine.handle``.
+
+Sans-IO: the engine never touches a socket or an event loop.  A session writes
+through its outbox, the clock is set by whoever drives the engine, and errors are
+raised as ``StompError`` for the edge to turn into an ERROR frame.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from broker.core import names
+from broker.core.clock import Clock
+from broker.core.errors import (
+    AccessDenied,
+    DuplicateSubscription,
+    InvalidDestination,
+    InvalidHeader,
+    TransactionError,
+    UnknownMessage,
+    UnknownSubscription,
+)
+from broker.core.message import DEFAULT_PRIORITY, Message
+from broker.core.queue import Queue
+from broker.core.selector import compile_selector
+from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
+from broker.core.settings import CoreSettings
+from broker.core.subscription import ACK_MODES, AUTO, CLIENT, Subscription
+from broker.core.topic import Topic, TopicRouter
+from broker.core.transactions import Transaction
+from protocol import frames as f
+from protocol.errors import MissingHeader, StompError, UnexpectedFrame, UnknownCommand
+from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from broker.core.session import Outbox
+
+log = logging.getLogger("stompd.engine")
+
+Destination = Queue | Topic
+
+
+class Engine:
+    def __init__(self, settings: CoreSettings | None = None, clock: Clock | None = None) -> None:
+        self.settings = settings or CoreSettings()
+        self.clock = clock or Clock()
+        self.sessions: dict[str, Session] = {}
+        self.queues: dict[str, Queue] = {}
+        self.router = TopicRouter()
+        self._seq = 0
+        self._session_ids = itertools.count(1)
+        # Boot-unique, so ids never repeat across restarts; no ':' so that no STOMP
+        # version needs to escape it.
+        self._id_prefix = f"ID-{_base36(int(time.time() * 1000))}-"
+        self._routes: dict[str, tuple[Destination, ...]] = {}
+        self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | None]] = {
+            f.SEND: self._on_send,
+            f.ACK: self._on_ack,
+            f.NACK: self._on_nack,
+            f.SUBSCRIBE: self._on_subscribe,
+            f.UNSUBSCRIBE: self._on_unsubscribe,
+            f.BEGIN: self._on_begin,
+            f.COMMIT: self._on_commit,
+            f.ABORT: self._on_abort,
+            f.DISCONNECT: self._on_disconnect,
+            f.CONNECT: self._on_connect,
+            f.STOMP: self._on_connect,
+        }
+
+    # -- sessions --------------------------------------------------------------
+
+    def open_session(self, outbox: Outbox) -> Session:
+        session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock)
+        self.sessions[session.id] = session
+        return session
+
+    def close_session(self, session: Session) -> None:
+        """The connection is gone: abort its transactions, give back what it held."""
+        if self.sessions.pop(session.id, None) is None:
+            return
+        session.phase = CLOSING
+        # Nothing more is dispatched to it while what it held is given back.
+        session.writable = False
+        for tx in list(session.transactions.values()):
+            self._abort(tx)
+        session.transactions.clear()
+        for sub in list(session.subscriptions.values()):
+            self._unsubscribe(session, sub)
+        for name in session.temp_queues:
+            queue = self.queues.pop(name, None)
+            if queue is not None:
+                for consumer in list(queue.consumers):
+                    queue.remove_consumer(consumer)
+        session.temp_queues.clear()
+        for name in session.temp_topics:
+            self.router.remove_topic(name)
+        session.temp_topics.clear()
+
+    def set_writable(self, session: Session, writable: bool) -> None:
+        session.writable = writable
+        if writable:
+            for sub in list(session.subscriptions.values()):
+                sub.pump()
+
+    # -- frames ----------------------------------------------------------------
+
+    def handle(self, session: Session, frame: f.Frame) -> None:
+        command = frame.command
+        handler = self._handlers.get(command)
+        if handler is None:
+            if command in f.SERVER_COMMANDS:
+                raise UnexpectedFrame(f"{command} is a server frame; a client may not send it")
+            raise UnknownCommand(f"unknown command {command!r}")
+        phase = session.phase
+        if phase is not CONNECTED and command not in (f.CONNECT, f.STOMP):
+            if phase is CLOSING:
+                return
+            raise UnexpectedFrame(f"{command} before CONNECT: the first frame must be CONNECT or STOMP")
+        receipt = frame.headers.get("receipt")
+        try:
+            after = handler(session, frame)
+        except StompError as exc:
+            exc.receipt_id = receipt
+            raise
+        if receipt is not None:
+            session.send_receipt(receipt)
+        if after is not None:
+            after()
+
+    def _on_connect(self, session: Session, frame: f.Frame) -> None:
+        if session.phase is not AWAIT_CONNECT:
+            raise UnexpectedFrame("already connected: CONNECT may only be sent once")
+        headers = frame.headers
+        version = negotiate_version(headers.get("accept-version"))
+        session.version = version
+        session.login = headers.get("login")
+        session.client_id = headers.get("client-id")
+        reply = {"version": version, "server": self.settings.server, "session": session.id}
+        if version != f.V1_0 or "heart-beat" in headers:
+            cx, cy = parse_heartbeat(headers.get("heart-beat"))
+            # Like ActiveMQ we take the client's intervals (echoing them back), but we
+            # never beat faster than our floor and we allow a grace on receipt.
+            ours = (max(cy, self.settings.heartbeat_min_send_ms) if cy else 0, cx)
+            send_ms, recv_ms = negotiate_heartbeat((cx, cy), ours)
+            session.heartbeat_send_ms = send_ms
+            session.heartbeat_recv_ms = recv_ms
+            reply["heart-beat"] = f"{ours[0]},{ours[1]}"
+        request_id = headers.get("request-id")
+        if request_id is not None:
+            reply["response-id"] = request_id
+        session.phase = CONNECTED
+        session.send_frame(f.Frame(f.CONNECTED, reply))
+
+    def _on_disconnect(self, session: Session, frame: f.Frame) -> None:
+        session.phase = CLOSING
+
+    # -- SEND ------------------------------------------------------------------
+
+    def _on_send(self, session: Session, frame: f.Frame) -> None:
+        headers = frame.headers
+        destination = headers.pop("destination", None)
+        if not destination:
+            raise MissingHeader("SEND requires a 'destination' header")
+        tx_id = headers.pop("transaction", None)
+        message = self._build_message(session, destination, headers, frame.body)
+        targets = self._send_targets(session, destination)
+        if tx_id is not None:
+            tx = self._transaction(session, tx_id)
+            for target, copy in self._copies(message, targets):
+                tx.sends.append((target, copy))
+            return None
+        if len(targets) == 1:
+            target = targets[0]
+            message.destination = target.name
+            self._route(target, message)
+        else:
+            for target, copy in self._copies(message, targets):
+                self._route(target, copy)
+        return None
+
+    def _build_message(
+        self, session: Session, destination: str, headers: dict[str, str], body: bytes
+    ) -> Message:
+        pop = headers.pop
+        pop("receipt", None)
+        content_length = pop("content-length", None) is not None
+        for name in ("message-id", "redelivered", "subscription", "ack"):
+            pop(name, None)
+        now = self.clock.ms
+        priority = DEFAULT_PRIORITY
+        text = pop("priority", None)
+        if text is not None:
+            priority = _int_header("priority", text)
+            if not 0 <= priority <= 9:
+                raise InvalidHeader(f"priority must be 0-9, got {text!r}")
+        expires = 0
+        text = pop("expires", None)
+        if text is not None:
+            expires = _int_header("expires", text)
+        text = pop("ttl", None)
+        if text is not None:
+            ttl = _int_header("ttl", text)
+            if ttl > 0:
+                expires = now + ttl
+        timestamp = now
+        text = pop("timestamp", None)
+        if text is not None:
+            timestamp = _int_header("timestamp", text)
+        reply_to = headers.get("reply-to")
+        if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
+            headers["reply-to"] = self._advertise_temp(session, reply_to)
+        self._seq += 1
+        seq = self._seq
+        return Message(
+            seq,
+            self._id_prefix + str(seq),
+            destination,
+            headers,
+            body,
+            priority=priority,
+            expires=expires,
+            timestamp=timestamp,
+            persistent=headers.get("persistent") == "true",
+            group=headers.get("JMSXGroupID"),
+            content_length=content_length,
+            origin=session,
+        )
+
+    def _copies(
+        self, message: Message, targets: tuple[Destination, ...]
+    ) -> list[tuple[Destination, Message]]:
+        """One message per destination of a composite send (each has its own id)."""
+        message.destination = targets[0].name
+        out = [(targets[0], message)]
+        for target in targets[1:]:
+            self._seq += 1
+            out.append((target, message.copy_to(self._seq, self._id_prefix + str(self._seq), target.name)))
+        return out
+
+    def _route(self, target: Destination, message: Message) -> None:
+        if type(target) is Queue:
+            target.enqueue(message)
+        else:
+            assert isinstance(target, Topic)
+            self.router.publish(target, message)
+
+    def _send_targets(self, session: Session, destination: str) -> tuple[Destination, ...]:
+        targets = self._routes.get(destination)
+        if targets is not None:
+            return targets
+        resolved: list[Destination] = []
+        temporary = False
+        for kind, name in names.split_destination(destination):
+            if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
+                temporary = True
+            resolved.append(self._destination(session, kind, name))
+        targets = tuple(resolved)
+        if not temporary:
+            self._routes[destination] = targets
+        return targets
+
+    def _destination(self, session: Session, kind: str, name: str) -> Destination:
+        if kind == names.QUEUE:
+            return self.queue(kind + name)
+        if kind == names.TOPIC:
+            return self.router.topic(kind, name)
+        if kind == names.TEMP_QUEUE:
+            return self._temp_queue(session, name)
+        if kind == names.TEMP_TOPIC:
+            return self._temp_topic(session, name)
+        # Someone else's temporary destination: it exists only while its owner does.
+        full = kind + name
+        if kind == names.REMOTE_TEMP_QUEUE:
+            queue = self.queues.get(full)
+            if queue is not None:
+                return queue
+        else:
+            topic = self.router.topics.get(full)
+            if topic is not None:
+                return topic
+        raise InvalidDestination(f"temporary destination {full} does not exist (its connection has closed)")
+
+    def _temp_queue(self, session: Session, name: str) -> Queue:
+        full = names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+        queue = session.temp_queues.get(full)
+        if queue is None:
+            queue = Queue(full, self.clock, owner=session)
+            self.queues[full] = queue
+            session.temp_queues[full] = queue
+        return queue
+
+    def _temp_topic(self, session: Session, name: str) -> Topic:
+        bare = names.temp_name(session.id, name)
+        full = names.REMOTE_TEMP_TOPIC + bare
+        topic = session.temp_topics.get(full)
+        if topic is None:
+            topic = self.router.topic(names.REMOTE_TEMP_TOPIC, bare, owner=session)
+            session.temp_topics[full] = topic
+        return topic
+
+    def _advertise_temp(self, session: Session, reply_to: str) -> str:
+        """``reply-to:/temp-queue/x`` becomes the name other connections can send to."""
+        out = []
+        for kind, name in names.split_destination(reply_to):
+            out.append(self._destination(session, kind, name).name)
+        return ",".join(out)
+
+    def queue(self, name: str) -> Queue:
+        queue = self.queues.get(name)
+        if queue is None:
+            queue = self.queues[name] = Queue(name, self.clock)
+        return queue
+
+    # -- SUBSCRIBE / UNSUBSCRIBE -----------------------------------------------
+
+    def _on_subscribe(self, session: Session, frame: f.Frame) -> Callable[[], None]:
+        headers = frame.headers
+        destination = headers.get("destination")
+        if not destination:
+            raise MissingHeader("SUBSCRIBE requires a 'destination' header")
+        sub_id = headers.get("id")
+        if sub_id is None:
+            if session.version != f.V1_0:
+                raise MissingHeader("SUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+            sub_id = destination
+        if sub_id in session.subscriptions:
+            raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
+        ack = headers.get("ack", AUTO)
+        if ack not in ACK_MODES:
+            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        targets = names.split_destination(destination)
+        any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
+        prefetch = self.settings.queue_prefetch if any_queue else self.settings.topic_prefetch
+        text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
+        if text is not None:
+            prefetch = _int_header("activemq.prefetchSize", text)
+            if prefetch < 1:
+                raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
+        selector_text = headers.get("selector", "").strip()
+        selector = compile_selector(selector_text).matches if selector_text else None
+        sub = Subscription(
+            session,
+            sub_id,
+            session.next_key(),
+            destination,
+            ack=ack,
+            prefetch=prefetch,
+            selector=selector,
+            no_local=headers.get("activemq.noLocal") == "true",
+            exclusive=headers.get("activemq.exclusive") == "true",
+        )
+        bindings: list[tuple[str, str]] = []
+        for kind, name in targets:
+            if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
+                target = self._destination(session, kind, name)
+                if target.owner is not session:
+                    raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
+            bindings.append((kind, name))
+        session.subscriptions[sub_id] = sub
+        session.by_key[sub.key] = sub
+        for kind, name in bindings:
+            if kind in names.QUEUE_KINDS:
+                queue = self._destination(session, kind, name)
+                assert isinstance(queue, Queue)
+                sub.queues.append(queue)
+            elif kind == names.TEMP_TOPIC:
+                topic = self._temp_topic(session, name)
+                sub.topic_patterns.append((topic.kind, topic.bare))
+            else:
+                sub.topic_patterns.append((kind, name))
+        for kind, pattern in sub.topic_patterns:
+            self.router.subscribe(kind, pattern, sub)
+        # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
+        # the queues start dispatching to it only once the receipt is written.
+        return lambda: self._start(sub)
+
+    def _start(self, sub: Subscription) -> None:
+        for queue in sub.queues:
+            queue.add_consumer(sub)
+        sub.pump()
+
+    def _on_unsubscribe(self, session: Session, frame: f.Frame) -> None:
+        headers = frame.headers
+        sub_id = headers.get("id")
+        sub = None
+        if sub_id is not None:
+            sub = session.subscriptions.get(sub_id)
+        elif session.version == f.V1_0:
+            destination = headers.get("destination")
+            if destination is None:
+                raise MissingHeader("UNSUBSCRIBE requires an 'id' or 'destination' header")
+            sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
+        else:
+            raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+        if sub is None:
+            raise UnknownSubscription(
+                f"no subscription {sub_id or headers.get('destination')!r} on this connection"
+            )
+        self._unsubscribe(session, sub)
+
+    def _unsubscribe(self, session: Session, sub: Subscription) -> None:
+        session.subscriptions.pop(sub.id, None)
+        session.by_key.pop(sub.key, None)
+        for kind, pattern in sub.topic_patterns:
+            self.router.unsubscribe(kind, pattern, sub)
+        for queue in sub.queues:
+            queue.remove_consumer(sub)
+        sub.cursor.clear()
+        returned = list(sub.inflight.values())
+        sub.inflight.clear()
+        self._give_back(sub, returned, topic_too=False)
+
+    # -- ACK / NACK ------------------------------------------------------------
+
+    def _on_ack(self, session: Session, frame: f.Frame) -> None:
+        sub, messages = self._acked(session, frame)
+        tx_id = frame.headers.get("transaction")
+        if tx_id is not None:
+            tx = self._transaction(session, tx_id)
+            tx.acks.extend((sub, m) for m in messages)
+        else:
+            self._settle(messages)
+        sub.pump()
+
+    def _on_nack(self, session: Session, frame: f.Frame) -> None:
+        sub, messages = self._acked(session, frame)
+        tx_id = frame.headers.get("transaction")
+        if tx_id is not None:
+            self._transaction(session, tx_id).nacks.extend((sub, m) for m in messages)
+        else:
+            self._give_back(sub, messages, topic_too=True)
+        sub.pump()
+
+    def _acked(self, session: Session, frame: f.Frame) -> tuple[Subscription, list[Message]]:
+        """The subscription an ACK/NACK is for, and the messages it covers."""
+        headers = frame.headers
+        command = frame.command
+        sub: Subscription | None = None
+        seq: int | None = None
+        if session.version == f.V1_2:
+            ack_id = headers.get("id")
+            if ack_id is None:
+                raise MissingHeader(
+                    f"{command} requires an 'id' header (the MESSAGE's 'ack' value) in STOMP 1.2"
+                )
+            key, _, seq_text = ack_id.partition("-")
+            if key.isdigit() and seq_text.isdigit():
+                sub = session.by_key.get(int(key))
+                seq = int(seq_text)
+            label = ack_id
+        else:
+            message_id = headers.get("message-id")
+            if message_id is None:
+                raise MissingHeader(f"{command} requires a 'message-id' header")
+            label = message_id
+            seq = _seq_of(message_id)
+            sub_id = headers.get("subscription")
+            if sub_id is not None:
+                sub = session.subscriptions.get(sub_id)
+            elif session.version == f.V1_1:
+                raise MissingHeader(f"{command} requires a 'subscription' header in STOMP 1.1")
+            elif seq is not None:
+                sub = next((s for s in session.subscriptions.values() if seq in s.inflight), None)
+        if sub is None or seq is None:
+            raise UnknownMessage(f"{command} for {label!r} matches no message delivered on this connection")
+        messages = sub.take_acked(seq, cumulative=sub.ack == CLIENT)
+        if not messages:
+            raise UnknownMessage(
+                f"{command} for {label!r}: no such unacknowledged message on subscription {sub.id!r}"
+            )
+        return sub, messages
+
+    def _settle(self, messages: list[Message]) -> None:
+        for message in messages:
+            queue = self.queues.get(message.destination)
+            if queue is not None:
+                queue.acked(1)
+
+    def _give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
+        """Return messages for redelivery: to their queue, or (NACK) the topic subscriber."""
+        by_queue: dict[Queue, list[Message]] = {}
+        for message in messages:
+            queue = self.queues.get(message.destination)
+            if queue is not None:
+                by_queue.setdefault(queue, []).append(message)
+            elif topic_too and sub.session.phase is not CLOSING and sub.id in sub.session.subscriptions:
+                sub.cursor.push_returned(message.redelivery_copy())
+        for queue, returned in by_queue.items():
+            queue.requeue(returned)
+
+    # -- transactions ----------------------------------------------------------
+
+    def _transaction(self, session: Session, tx_id: str) -> Transaction:
+        tx = session.transactions.get(tx_id)
+        if tx is None:
+            raise TransactionError(f"transaction {tx_id!r} was not begun on this connection")
+        return tx
+
+    def _tx_id(self, frame: f.Frame) -> str:
+        tx_id = frame.headers.get("transaction")
+        if tx_id is None:
+            raise MissingHeader(f"{frame.command} requires a 'transaction' header")
+        return tx_id
+
+    def _on_begin(self, session: Session, frame: f.Frame) -> None:
+        tx_id = self._tx_id(frame)
+        if tx_id in session.transactions:
+            raise TransactionError(f"transaction {tx_id!r} is already in progress")
+        session.transactions[tx_id] = Transaction(tx_id)
+
+    def _on_commit(self, session: Session, frame: f.Frame) -> None:
+        tx = self._transaction(session, self._tx_id(frame))
+        del session.transactions[tx.id]
+        for target, message in tx.sends:
+            self._route(target, message)
+        self._settle([m for _, m in tx.acks])
+        for sub, message in tx.nacks:
+            self._give_back(sub, [message], topic_too=True)
+
+    def _on_abort(self, session: Session, frame: f.Frame) -> None:
+        tx = self._transaction(session, self._tx_id(frame))
+        del session.transactions[tx.id]
+        self._abort(tx)
+
+    def _abort(self, tx: Transaction) -> None:
+        # Sends are simply never routed; what was acked or nacked comes back.
+        for sub, message in tx.acks + tx.nacks:
+            self._give_back(sub, [message], topic_too=True)
+        for sub, _ in tx.acks + tx.nacks:
+            if sub.session.phase is not CLOSING:
+                sub.pump()
+
+
+def _int_header(name: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidHeader(f"header {name!r} must be an integer, got {text!r}") from None
+
+
+def _seq_of(message_id: str) -> int | None:
+    tail = message_id.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else None
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out or "0"

@@ -1,0 +1,68 @@
+"""Broker-level errors, and the one place any error becomes an ERROR frame."""
+
+from __future__ import annotations
+
+import logging
+
+from protocol.errors import StompError
+from protocol.frames import ERROR, Frame
+
+log = logging.getLogger("stompd.errors")
+
+
+class BrokerError(StompError):
+    summary = "broker error"
+
+
+class InvalidDestination(BrokerError):
+    summary = "invalid destination"
+
+
+class InvalidHeader(BrokerError):
+    summary = "invalid header"
+
+
+class UnknownSubscription(BrokerError):
+    summary = "unknown subscription"
+
+
+class DuplicateSubscription(BrokerError):
+    summary = "duplicate subscription"
+
+
+class UnknownMessage(BrokerError):
+    summary = "unknown message"
+
+
+class TransactionError(BrokerError):
+    summary = "transaction error"
+
+
+class AccessDenied(BrokerError):
+    summary = "access denied"
+
+
+class NoSpace(BrokerError):
+    summary = "resource limit reached"
+
+
+def to_error_frame(exc: BaseException, receipt: str | None = None) -> Frame:
+    """Map any exception to the ERROR frame a client is shown.
+
+    A ``StompError`` is ours to explain: its class names the problem and its text says
+    why.  Anything else is a bug in the broker: the traceback goes to our log, and the
+    client is told only that it was an internal error.
+    """
+    if isinstance(exc, StompError):
+        headers = {"message": exc.summary}
+        text = str(exc) or exc.summary
+    else:
+        log.error("internal error while handling a frame", exc_info=exc)
+        headers = {"message": "internal error"}
+        text = "The broker failed to process this frame; the failure was logged."
+    if receipt is not None:
+        headers["receipt-id"] = receipt
+    body = text.encode()
+    headers["content-type"] = "text/plain"
+    headers["content-length"] = str(len(body) + 1)
+    return Frame(ERROR, headers, body + b"\n")

@@ -1,0 +1,214 @@
+"""A queue: competing consumers, each message to exactly one of them.
+
+Dispatch goes round-robin over the consumers that are ready (credit, writable
+connection).  While no consumer has a selector and no message carries a group, the
+head of the cursor goes to the next ready consumer: O(1) a message.  Otherwise the
+cursor is scanned in priority-then-FIFO order and each message goes to a ready
+consumer that may take it (selector, group owner).  ``activemq.exclusive`` consumers
+take everything while one of them is subscribed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.cursor import MemoryCursor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from broker.core.clock import Clock
+    from broker.core.message import Message
+    from broker.core.subscription import Subscription
+
+
+class QueueStats:
+    __slots__ = ("dequeued", "dispatched", "enqueued", "expired", "redelivered")
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dispatched = 0
+        self.dequeued = 0
+        self.expired = 0
+        self.redelivered = 0
+
+
+class Queue:
+    __slots__ = (
+        "_active",
+        "_dispatching",
+        "_groups",
+        "_rr",
+        "_scan",
+        "clock",
+        "consumers",
+        "cursor",
+        "name",
+        "on_expired",
+        "owner",
+        "stats",
+    )
+
+    def __init__(self, name: str, clock: Clock, owner: object = None) -> None:
+        self.name = name
+        self.clock = clock
+        #: The session that owns a temporary queue (None for a normal queue).
+        self.owner = owner
+        self.cursor = MemoryCursor()
+        self.consumers: list[Subscription] = []
+        self.stats = QueueStats()
+        self.on_expired: Callable[[Message], None] | None = None
+        self._active: list[Subscription] = []
+        self._groups: dict[str, Subscription] = {}
+        self._rr = 0
+        self._scan = False
+        self._dispatching = False
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.name} depth={self.cursor.count} consumers={len(self.consumers)}>"
+
+    # -- consumers -------------------------------------------------------------
+
+    def add_consumer(self, sub: Subscription) -> None:
+        self.consumers.append(sub)
+        self._recompute()
+        self.dispatch()
+
+    def remove_consumer(self, sub: Subscription) -> None:
+        if sub in self.consumers:
+            self.consumers.remove(sub)
+        for group, owner in list(self._groups.items()):
+            if owner is sub:
+                del self._groups[group]
+        self._recompute()
+
+    def _recompute(self) -> None:
+        exclusive = [c for c in self.consumers if c.exclusive]
+        self._active = exclusive[:1] if exclusive else list(self.consumers)
+        for group, owner in list(self._groups.items()):
+            if owner not in self._active:
+                del self._groups[group]
+        self._scan = bool(self._groups) or any(c.selector is not None for c in self._active)
+        if self._rr >= len(self._active):
+            self._rr = 0
+
+    # -- messages --------------------------------------------------------------
+
+    def enqueue(self, message: Message) -> None:
+        self.stats.enqueued += 1
+        if message.group is not None and not self._scan:
+            self._scan = True
+        self.cursor.push(message)
+        self.dispatch()
+
+    def requeue(self, messages: list[Message]) -> None:
+        """Messages a consumer had and gave back (NACK, unsubscribe, disconnect)."""
+        for message in sorted(messages, key=_seq):
+            message.redelivered = True
+            self.stats.redelivered += 1
+            self.cursor.push_returned(message)
+        self.dispatch()
+
+    def dispatch(self) -> None:
+        if self._dispatching or not self.cursor.count or not self._active:
+            return
+        # A delivery can trigger another dispatch of this queue (through the
+        # subscription's pump); one pass at a time keeps round-robin fair.
+        self._dispatching = True
+        try:
+            if self._scan:
+                self._dispatch_scanning()
+            else:
+                self._dispatch_head()
+        finally:
+            self._dispatching = False
+
+    def _next_ready(self) -> Subscription | None:
+        active = self._active
+        n = len(active)
+        start = self._rr
+        for i in range(n):
+            index = (start + i) % n
+            sub = active[index]
+            if sub.ready:
+                self._rr = (index + 1) % n
+                return sub
+        return None
+
+    def _dispatch_head(self) -> None:
+        cursor = self.cursor
+        stats = self.stats
+        while cursor.count:
+            sub = self._next_ready()
+            if sub is None:
+                return
+            message = cursor.pop()
+            if message is None:
+                return
+            if message.expires and message.expires <= self.clock.ms:
+                self._expire(message)
+                continue
+            stats.dispatched += 1
+            if sub.auto:
+                stats.dequeued += 1
+            sub.deliver(message)
+
+    def _dispatch_scanning(self) -> None:
+        cursor = self.cursor
+        now = self.clock.ms
+        groups = self._groups
+        for message in cursor:
+            if not any(sub.ready for sub in self._active):
+                return
+            if message.expires and message.expires <= now:
+                cursor.remove(message)
+                self._expire(message)
+                continue
+            group = message.group
+            if group is not None:
+                owner = groups.get(group)
+                if owner is not None:
+                    if owner.ready and owner.accepts(message):
+                        cursor.remove(message)
+                        self._deliver(owner, message)
+                    continue
+            sub = self._pick(message)
+            if sub is None:
+                continue
+            if group is not None:
+                groups[group] = sub
+            cursor.remove(message)
+            self._deliver(sub, message)
+
+    def _pick(self, message: Message) -> Subscription | None:
+        active = self._active
+        n = len(active)
+        start = self._rr
+        for i in range(n):
+            index = (start + i) % n
+            sub = active[index]
+            if sub.ready and sub.accepts(message):
+                self._rr = (index + 1) % n
+                return sub
+        return None
+
+    def _deliver(self, sub: Subscription, message: Message) -> None:
+        self.stats.dispatched += 1
+        if sub.auto:
+            self.stats.dequeued += 1
+        sub.deliver(message)
+
+    def _expire(self, message: Message) -> None:
+        self.stats.expired += 1
+        if self.on_expired is not None:
+            self.on_expired(message)
+
+    def acked(self, count: int) -> None:
+        self.stats.dequeued += count
+
+    def purge(self) -> list[Message]:
+        return self.cursor.clear()
+
+
+def _seq(message: Message) -> int:
+    return message.seq

@@ -1,0 +1,144 @@
+"""A consumer: one SUBSCRIBE, its ack mode, prefetch credit and in-flight messages.
+
+A subscription consumes from the queues its destination names (competing with other
+consumers there) and, for topic destinations, from its own cursor, which topics fill.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from broker.core.cursor import MemoryCursor
+from protocol.encoder import encode_headers
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from broker.core.message import Message
+    from broker.core.queue import Queue
+    from broker.core.session import Session
+
+AUTO: Final = "auto"
+CLIENT: Final = "client"
+CLIENT_INDIVIDUAL: Final = "client-individual"
+ACK_MODES: Final = frozenset({AUTO, CLIENT, CLIENT_INDIVIDUAL})
+
+REDELIVERED_HEADER: Final = b"redelivered:true\n"
+
+
+class Subscription:
+    __slots__ = (
+        "_sub_header",
+        "_sub_header_version",
+        "ack",
+        "auto",
+        "cursor",
+        "delivered",
+        "destination",
+        "exclusive",
+        "id",
+        "inflight",
+        "key",
+        "no_local",
+        "prefetch",
+        "queues",
+        "selector",
+        "session",
+        "topic_patterns",
+    )
+
+    def __init__(
+        self,
+        session: Session,
+        sub_id: str,
+        key: int,
+        destination: str,
+        *,
+        ack: str = AUTO,
+        prefetch: int = 1000,
+        selector: Callable[[Message], bool] | None = None,
+        no_local: bool = False,
+        exclusive: bool = False,
+    ) -> None:
+        self.session = session
+        self.id = sub_id
+        self.key = key
+        self.destination = destination
+        self.ack = ack
+        self.auto = ack == AUTO
+        self.prefetch = prefetch
+        self.selector = selector
+        self.no_local = no_local
+        self.exclusive = exclusive
+        self.queues: list[Queue] = []
+        self.topic_patterns: list[tuple[str, str]] = []
+        self.cursor = MemoryCursor()
+        # Dispatch order is ack order for cumulative (client) acks: a dict keeps it.
+        self.inflight: dict[int, Message] = {}
+        self.delivered = 0
+        self._sub_header = b""
+        self._sub_header_version = ""
+
+    @property
+    def ready(self) -> bool:
+        """Can take a message now: has credit and its connection is not backed up."""
+        return self.session.writable and (self.auto or len(self.inflight) < self.prefetch)
+
+    def accepts(self, message: Message) -> bool:
+        if self.no_local and message.origin is self.session:
+            return False
+        selector = self.selector
+        return selector is None or selector(message)
+
+    def deliver(self, message: Message) -> None:
+        session = self.session
+        version = session.version
+        head, tail = message.wire(version)
+        if self._sub_header_version != version:
+            self._sub_header = encode_headers([("subscription", self.id)], version)
+            self._sub_header_version = version
+        message.delivery_count += 1
+        self.delivered += 1
+        outbox = session.outbox
+        if self.auto:
+            if message.redelivered:
+                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail))
+            else:
+                outbox.push((head, self._sub_header, tail))
+            return
+        self.inflight[message.seq] = message
+        ack_header = b"ack:%d-%d\n" % (self.key, message.seq) if version == "1.2" else b""
+        if message.redelivered:
+            outbox.push((head, self._sub_header, ack_header, REDELIVERED_HEADER, tail))
+        else:
+            outbox.push((head, self._sub_header, ack_header, tail))
+
+    def take_acked(self, seq: int, cumulative: bool) -> list[Message]:
+        """Remove and return what an ACK/NACK of ``seq`` covers (empty if unknown)."""
+        inflight = self.inflight
+        if seq not in inflight:
+            return []
+        if not cumulative:
+            return [inflight.pop(seq)]
+        taken: list[Message] = []
+        for key in list(inflight):
+            taken.append(inflight.pop(key))
+            if key == seq:
+                break
+        return taken
+
+    def pump(self) -> None:
+        """Deliver what this subscription can take: its topic cursor, then its queues."""
+        cursor = self.cursor
+        if cursor.count:
+            while self.ready:
+                message = cursor.pop()
+                if message is None:
+                    break
+                if message.expires and message.expires <= self.session.clock.ms:
+                    continue
+                self.deliver(message)
+        for queue in self.queues:
+            if not self.ready:
+                return
+            queue.dispatch()

@@ -1,0 +1,103 @@
+"""Topics: every current subscriber whose pattern matches gets the message.
+
+Subscribers register patterns (``*`` one element, ``>`` the rest) in a trie; each
+topic caches its matching subscriptions until the set of subscriptions changes, so a
+publish costs one generation check, not a trie walk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.wildcards import WildcardTrie
+
+if TYPE_CHECKING:
+    from broker.core.message import Message
+    from broker.core.subscription import Subscription
+
+
+class TopicStats:
+    __slots__ = ("dispatched", "enqueued")
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dispatched = 0
+
+
+class Topic:
+    __slots__ = ("_generation", "_subscribers", "bare", "kind", "name", "owner", "stats")
+
+    def __init__(self, kind: str, bare: str, owner: object = None) -> None:
+        self.kind = kind
+        self.bare = bare
+        self.name = kind + bare
+        #: The session that owns a temporary topic (None for a normal topic).
+        self.owner = owner
+        self.stats = TopicStats()
+        self._subscribers: tuple[Subscription, ...] = ()
+        self._generation = -1
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name}>"
+
+
+class TopicRouter:
+    """Topic names to subscriptions, one trie per kind (``/topic/``, temp topics).
+
+    Patterns are kept without their prefix, so ``>`` under ``/topic/`` can never match
+    a temporary topic.
+    """
+
+    __slots__ = ("_generation", "_tries", "topics")
+
+    def __init__(self) -> None:
+        self._tries: dict[str, WildcardTrie[Subscription]] = {}
+        self._generation = 0
+        self.topics: dict[str, Topic] = {}
+
+    def subscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
+        trie = self._tries.get(kind)
+        if trie is None:
+            trie = self._tries[kind] = WildcardTrie()
+        trie.insert(pattern, sub)
+        self._generation += 1
+
+    def unsubscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
+        trie = self._tries.get(kind)
+        if trie is not None:
+            trie.remove(pattern, sub)
+        self._generation += 1
+
+    def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
+        name = kind + bare
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = self.topics[name] = Topic(kind, bare, owner)
+        return topic
+
+    def remove_topic(self, name: str) -> None:
+        self.topics.pop(name, None)
+
+    def subscribers(self, topic: Topic) -> tuple[Subscription, ...]:
+        if topic._generation != self._generation:
+            trie = self._tries.get(topic.kind)
+            matched = trie.match(topic.bare) if trie is not None else set()
+            topic._subscribers = tuple(sorted(matched, key=_order))
+            topic._generation = self._generation
+        return topic._subscribers
+
+    def publish(self, topic: Topic, message: Message) -> None:
+        stats = topic.stats
+        stats.enqueued += 1
+        for sub in self.subscribers(topic):
+            if not sub.accepts(message):
+                continue
+            stats.dispatched += 1
+            if not sub.cursor.count and sub.ready:
+                sub.deliver(message)
+            else:
+                sub.cursor.push(message)
+
+
+def _order(sub: Subscription) -> tuple[str, int]:
+    return (sub.session.id, sub.key)

@@ -1,0 +1,187 @@
+"""One client connection: bytes from the transport -> parser -> engine, and back.
+
+This is the only place that knows both the transport and the engine, and it decides
+nothing: frames go to the engine, errors become one ERROR frame and a clean close,
+``pause_writing``/``resume_writing`` become the session's ``writable`` flag, and a
+timer keeps the negotiated heart-beats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from typing import TYPE_CHECKING, cast
+
+from broker.core.errors import to_error_frame
+from broker.core.session import AWAIT_CONNECT, CONNECTED
+from broker.io.outbox import Outbox
+from protocol.encoder import encode_frame
+from protocol.errors import StompError
+from protocol.parser import FrameParser
+
+if TYPE_CHECKING:
+    from broker.core.engine import Engine
+    from broker.core.session import Session
+    from broker.io.limits import ConnectionLimits
+
+log = logging.getLogger("stompd.connection")
+
+HEARTBEAT = b"\n"
+
+
+class StompConnection(asyncio.Protocol):
+    def __init__(self, engine: Engine, limits: ConnectionLimits, registry: set[StompConnection]) -> None:
+        self._engine = engine
+        self._limits = limits
+        self._registry = registry
+        self._loop = asyncio.get_running_loop()
+        self._parser = FrameParser(
+            max_frame_size=limits.max_frame_size,
+            max_headers=limits.max_headers,
+            max_header_length=limits.max_header_length,
+        )
+        self._transport: asyncio.Transport | None = None
+        self._outbox: Outbox | None = None
+        self._session: Session | None = None
+        self._last_read = self._loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        self._heartbeats_started = False
+        self._tick_s = 1.0
+        self._closed = False
+        self.peer = "?"
+
+    # -- asyncio.Protocol ------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast("asyncio.Transport", transport)
+        self._transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        transport.set_write_buffer_limits(high=self._limits.write_high_water)
+        self._outbox = Outbox(self._loop, transport)
+        self._session = self._engine.open_session(self._outbox)
+        self._registry.add(self)
+        self._timer = self._loop.call_later(self._limits.connect_timeout, self._connect_deadline)
+
+    def data_received(self, data: bytes) -> None:
+        session = self._session
+        if session is None or self._closed:
+            return
+        self._last_read = self._loop.time()
+        parser = self._parser
+        engine = self._engine
+        engine.clock.set(time.time())
+        frame = None
+        try:
+            parser.feed(data)
+            while (frame := parser.next_frame()) is not None:
+                engine.handle(session, frame)
+                if session.closing:
+                    self._close()
+                    return
+                parser.version = session.version
+        except StompError as exc:
+            self._fail(exc)
+            return
+        except Exception as exc:
+            self._fail(exc)
+            return
+        if not self._heartbeats_started and session.phase is CONNECTED:
+            self._start_heartbeats()
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def pause_writing(self) -> None:
+        if self._session is not None:
+            self._engine.set_writable(self._session, False)
+
+    def resume_writing(self) -> None:
+        if self._session is not None and not self._closed:
+            self._engine.set_writable(self._session, True)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._registry.discard(self)
+        if self._session is not None:
+            self._engine.close_session(self._session)
+
+    # -- closing ---------------------------------------------------------------
+
+    def _fail(self, exc: BaseException) -> None:
+        """Tell the client what went wrong in one ERROR frame, then close cleanly."""
+        receipt = exc.receipt_id if isinstance(exc, StompError) else None
+        if isinstance(exc, StompError):
+            log.info("closing %s after error: %s: %s", self.peer, exc.summary, exc)
+        frame = to_error_frame(exc, receipt)
+        assert self._session is not None and self._outbox is not None
+        self._outbox.push((encode_frame(frame, self._session.version),))
+        self._close()
+
+    def _close(self) -> None:
+        """Flush what is queued (RECEIPT, ERROR), then close; the transport drains first."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._outbox is not None:
+            self._outbox.flush()
+        if self._session is not None:
+            # Stop dispatching to it now; connection_lost gives back what it held.
+            self._engine.close_session(self._session)
+        if self._transport is not None:
+            self._transport.close()
+
+    def close(self) -> None:
+        """Server shutdown."""
+        self._close()
+
+    def abort(self) -> None:
+        """Server shutdown, for a client that does not read what it was sent."""
+        if self._transport is not None:
+            self._transport.abort()
+
+    # -- timers ----------------------------------------------------------------
+
+    def _connect_deadline(self) -> None:
+        self._timer = None
+        if self._session is not None and self._session.phase is AWAIT_CONNECT and not self._closed:
+            log.info("closing %s: no CONNECT within %.0f s", self.peer, self._limits.connect_timeout)
+            self._close()
+
+    def _start_heartbeats(self) -> None:
+        self._heartbeats_started = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        session = self._session
+        assert session is not None
+        intervals = [ms for ms in (session.heartbeat_send_ms, session.heartbeat_recv_ms) if ms]
+        if intervals:
+            self._tick_s = max(min(intervals) / 2000.0, 0.05)
+            self._timer = self._loop.call_later(self._tick_s, self._heartbeat_tick)
+
+    def _heartbeat_tick(self) -> None:
+        self._timer = None
+        session = self._session
+        if self._closed or session is None or self._transport is None or self._outbox is None:
+            return
+        now = self._loop.time()
+        recv_ms = session.heartbeat_recv_ms
+        if recv_ms and (now - self._last_read) * 1000 > recv_ms * self._engine.settings.heartbeat_grace:
+            log.info("closing %s: no data or heart-beat for %.1f s", self.peer, now - self._last_read)
+            self._close()
+            return
+        send_ms = session.heartbeat_send_ms
+        if send_ms and (now - self._outbox.wrote_at) * 1000 >= send_ms * 0.9:
+            self._outbox.push((HEARTBEAT,))
+            self._outbox.flush()
+        self._timer = self._loop.call_later(self._tick_s, self._heartbeat_tick)

@@ -1,0 +1,20 @@
+"""Per-connection limits the edge enforces (ActiveMQ's wireFormat and transport options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MAX_FRAME_SIZE = 10 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    #: ActiveMQ's shipped activemq.xml sets wireFormat.maxFrameSize to 100 MB; we
+    #: default lower, as RabbitMQ (4 MiB) does, since a frame is held whole in RAM.
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    max_headers: int = 1000
+    max_header_length: int = 10 * 1024
+    #: ActiveMQ's transport.connectAttemptTimeout is 30 s.
+    connect_timeout: float = 30.0
+    #: Above this many bytes queued in the transport, dispatch to the connection stops.
+    write_high_water: int = 256 * 1024

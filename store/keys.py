@@ -1,0 +1,43 @@
+"""Binary keys.  Big-endian, so LevelDB's byte order is the order we dispatch in.
+
+A message key is ``b"m" + log id (4 bytes) + (9 - priority) (1 byte) + sequence (8 bytes)``:
+a range scan over one log yields priority 9 first, then FIFO within a priority, which
+is exactly the cursor's order, on disk as in memory.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+MESSAGE: Final = b"m"
+_MESSAGE = struct.Struct(">cIBQ")
+_LEVEL = struct.Struct(">cIB")
+_LOG = struct.Struct(">cI")
+MAX_PRIORITY: Final = 9
+
+
+def message_key(log_id: int, priority: int, seq: int) -> bytes:
+    return _MESSAGE.pack(MESSAGE, log_id, MAX_PRIORITY - priority, seq)
+
+
+def unpack_message_key(key: bytes) -> tuple[int, int, int]:
+    """-> (log id, priority, sequence)."""
+    _, log_id, inverted, seq = _MESSAGE.unpack(key)
+    return log_id, MAX_PRIORITY - inverted, seq
+
+
+def level_prefix(log_id: int, priority: int) -> bytes:
+    return _LEVEL.pack(MESSAGE, log_id, MAX_PRIORITY - priority)
+
+
+def log_prefix(log_id: int) -> bytes:
+    return _LOG.pack(MESSAGE, log_id)
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key starting with ``prefix``."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        raise ValueError("a prefix of only 0xff bytes has no end")
+    return stripped[:-1] + bytes([stripped[-1] + 1])

@@ -1,0 +1,56 @@
+"""Fixtures: a real stompd on an ephemeral port, real clients."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from broker.app import BrokerOptions, BrokerThread
+from broker.core.settings import CoreSettings
+from broker.io.limits import ConnectionLimits
+
+settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@dataclass
+class BrokerServer:
+    host: str
+    port: int
+    thread: BrokerThread
+
+    @property
+    def engine(self):  # type: ignore[no-untyped-def]
+        assert self.thread.broker is not None
+        return self.thread.broker.engine
+
+
+def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
+    core = overrides.pop("core", CoreSettings())
+    limits = overrides.pop("limits", ConnectionLimits())
+    options = BrokerOptions(host="127.0.0.1", port=0, data_dir=data_dir, core=core, limits=limits)  # type: ignore[arg-type]
+    return BrokerThread(options).start()
+
+
+@pytest.fixture(autouse=True)
+def _close_raw_sockets() -> Iterator[None]:
+    yield
+    from tests import stomp_raw
+
+    while stomp_raw.OPEN:
+        stomp_raw.OPEN.pop().close()
+
+
+@pytest.fixture
+def broker_server(tmp_path: Path) -> Iterator[BrokerServer]:
+    thread = start_broker(tmp_path / "data")
+    try:
+        yield BrokerServer("127.0.0.1", thread.port, thread)
+    finally:
+        thread.stop()

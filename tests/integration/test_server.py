@@ -1,0 +1,120 @@
+"""The server process: CLI, slow consumers, graceful shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.clients import client
+from tests.conftest import BrokerServer
+from tests.stomp_raw import RawClient
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(port)
+
+
+def test_slow_consumer_does_not_make_the_broker_buffer_in_sockets(broker_server: BrokerServer) -> None:
+    slow = RawClient(broker_server.port)
+    slow.connect()
+    slow.send("SUBSCRIBE", {"destination": "/queue/slow", "id": "1", "receipt": "s"})
+    assert slow.recv().command == "RECEIPT"
+    # 32 MB: far more than the kernel's socket buffers (a few MB on loopback) can absorb.
+    body = "x" * 4096
+    with client(broker_server.port) as p:
+        for _ in range(8000):
+            p.send("/queue/slow", body)
+        p.sync()
+    queue = broker_server.engine.queues["/queue/slow"]
+    # The consumer reads nothing: most messages must wait in the queue, not in buffers.
+    assert queue.cursor.count > 3000
+    # Once it reads, everything arrives.
+    received = 0
+    while received < 8000:
+        frame = slow.recv(5)
+        assert frame.command == "MESSAGE"
+        received += 1
+    assert queue.cursor.count == 0
+
+
+def run_broker(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "broker", "--port", str(port), "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_graceful_shutdown(tmp_path: Path, sig: signal.Signals) -> None:
+    port = free_port()
+    proc = run_broker(port, tmp_path / "data")
+    try:
+        wait_for_port(port)
+        raw = RawClient(port)
+        raw.connect()
+        proc.send_signal(sig)
+        output = proc.communicate(timeout=10)[0].decode()
+        assert proc.returncode == 0
+        assert raw.closed_by_peer()
+        assert "shutting down" in output
+        assert "Traceback" not in output
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "broker", "--port", str(port), "--data-dir", str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=20,
+        )
+    assert result.returncode == 1
+    assert b"cannot listen" in result.stderr
+    assert b"Traceback" not in result.stderr
+
+
+def test_console_script_help() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "--help"], capture_output=True, timeout=20, cwd=ROOT
+    )
+    assert result.returncode == 0
+    assert b"--data-dir" in result.stdout
+
+
+def test_uvloop_is_used(broker_server: BrokerServer) -> None:
+    assert type(broker_server.thread.loop).__module__.startswith("uvloop")
+    assert os.environ.get("STOMPD_NO_UVLOOP") is None
