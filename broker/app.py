@@ -14,6 +14,9 @@ from broker.core.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
 
+#: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
+TICK_S = 0.05
+
 log = logging.getLogger("stompd")
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 from broker.app import BrokerOptions, run
 from broker.core.settings import CoreSettings
 from broker.io.limits import DEFAULT_MAX_FRAME_SIZE, ConnectionLimits
+from config.units import InvalidSize, parse_size
+from store.errors import StoreError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,8 +28,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE, help="bytes (default 10 MiB)"
     )
+    defaults = CoreSettings()
+    usage = parser.add_argument_group("systemUsage (sizes as in activemq.xml: 64mb, 1 gb, ...)")
+    usage.add_argument("--memory-limit", type=_size, default=defaults.memory_limit, help="default 1 gb")
+    usage.add_argument("--store-limit", type=_size, default=defaults.store_limit, help="default 100 gb")
+    usage.add_argument("--temp-limit", type=_size, default=defaults.temp_limit, help="default 50 gb")
+    usage.add_argument(
+        "--destination-memory-limit", type=_size, default=None, help="each destination's own memoryLimit"
+    )
+    usage.add_argument(
+        "--cursor-memory-high-water-mark",
+        type=int,
+        default=70,
+        metavar="PERCENT",
+        help="past this %% of memory, new messages swap to the temp store (default 70)",
+    )
+    usage.add_argument(
+        "--send-fail-if-no-space", action="store_true", help="refuse a SEND with an ERROR instead of waiting"
+    )
+    usage.add_argument(
+        "--send-fail-if-no-space-after-timeout",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="wait this long, then refuse",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except InvalidSize as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,15 +70,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.heartbeat_grace < 1.0:
         print("stompd: --heartbeat-grace must be at least 1.0", file=sys.stderr)
         return 2
+    if not 1 <= args.cursor_memory_high_water_mark <= 100:
+        print("stompd: --cursor-memory-high-water-mark must be 1-100", file=sys.stderr)
+        return 2
     options = BrokerOptions(
         host=args.host,
         port=args.port,
         data_dir=args.data_dir,
-        core=CoreSettings(heartbeat_grace=args.heartbeat_grace),
+        core=CoreSettings(
+            heartbeat_grace=args.heartbeat_grace,
+            memory_limit=args.memory_limit,
+            store_limit=args.store_limit,
+            temp_limit=args.temp_limit,
+            destination_memory_limit=args.destination_memory_limit,
+            cursor_high_water=args.cursor_memory_high_water_mark / 100,
+            send_fail_if_no_space=args.send_fail_if_no_space,
+            send_fail_if_no_space_after_timeout=args.send_fail_if_no_space_after_timeout,
+        ),
         limits=ConnectionLimits(max_frame_size=args.max_frame_size),
     )
     try:
         run(options)
+    except StoreError as exc:
+        print(f"stompd: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"stompd: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

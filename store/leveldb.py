@@ -70,9 +70,10 @@ class LevelDB:
         """Delete every key in [start, stop); returns the value bytes freed."""
         freed = 0
         try:
-            with self._db.iterator(start=start, stop=stop, fill_cache=False) as it, self._db.write_batch(
-                sync=self.sync
-            ) as batch:
+            with (
+                self._db.iterator(start=start, stop=stop, fill_cache=False) as it,
+                self._db.write_batch(sync=self.sync) as batch,
+            ):
                 for key, value in it:
                     freed += len(value)
                     batch.delete(key)

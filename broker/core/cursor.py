@@ -1,12 +1,20 @@
-"""Pending messages in strict priority order (9 first), FIFO within a priority.
+"""Pending messages in strict priority order (9 first), FIFO within a priority:
+a head in memory and, past the memory high-water mark, a tail in the temp store.
 
-A cursor is what a queue, or a topic subscription, keeps its undispatched messages
-in.  This one holds them in memory; the swapping cursor (memory head, disk tail)
-keeps the same interface.
+Per priority level the memory part is always older than the disk part: a message
+arriving while its level has anything on disk goes to disk too.  On disk the cursor
+keeps only counts and a key range per level, never a per-message object.  ``pop``
+hands out the best message overall; when that one is still on disk it asks for a
+page-in and returns None, and ``wakeup`` is called once the batch is back in memory.
+Swapping is incremental: only new arrivals go out, one record at a time into the
+next batched write, never "everything in one go".
 
-Removal from the middle (a selector or message group picked a message past the head)
-is lazy: the message's sequence number goes into ``_removed`` and is skipped when the
-head reaches it, so every operation is O(1) amortised whatever the depth.
+Removal from the middle of memory (a selector or message group picked a message past
+the head) is lazy: the message's sequence number goes into ``_removed`` and is skipped
+when the head reaches it, so every operation is O(1) amortised whatever the depth.
+
+Holding: every message in the memory part holds its meter (``Message.hold``); ``pop``
+and ``remove`` pass that hold to the caller, and ``push_returned`` takes one back.
 """
 
 from __future__ import annotations
@@ -15,36 +23,115 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from broker.core.message import Message
+    from broker.core.swap import Log, PageResult
+    from broker.core.usage import UsageMeter
 
 LEVELS = 10
+_TOP_DOWN = range(LEVELS - 1, -1, -1)
+#: Page the next batch in once memory holds fewer than this many, so dispatch rarely waits.
+PREFETCH_BELOW = 64
 
 
-class MemoryCursor:
-    __slots__ = ("_levels", "_removed", "bytes", "count")
+class Cursor:
+    __slots__ = (
+        "_levels",
+        "_removed",
+        "accepts",
+        "closed",
+        "disk_count",
+        "disk_hi",
+        "disk_lo",
+        "disk_total",
+        "high_water",
+        "log",
+        "mem_bytes",
+        "mem_count",
+        "meter",
+        "paging",
+        "wakeup",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        meter: UsageMeter | None = None,
+        log: Log | None = None,
+        *,
+        high_water: float = 0.7,
+        accepts: Callable[[Message], bool] | None = None,
+    ) -> None:
         self._levels: list[deque[Message]] = [deque() for _ in range(LEVELS)]
         self._removed: set[int] = set()
-        self.count = 0
-        self.bytes = 0
+        self.mem_count = 0
+        self.mem_bytes = 0
+        self.meter = meter
+        self.log = log
+        self.high_water = high_water
+        #: For a topic subscription reading a shared log: which records are its own.
+        self.accepts = accepts
+        self.disk_count = [0] * LEVELS
+        self.disk_lo = [0] * LEVELS
+        self.disk_hi = [0] * LEVELS
+        self.disk_total = 0
+        self.paging = False
+        self.closed = False
+        #: Called when a page-in has brought messages back (the owner dispatches again).
+        self.wakeup: Callable[[], None] | None = None
+        if log is not None:
+            log.cursors.append(self)
+
+    @property
+    def count(self) -> int:
+        return self.mem_count + self.disk_total
 
     def __len__(self) -> int:
-        return self.count
+        return self.mem_count + self.disk_total
+
+    # -- adding ------------------------------------------------------------------
 
     def push(self, message: Message) -> None:
-        self._levels[message.priority].append(message)
-        self.count += 1
-        self.bytes += message.size
+        """A new message: into memory while there is room below the high-water mark."""
+        priority = message.priority
+        log = self.log
+        if log is not None and (self.disk_count[priority] or not self._room_in_memory(message)):
+            self._to_disk(message, log)
+            return
+        message.hold()
+        self._levels[priority].append(message)
+        self.mem_count += 1
+        self.mem_bytes += message.size
+
+    def _room_in_memory(self, message: Message) -> bool:
+        meter = self.meter
+        return meter is None or meter.fits(message.size, self.high_water)
+
+    def _to_disk(self, message: Message, log: Log) -> None:
+        priority = message.priority
+        if not (log.shared and message.in_log):
+            log.append(message)
+        if not self.disk_count[priority]:
+            self.disk_lo[priority] = message.seq
+        self.disk_hi[priority] = message.seq
+        self.disk_count[priority] += 1
+        self.disk_total += 1
+
+    def can_take(self, message: Message, temp: UsageMeter | None) -> bool:
+        """Could ``push`` place this message now without passing a hard limit?"""
+        if not self.disk_count[message.priority] and (self.meter is None or self.meter.fits(message.size)):
+            return True
+        log = self.log
+        return log is not None and (
+            (log.shared and message.in_log) or temp is None or temp.fits(message.size)
+        )
 
     def push_returned(self, message: Message) -> None:
-        """Put back a message that was dispatched: it goes before newer ones."""
+        """Put back a message that was dispatched (taking over its hold): before newer ones."""
         level = self._levels[message.priority]
         seq = message.seq
-        self.count += 1
-        self.bytes += message.size
+        self.mem_count += 1
+        self.mem_bytes += message.size
         if seq in self._removed:
             # Taken lazily and never popped: its old slot is still in place, in order.
             self._removed.discard(seq)
@@ -61,54 +148,156 @@ class MemoryCursor:
             index += 1
         level.insert(index, message)
 
+    # -- taking ------------------------------------------------------------------
+
     def pop(self) -> Message | None:
-        if not self.count:
-            return None
+        """The best pending message (its hold passes to the caller), or None.
+
+        None with ``count`` > 0 means the best message is on disk: a page-in is under
+        way and ``wakeup`` will be called.
+        """
+        while True:
+            if not self.mem_count:
+                if self.disk_total and self._page_in():
+                    continue
+                return None
+            found, message = self._pop_memory()
+            if found:
+                return message
+            # A better message is on disk than anything left in memory.
+            if not self._page_in():
+                return None
+
+    def _pop_memory(self) -> tuple[bool, Message | None]:
+        """(True, best message in memory), or (False, None) if a better one is on disk."""
         removed = self._removed
-        for priority in range(LEVELS - 1, -1, -1):
+        disk_count = self.disk_count
+        disk_total = self.disk_total
+        for priority in _TOP_DOWN:
             level = self._levels[priority]
             while level:
                 message = level.popleft()
                 if removed and message.seq in removed:
                     removed.discard(message.seq)
                     continue
-                self.count -= 1
-                self.bytes -= message.size
-                return message
-        return None
-
-    def peek(self) -> Message | None:
-        removed = self._removed
-        for priority in range(LEVELS - 1, -1, -1):
-            level = self._levels[priority]
-            while level:
-                message = level[0]
-                if removed and message.seq in removed:
-                    removed.discard(message.seq)
-                    level.popleft()
-                    continue
-                return message
-        return None
+                self.mem_count -= 1
+                self.mem_bytes -= message.size
+                if disk_total and self.mem_count < PREFETCH_BELOW and not self.paging:
+                    self._page_in()
+                return True, message
+            if disk_total and disk_count[priority]:
+                return False, None
+        return True, None
 
     def remove(self, message: Message) -> None:
-        """Take out a message met while iterating (lazy; see module docstring)."""
+        """Take out a message met while iterating (lazy; its hold passes to the caller)."""
         self._removed.add(message.seq)
-        self.count -= 1
-        self.bytes -= message.size
+        self.mem_count -= 1
+        self.mem_bytes -= message.size
 
     def __iter__(self) -> Iterator[Message]:
-        """Pending messages, best first.  Safe against ``remove`` of the current one."""
+        """Pending messages in memory, best first.  Safe against ``remove`` of the current one."""
         removed = self._removed
-        for priority in range(LEVELS - 1, -1, -1):
+        for priority in _TOP_DOWN:
             for message in tuple(self._levels[priority]):
                 if message.seq not in removed:
                     yield message
 
     def clear(self) -> list[Message]:
+        """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
         for level in self._levels:
             level.clear()
         self._removed.clear()
-        self.count = 0
-        self.bytes = 0
+        self.mem_count = 0
+        self.mem_bytes = 0
+        self.disk_count = [0] * LEVELS
+        self.disk_total = 0
         return messages
+
+    def close(self) -> list[Message]:
+        """The owner is gone: forget everything, and let a shared log collect its share."""
+        self.closed = True
+        messages = self.clear()
+        log = self.log
+        if log is not None:
+            if self in log.cursors:
+                log.cursors.remove(self)
+            if log.shared:
+                log.gc()
+            else:
+                log.drop()
+        return messages
+
+    # -- paging ------------------------------------------------------------------
+
+    def best_disk_level(self) -> int:
+        for priority in _TOP_DOWN:
+            if self.disk_count[priority]:
+                return priority
+        return -1
+
+    def _page_in(self) -> bool:
+        """Ask for the best level's next batch; True if it is already back (an inline worker)."""
+        if self.paging or self.log is None:
+            return False
+        priority = self.best_disk_level()
+        if priority < 0:
+            return False
+        self.paging = True
+        self.log.page_in(
+            priority,
+            self.disk_lo[priority],
+            self.disk_hi[priority],
+            self.log.space.page_size,
+            self._paged_in,
+        )
+        return not self.paging
+
+    def _paged_in(self, result: PageResult) -> None:
+        priority, messages, last, freed, exhausted = result
+        self.paging = False
+        log = self.log
+        assert log is not None
+        if freed:
+            log.space.meter.release(freed)
+        if self.closed:
+            return
+        accepts = self.accepts
+        level = self._levels[priority]
+        meter = self.meter
+        taken = 0
+        for message in messages:
+            if accepts is not None and not accepts(message):
+                continue
+            message.meter = meter
+            message.hold()
+            level.append(message)
+            self.mem_count += 1
+            self.mem_bytes += message.size
+            taken += 1
+        self.disk_lo[priority] = last + 1
+        left = self.disk_count[priority] - taken
+        if exhausted or self.disk_lo[priority] > self.disk_hi[priority] or left <= 0:
+            left = 0
+        self.disk_total -= self.disk_count[priority] - left
+        self.disk_count[priority] = left
+        if log.shared:
+            log.gc()
+        if self.wakeup is not None:
+            self.wakeup()
+
+    def taken_from_disk(self, per_level: list[int]) -> None:
+        """A scan of the log took these out of the disk part (they were deleted there)."""
+        for priority, n in enumerate(per_level):
+            if n:
+                n = min(n, self.disk_count[priority])
+                self.disk_count[priority] -= n
+                self.disk_total -= n
+
+
+class MemoryCursor(Cursor):
+    """A cursor that never swaps (a broker with no temp store, and unit tests)."""
+
+    def __init__(self) -> None:
+        super().__init__()

@@ -14,23 +14,26 @@ from typing import TYPE_CHECKING
 
 from broker.core import names
 from broker.core.clock import Clock
+from broker.core.destinations import Destination, Destinations
 from broker.core.errors import (
     AccessDenied,
     DuplicateSubscription,
-    InvalidDestination,
     InvalidHeader,
     TransactionError,
     UnknownMessage,
     UnknownSubscription,
 )
+from broker.core.flow import Blocked, ParkedSend, no_space_error
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.queue import Queue
 from broker.core.selector import compile_selector
 from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
 from broker.core.settings import CoreSettings
 from broker.core.subscription import ACK_MODES, AUTO, CLIENT, Subscription
-from broker.core.topic import Topic, TopicRouter
+from broker.core.swap import SwapSpace
+from broker.core.topic import Topic
 from broker.core.transactions import Transaction
+from broker.core.usage import SystemUsage
 from protocol import frames as f
 from protocol.errors import MissingHeader, StompError, UnexpectedFrame, UnknownCommand
 from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
@@ -39,26 +42,49 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.session import Outbox
+    from store.api import TempStore, Worker
 
 log = logging.getLogger("stompd.engine")
 
-Destination = Queue | Topic
+
+class _Deferred:
+    """A handler's answer meaning "the RECEIPT goes out later" (a parked SEND)."""
+
+
+DEFERRED = _Deferred()
+Outcome = "Callable[[], None] | _Deferred | None"
+#: Frames that go past parked SENDs, so a blocked producer can still consume.
+_NEVER_PARKED = frozenset({f.ACK, f.NACK})
 
 
 class Engine:
-    def __init__(self, settings: CoreSettings | None = None, clock: Clock | None = None) -> None:
-        self.settings = settings or CoreSettings()
+    def __init__(
+        self,
+        settings: CoreSettings | None = None,
+        clock: Clock | None = None,
+        *,
+        temp_store: TempStore | None = None,
+        worker: Worker | None = None,
+    ) -> None:
+        self.settings = settings = settings or CoreSettings()
         self.clock = clock or Clock()
+        self.usage = SystemUsage(settings.memory_limit, settings.store_limit, settings.temp_limit)
+        self.swap = (
+            SwapSpace(temp_store, worker, self.usage.temp, settings.page_size)
+            if temp_store is not None and worker is not None
+            else None
+        )
+        self.destinations = Destinations(settings, self.clock, self.usage, self.swap)
+        self.queues = self.destinations.queues
+        self.router = self.destinations.router
+        self.blocked = Blocked()
         self.sessions: dict[str, Session] = {}
-        self.queues: dict[str, Queue] = {}
-        self.router = TopicRouter()
         self._seq = 0
         self._session_ids = itertools.count(1)
         # Boot-unique, so ids never repeat across restarts; no ':' so that no STOMP
         # version needs to escape it.
         self._id_prefix = f"ID-{_base36(int(time.time() * 1000))}-"
-        self._routes: dict[str, tuple[Destination, ...]] = {}
-        self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | None]] = {
+        self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | _Deferred | None]] = {
             f.SEND: self._on_send,
             f.ACK: self._on_ack,
             f.NACK: self._on_nack,
@@ -91,15 +117,31 @@ class Engine:
         session.transactions.clear()
         for sub in list(session.subscriptions.values()):
             self._unsubscribe(session, sub)
-        for name in session.temp_queues:
-            queue = self.queues.pop(name, None)
-            if queue is not None:
-                for consumer in list(queue.consumers):
-                    queue.remove_consumer(consumer)
-        session.temp_queues.clear()
-        for name in session.temp_topics:
-            self.router.remove_topic(name)
-        session.temp_topics.clear()
+        self.destinations.drop_temporaries(session)
+        # Parked SENDs never got their RECEIPT: the client knows they were not taken.
+        session.parked.clear()
+        session.parked_bytes = 0
+        self.blocked.release(session, self.clock.ms)
+        self.retry_blocked()
+
+    def flush(self) -> None:
+        """End of a batch of work: submit the swap writes it queued, as one write per log."""
+        if self.swap is not None:
+            self.swap.flush()
+
+    def after_io(self, callback: Callable[[], None]) -> None:
+        """Run a store completion on the engine's thread, then what it may have freed."""
+        callback()
+        if self.blocked:
+            self.retry_blocked()
+        self.flush()
+
+    def tick(self) -> None:
+        """Called a few times a second: time out parked SENDs, retry the blocked."""
+        if self.blocked:
+            self._expire_parked()
+            self.retry_blocked()
+        self.flush()
 
     def set_writable(self, session: Session, writable: bool) -> None:
         session.writable = writable
@@ -121,16 +163,23 @@ class Engine:
             if phase is CLOSING:
                 return
             raise UnexpectedFrame(f"{command} before CONNECT: the first frame must be CONNECT or STOMP")
+        if session.parked and command not in _NEVER_PARKED:
+            self._park_frame(session, frame)
+            return
         receipt = frame.headers.get("receipt")
         try:
             after = handler(session, frame)
         except StompError as exc:
             exc.receipt_id = receipt
             raise
+        if after is DEFERRED:
+            return
         if receipt is not None:
             session.send_receipt(receipt)
         if after is not None:
-            after()
+            after()  # type: ignore[operator]
+        if self.blocked:
+            self.retry_blocked()
 
     def _on_connect(self, session: Session, frame: f.Frame) -> None:
         if session.phase is not AWAIT_CONNECT:
@@ -161,19 +210,32 @@ class Engine:
 
     # -- SEND ------------------------------------------------------------------
 
-    def _on_send(self, session: Session, frame: f.Frame) -> None:
+    def _on_send(self, session: Session, frame: f.Frame) -> _Deferred | None:
         headers = frame.headers
         destination = headers.pop("destination", None)
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
+        receipt = headers.get("receipt")
         tx_id = headers.pop("transaction", None)
         message = self._build_message(session, destination, headers, frame.body)
-        targets = self._send_targets(session, destination)
+        targets = self.destinations.send_targets(session, destination)
         if tx_id is not None:
             tx = self._transaction(session, tx_id)
             for target, copy in self._copies(message, targets):
                 tx.sends.append((target, copy))
             return None
+        if not self._fits(message, targets):
+            if self.settings.send_fail_if_no_space:
+                self.blocked.stats.failed_sends += 1
+                raise no_space_error(self._why_full())
+            timeout = self.settings.send_fail_if_no_space_after_timeout
+            deadline = self.clock.ms + timeout if timeout else 0
+            self._park(session, ParkedSend(message, targets, receipt, deadline))
+            return DEFERRED
+        self._deliver_send(message, targets)
+        return None
+
+    def _deliver_send(self, message: Message, targets: tuple[Destination, ...]) -> None:
         if len(targets) == 1:
             target = targets[0]
             message.destination = target.name
@@ -181,7 +243,104 @@ class Engine:
         else:
             for target, copy in self._copies(message, targets):
                 self._route(target, copy)
-        return None
+
+    def _fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:
+        """Is there room for this message in every cursor it would be put in?"""
+        size = message.size
+        memory = self.usage.memory
+        if memory.fits(size, self.settings.cursor_high_water):
+            return True
+        temp = self.usage.temp
+        for target in targets:
+            if type(target) is Queue:
+                if not target.cursor.can_take(message, temp):
+                    return False
+                continue
+            assert isinstance(target, Topic)
+            for sub in self.router.subscribers(target):
+                if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp):
+                    return False
+        return True
+
+    def _why_full(self) -> str:
+        memory, temp = self.usage.memory, self.usage.temp
+        return f"memory usage {memory.percent:.0f}% and temp usage {temp.percent:.0f}% of their limits"
+
+    # -- flow control ----------------------------------------------------------
+
+    def _park(self, session: Session, item: ParkedSend | f.Frame) -> None:
+        session.parked.append(item)
+        session.parked_bytes += item.size if isinstance(item, ParkedSend) else len(item.body)
+        self.blocked.block(session, self._why_full(), self.clock.ms)
+        if session.parked_bytes > self.settings.max_parked_bytes and not session.reading_paused:
+            session.reading_paused = True
+            session.outbox.pause_reading()
+
+    def _park_frame(self, session: Session, frame: f.Frame) -> None:
+        self._park(session, frame)
+
+    def retry_blocked(self) -> None:
+        """Space may have freed: give each blocked connection its parked frames, in order."""
+        for session in self.blocked:
+            try:
+                self._unpark(session)
+            except StompError as exc:
+                session.outbox.fail(exc)
+            except Exception as exc:
+                session.outbox.fail(exc)
+
+    def _unpark(self, session: Session) -> None:
+        parked = session.parked
+        while parked:
+            item = parked[0]
+            if isinstance(item, ParkedSend):
+                if not self._fits(item.message, item.targets):
+                    return
+                parked.popleft()
+                session.parked_bytes -= item.size
+                self._deliver_send(item.message, item.targets)
+                if item.receipt is not None:
+                    session.send_receipt(item.receipt)
+            else:
+                parked.popleft()
+                session.parked_bytes -= len(item.body)
+                self._run_unparked(session, item)
+            if session.phase is CLOSING:
+                break
+        if not parked:
+            self.blocked.release(session, self.clock.ms)
+        if session.reading_paused and session.parked_bytes <= self.settings.max_parked_bytes // 2:
+            session.reading_paused = False
+            session.outbox.resume_reading()
+
+    def _run_unparked(self, session: Session, frame: f.Frame) -> None:
+        receipt = frame.headers.get("receipt")
+        handler = self._handlers[frame.command]
+        try:
+            after = handler(session, frame)
+        except StompError as exc:
+            exc.receipt_id = receipt
+            raise
+        if after is DEFERRED:
+            return
+        if receipt is not None:
+            session.send_receipt(receipt)
+        if after is not None:
+            after()  # type: ignore[operator]
+        if session.phase is CLOSING:
+            session.outbox.close()
+
+    def _expire_parked(self) -> None:
+        now = self.clock.ms
+        for session in self.blocked:
+            head = session.parked[0] if session.parked else None
+            if isinstance(head, ParkedSend) and head.deadline and head.deadline <= now:
+                self.blocked.stats.failed_sends += 1
+                exc = no_space_error(
+                    f"still no room after {self.settings.send_fail_if_no_space_after_timeout} ms"
+                )
+                exc.receipt_id = head.receipt
+                session.outbox.fail(exc)
 
     def _build_message(
         self, session: Session, destination: str, headers: dict[str, str], body: bytes
@@ -213,7 +372,7 @@ class Engine:
             timestamp = _int_header("timestamp", text)
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
-            headers["reply-to"] = self._advertise_temp(session, reply_to)
+            headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
         self._seq += 1
         seq = self._seq
         return Message(
@@ -228,7 +387,7 @@ class Engine:
             persistent=headers.get("persistent") == "true",
             group=headers.get("JMSXGroupID"),
             content_length=content_length,
-            origin=session,
+            origin=session.id,
         )
 
     def _copies(
@@ -249,72 +408,8 @@ class Engine:
             assert isinstance(target, Topic)
             self.router.publish(target, message)
 
-    def _send_targets(self, session: Session, destination: str) -> tuple[Destination, ...]:
-        targets = self._routes.get(destination)
-        if targets is not None:
-            return targets
-        resolved: list[Destination] = []
-        temporary = False
-        for kind, name in names.split_destination(destination):
-            if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
-                temporary = True
-            resolved.append(self._destination(session, kind, name))
-        targets = tuple(resolved)
-        if not temporary:
-            self._routes[destination] = targets
-        return targets
-
-    def _destination(self, session: Session, kind: str, name: str) -> Destination:
-        if kind == names.QUEUE:
-            return self.queue(kind + name)
-        if kind == names.TOPIC:
-            return self.router.topic(kind, name)
-        if kind == names.TEMP_QUEUE:
-            return self._temp_queue(session, name)
-        if kind == names.TEMP_TOPIC:
-            return self._temp_topic(session, name)
-        # Someone else's temporary destination: it exists only while its owner does.
-        full = kind + name
-        if kind == names.REMOTE_TEMP_QUEUE:
-            queue = self.queues.get(full)
-            if queue is not None:
-                return queue
-        else:
-            topic = self.router.topics.get(full)
-            if topic is not None:
-                return topic
-        raise InvalidDestination(f"temporary destination {full} does not exist (its connection has closed)")
-
-    def _temp_queue(self, session: Session, name: str) -> Queue:
-        full = names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
-        queue = session.temp_queues.get(full)
-        if queue is None:
-            queue = Queue(full, self.clock, owner=session)
-            self.queues[full] = queue
-            session.temp_queues[full] = queue
-        return queue
-
-    def _temp_topic(self, session: Session, name: str) -> Topic:
-        bare = names.temp_name(session.id, name)
-        full = names.REMOTE_TEMP_TOPIC + bare
-        topic = session.temp_topics.get(full)
-        if topic is None:
-            topic = self.router.topic(names.REMOTE_TEMP_TOPIC, bare, owner=session)
-            session.temp_topics[full] = topic
-        return topic
-
-    def _advertise_temp(self, session: Session, reply_to: str) -> str:
-        """``reply-to:/temp-queue/x`` becomes the name other connections can send to."""
-        out = []
-        for kind, name in names.split_destination(reply_to):
-            out.append(self._destination(session, kind, name).name)
-        return ",".join(out)
-
     def queue(self, name: str) -> Queue:
-        queue = self.queues.get(name)
-        if queue is None:
-            queue = self.queues[name] = Queue(name, self.clock)
-        return queue
+        return self.destinations.queue(name)
 
     # -- SUBSCRIBE / UNSUBSCRIBE -----------------------------------------------
 
@@ -357,7 +452,7 @@ class Engine:
         bindings: list[tuple[str, str]] = []
         for kind, name in targets:
             if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
-                target = self._destination(session, kind, name)
+                target = self.destinations.resolve(session, kind, name)
                 if target.owner is not session:
                     raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
             bindings.append((kind, name))
@@ -365,14 +460,17 @@ class Engine:
         session.by_key[sub.key] = sub
         for kind, name in bindings:
             if kind in names.QUEUE_KINDS:
-                queue = self._destination(session, kind, name)
+                queue = self.destinations.resolve(session, kind, name)
                 assert isinstance(queue, Queue)
                 sub.queues.append(queue)
             elif kind == names.TEMP_TOPIC:
-                topic = self._temp_topic(session, name)
+                topic = self.destinations.temp_topic(session, name)
                 sub.topic_patterns.append((topic.kind, topic.bare))
             else:
                 sub.topic_patterns.append((kind, name))
+        if sub.topic_patterns:
+            sub.cursor = self.destinations.topic_cursor(sub)
+            sub.cursor.wakeup = sub.pump
         for kind, pattern in sub.topic_patterns:
             self.router.subscribe(kind, pattern, sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
@@ -410,7 +508,8 @@ class Engine:
             self.router.unsubscribe(kind, pattern, sub)
         for queue in sub.queues:
             queue.remove_consumer(sub)
-        sub.cursor.clear()
+        for message in sub.cursor.close():
+            message.drop()
         returned = list(sub.inflight.values())
         sub.inflight.clear()
         self._give_back(sub, returned, topic_too=False)
@@ -480,16 +579,26 @@ class Engine:
             queue = self.queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
+            message.drop()
 
     def _give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
-        """Return messages for redelivery: to their queue, or (NACK) the topic subscriber."""
+        """Return messages for redelivery: to their queue, or (NACK) the topic subscriber.
+
+        Each message comes with its in-flight hold, which passes to wherever it goes.
+        """
         by_queue: dict[Queue, list[Message]] = {}
         for message in messages:
             queue = self.queues.get(message.destination)
             if queue is not None:
                 by_queue.setdefault(queue, []).append(message)
-            elif topic_too and sub.session.phase is not CLOSING and sub.id in sub.session.subscriptions:
-                sub.cursor.push_returned(message.redelivery_copy())
+                continue
+            if topic_too and sub.session.phase is not CLOSING and sub.id in sub.session.subscriptions:
+                # A topic message is shared: only this subscriber's copy is redelivered.
+                copy = message.redelivery_copy()
+                copy.meter = message.meter
+                copy.hold()
+                sub.cursor.push_returned(copy)
+            message.drop()
         for queue, returned in by_queue.items():
             queue.requeue(returned)
 

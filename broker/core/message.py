@@ -9,13 +9,22 @@ delivery.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from protocol.encoder import encode_headers
+
+if TYPE_CHECKING:
+    from broker.core.usage import UsageMeter
 
 PERSISTENT: Final = "PERSISTENT"
 NON_PERSISTENT: Final = "NON_PERSISTENT"
 DEFAULT_PRIORITY: Final = 4
+
+# A rough price of the Python objects behind a message (the Message, its headers dict
+# and strings), so that the memory limit tracks RSS rather than only body bytes.
+OBJECT_OVERHEAD: Final = 450
+HEADER_OVERHEAD: Final = 110
+NUL: Final = b"\0"
 
 # Headers a producer may not set: they are the broker's (ActiveMQ strips the same
 # ones, so a consumer can trust them).
@@ -42,7 +51,10 @@ class Message:
         "expires",
         "group",
         "headers",
+        "holders",
         "id",
+        "in_log",
+        "meter",
         "origin",
         "persistent",
         "priority",
@@ -66,7 +78,7 @@ class Message:
         persistent: bool = False,
         group: str | None = None,
         content_length: bool = False,
-        origin: object = None,
+        origin: str | None = None,
     ) -> None:
         self.seq = seq
         self.id = message_id
@@ -79,14 +91,29 @@ class Message:
         self.persistent = persistent
         self.group = group
         self.content_length = content_length
-        #: The session that sent it (for ``activemq.noLocal``); never serialised.
+        #: The id of the session that sent it (for ``activemq.noLocal``).
         self.origin = origin
         self.redelivered = False
         self.delivery_count = 0
-        # Body plus a rough allowance for headers: what memory limits charge.
-        self.size = len(body) + 64 + 32 * len(headers)
+        #: What the memory limit is charged while this message is held in RAM.
+        self.size = len(body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(headers)
+        #: The meter charged while anything holds it (cursor, in-flight, pending write).
+        self.meter: UsageMeter | None = None
+        self.holders = 0
+        #: Written to its destination's log in the temp store.
+        self.in_log = False
         self._wire: tuple[bytes, bytes] | None = None
         self._wire_version = ""
+
+    def hold(self) -> None:
+        if not self.holders and self.meter is not None:
+            self.meter.charge(self.size)
+        self.holders += 1
+
+    def drop(self) -> None:
+        self.holders -= 1
+        if not self.holders and self.meter is not None:
+            self.meter.release(self.size)
 
     def copy_to(self, seq: int, message_id: str, destination: str) -> Message:
         """The same payload routed to another destination (composite sends)."""
@@ -114,7 +141,8 @@ class Message:
         return clone
 
     def wire(self, version: str) -> tuple[bytes, bytes]:
-        """(head, tail) of the MESSAGE frame; per-subscriber headers go between them."""
+        """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
+        them, and the body and a NUL after.  The body is never copied here."""
         wire = self._wire
         if wire is not None and self._wire_version == version:
             return wire
@@ -128,10 +156,7 @@ class Message:
         shared.extend(self.headers.items())
         head = b"MESSAGE\n" + encode_headers(shared, version)
         body = self.body
-        if self.content_length or b"\0" in body:
-            tail = b"content-length:%d\n\n%b\0" % (len(body), body)
-        else:
-            tail = b"\n" + body + b"\0"
+        tail = b"content-length:%d\n\n" % len(body) if self.content_length or b"\0" in body else b"\n"
         wire = (head, tail)
         self._wire = wire
         self._wire_version = version

@@ -10,9 +10,12 @@ take everything while one of them is subscribed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from broker.core.cursor import MemoryCursor
+from broker.core.cursor import Cursor
+
+#: Records one disk scan may read before it reports back (and the loop serves others).
+DISK_SCAN_BUDGET = 20_000
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.message import Message
     from broker.core.subscription import Subscription
+    from broker.core.swap import Log
+    from broker.core.usage import UsageMeter
 
 
 class QueueStats:
@@ -36,6 +41,8 @@ class QueueStats:
 class Queue:
     __slots__ = (
         "_active",
+        "_disk_scan_busy",
+        "_disk_scan_pos",
         "_dispatching",
         "_groups",
         "_rr",
@@ -43,18 +50,30 @@ class Queue:
         "clock",
         "consumers",
         "cursor",
+        "meter",
         "name",
         "on_expired",
         "owner",
         "stats",
     )
 
-    def __init__(self, name: str, clock: Clock, owner: object = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        clock: Clock,
+        owner: object = None,
+        *,
+        meter: UsageMeter | None = None,
+        log: Log | None = None,
+        high_water: float = 0.7,
+    ) -> None:
         self.name = name
         self.clock = clock
         #: The session that owns a temporary queue (None for a normal queue).
         self.owner = owner
-        self.cursor = MemoryCursor()
+        self.meter = meter
+        self.cursor = Cursor(meter, log, high_water=high_water)
+        self.cursor.wakeup = self.dispatch
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
         self.on_expired: Callable[[Message], None] | None = None
@@ -63,6 +82,8 @@ class Queue:
         self._rr = 0
         self._scan = False
         self._dispatching = False
+        self._disk_scan_busy = False
+        self._disk_scan_pos = [0] * 10
 
     def __repr__(self) -> str:
         return f"<Queue {self.name} depth={self.cursor.count} consumers={len(self.consumers)}>"
@@ -89,6 +110,8 @@ class Queue:
             if owner not in self._active:
                 del self._groups[group]
         self._scan = bool(self._groups) or any(c.selector is not None for c in self._active)
+        # A new set of consumers: what the swapped part holds must be looked at again.
+        self._disk_scan_pos = [0] * 10
         if self._rr >= len(self._active):
             self._rr = 0
 
@@ -96,6 +119,7 @@ class Queue:
 
     def enqueue(self, message: Message) -> None:
         self.stats.enqueued += 1
+        message.meter = self.meter
         if message.group is not None and not self._scan:
             self._scan = True
         self.cursor.push(message)
@@ -152,6 +176,7 @@ class Queue:
             if sub.auto:
                 stats.dequeued += 1
             sub.deliver(message)
+            message.drop()
 
     def _dispatch_scanning(self) -> None:
         cursor = self.cursor
@@ -179,6 +204,72 @@ class Queue:
                 groups[group] = sub
             cursor.remove(message)
             self._deliver(sub, message)
+        if cursor.disk_total and not self._disk_scan_busy and any(sub.ready for sub in self._active):
+            self._scan_disk()
+
+    def _scan_disk(self) -> None:
+        """Find messages for the ready consumers in the swapped part (seed 003).
+
+        The scan runs on the store's worker, reads a bounded number of records, takes
+        out those a ready consumer's selector (or group) wants, and remembers where it
+        stopped: the next scan resumes there, so a consumer whose selector matches only
+        messages deep in the backlog gets them without the backlog being re-read for
+        every message.  Positions restart when the set of consumers changes.
+        """
+        cursor = self.cursor
+        log = cursor.log
+        if log is None:
+            return
+        candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
+        if not candidates:
+            return
+        wanted = sum(64 if sub.auto else max(sub.prefetch - len(sub.inflight), 0) for sub, _ in candidates)
+        groups = dict(self._groups)
+        claimed: dict[str, Subscription] = {}
+
+        def pick(message: Message) -> Subscription | None:
+            group = message.group
+            if group is not None:
+                owner = groups.get(group) or claimed.get(group)
+                if owner is not None:
+                    return (
+                        owner
+                        if any(owner is sub for sub, _ in candidates) and owner.accepts(message)
+                        else None
+                    )
+            for sub, accepts in candidates:
+                if accepts(message):
+                    if group is not None:
+                        claimed[group] = sub
+                    return sub
+            return None
+
+        start = [max(self._disk_scan_pos[p], cursor.disk_lo[p]) for p in range(10)]
+        ends = [cursor.disk_hi[p] if cursor.disk_count[p] else -1 for p in range(10)]
+        if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
+            return
+        self._disk_scan_busy = True
+        log.scan(start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1), self._disk_scanned)
+
+    def _disk_scanned(self, result: tuple[list[tuple[Message, object]], list[int], int, list[int]]) -> None:
+        picked, positions, freed, taken = result
+        self._disk_scan_busy = False
+        cursor = self.cursor
+        if cursor.log is not None and freed:
+            cursor.log.space.meter.release(freed)
+        cursor.taken_from_disk(taken)
+        self._disk_scan_pos = positions
+        for message, taker in picked:
+            sub = cast("Subscription", taker)
+            message.meter = self.meter
+            message.hold()
+            if sub in self._active and sub.ready:
+                if message.group is not None:
+                    self._groups.setdefault(message.group, sub)
+                self._deliver(sub, message)
+            else:
+                cursor.push_returned(message)
+        self.dispatch()
 
     def _pick(self, message: Message) -> Subscription | None:
         active = self._active
@@ -197,17 +288,21 @@ class Queue:
         if sub.auto:
             self.stats.dequeued += 1
         sub.deliver(message)
+        message.drop()
 
     def _expire(self, message: Message) -> None:
         self.stats.expired += 1
         if self.on_expired is not None:
             self.on_expired(message)
+        message.drop()
 
     def acked(self, count: int) -> None:
         self.stats.dequeued += count
 
-    def purge(self) -> list[Message]:
-        return self.cursor.clear()
+    def close(self) -> None:
+        """The queue is deleted: drop what it holds, in memory and on disk."""
+        for message in self.cursor.close():
+            message.drop()
 
 
 def _seq(message: Message) -> int:

@@ -7,6 +7,7 @@ the transport is above its high-water mark, and dispatch to this session stops.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
 from protocol.encoder import encode_frame
@@ -14,6 +15,7 @@ from protocol.frames import RECEIPT, V1_0, Frame
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
+    from broker.core.flow import ParkedSend
     from broker.core.queue import Queue
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
@@ -21,7 +23,18 @@ if TYPE_CHECKING:
 
 
 class Outbox(Protocol):
+    """The core's way out to a connection: bytes, flow control, and closing."""
+
     def push(self, parts: tuple[bytes, ...]) -> None: ...
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def fail(self, exc: BaseException) -> None:
+        """Send the ERROR for ``exc`` and close (for errors found outside a frame's handling)."""
+
+    def close(self) -> None: ...
 
 
 AWAIT_CONNECT = "AWAIT_CONNECT"
@@ -32,6 +45,7 @@ CLOSING = "CLOSING"
 class Session:
     __slots__ = (
         "_next_key",
+        "blocked_since",
         "by_key",
         "client_id",
         "clock",
@@ -40,7 +54,10 @@ class Session:
         "id",
         "login",
         "outbox",
+        "parked",
+        "parked_bytes",
         "phase",
+        "reading_paused",
         "subscriptions",
         "temp_queues",
         "temp_topics",
@@ -66,6 +83,11 @@ class Session:
         self.temp_queues: dict[str, Queue] = {}
         self.temp_topics: dict[str, Topic] = {}
         self._next_key = 0
+        #: Frames waiting behind a SEND that did not fit (flow control), in order.
+        self.parked: deque[ParkedSend | Frame] = deque()
+        self.parked_bytes = 0
+        self.blocked_since: int | None = None
+        self.reading_paused = False
 
     def __repr__(self) -> str:
         return f"<Session {self.id} {self.phase} v{self.version}>"

@@ -15,3 +15,18 @@ class CoreSettings:
     heartbeat_min_send_ms: int = 100
     queue_prefetch: int = 1000
     topic_prefetch: int = 32767
+    #: <systemUsage> limits (ActiveMQ's defaults: memory 1 GB, store 100 GB, temp 50 GB).
+    memory_limit: int = 1 << 30
+    store_limit: int = 100 << 30
+    temp_limit: int = 50 << 30
+    #: A destination's own memoryLimit (None: only the broker-wide limit applies).
+    destination_memory_limit: int | None = None
+    #: cursorMemoryHighWaterMark: past this fraction of memory, new messages swap to disk.
+    cursor_high_water: float = 0.70
+    #: Messages read back from the temp store per page-in.
+    page_size: int = 500
+    send_fail_if_no_space: bool = False
+    #: ms; 0 means wait as long as it takes.
+    send_fail_if_no_space_after_timeout: int = 0
+    #: Past this many bytes of parked frames a blocked connection stops being read.
+    max_parked_bytes: int = 4 << 20

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core.cursor import MemoryCursor
+from broker.core.cursor import Cursor, MemoryCursor
+from broker.core.message import NUL
 from protocol.encoder import encode_headers
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class Subscription:
         "key",
         "no_local",
         "prefetch",
+        "pumping",
         "queues",
         "selector",
         "session",
@@ -72,10 +74,12 @@ class Subscription:
         self.exclusive = exclusive
         self.queues: list[Queue] = []
         self.topic_patterns: list[tuple[str, str]] = []
-        self.cursor = MemoryCursor()
+        #: Where topic messages wait for this subscriber (the engine may give it a swap log).
+        self.cursor: Cursor = MemoryCursor()
         # Dispatch order is ack order for cumulative (client) acks: a dict keeps it.
         self.inflight: dict[int, Message] = {}
         self.delivered = 0
+        self.pumping = False
         self._sub_header = b""
         self._sub_header_version = ""
 
@@ -85,7 +89,7 @@ class Subscription:
         return self.session.writable and (self.auto or len(self.inflight) < self.prefetch)
 
     def accepts(self, message: Message) -> bool:
-        if self.no_local and message.origin is self.session:
+        if self.no_local and message.origin == self.session.id:
             return False
         selector = self.selector
         return selector is None or selector(message)
@@ -102,16 +106,18 @@ class Subscription:
         outbox = session.outbox
         if self.auto:
             if message.redelivered:
-                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail))
+                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, NUL))
             else:
-                outbox.push((head, self._sub_header, tail))
+                outbox.push((head, self._sub_header, tail, message.body, NUL))
             return
+        # The hold the caller passed in stays with the message while it is in flight.
+        message.hold()
         self.inflight[message.seq] = message
         ack_header = b"ack:%d-%d\n" % (self.key, message.seq) if version == "1.2" else b""
         if message.redelivered:
-            outbox.push((head, self._sub_header, ack_header, REDELIVERED_HEADER, tail))
+            outbox.push((head, self._sub_header, ack_header, REDELIVERED_HEADER, tail, message.body, NUL))
         else:
-            outbox.push((head, self._sub_header, ack_header, tail))
+            outbox.push((head, self._sub_header, ack_header, tail, message.body, NUL))
 
     def take_acked(self, seq: int, cumulative: bool) -> list[Message]:
         """Remove and return what an ACK/NACK of ``seq`` covers (empty if unknown)."""
@@ -129,15 +135,24 @@ class Subscription:
 
     def pump(self) -> None:
         """Deliver what this subscription can take: its topic cursor, then its queues."""
+        if self.pumping:
+            return
+        self.pumping = True
+        try:
+            self._pump()
+        finally:
+            self.pumping = False
+
+    def _pump(self) -> None:
         cursor = self.cursor
         if cursor.count:
             while self.ready:
                 message = cursor.pop()
                 if message is None:
                     break
-                if message.expires and message.expires <= self.session.clock.ms:
-                    continue
-                self.deliver(message)
+                if not (message.expires and message.expires <= self.session.clock.ms):
+                    self.deliver(message)
+                message.drop()
         for queue in self.queues:
             if not self.ready:
                 return

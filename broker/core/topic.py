@@ -14,6 +14,8 @@ from broker.core.wildcards import WildcardTrie
 if TYPE_CHECKING:
     from broker.core.message import Message
     from broker.core.subscription import Subscription
+    from broker.core.swap import Log
+    from broker.core.usage import UsageMeter
 
 
 class TopicStats:
@@ -25,12 +27,15 @@ class TopicStats:
 
 
 class Topic:
-    __slots__ = ("_generation", "_subscribers", "bare", "kind", "name", "owner", "stats")
+    __slots__ = ("_generation", "_subscribers", "bare", "kind", "log", "meter", "name", "owner", "stats")
 
     def __init__(self, kind: str, bare: str, owner: object = None) -> None:
         self.kind = kind
         self.bare = bare
         self.name = kind + bare
+        #: Set by the engine: this topic's memory meter, and its shared log for swapping.
+        self.meter: UsageMeter | None = None
+        self.log: Log | None = None
         #: The session that owns a temporary topic (None for a normal topic).
         self.owner = owner
         self.stats = TopicStats()
@@ -75,8 +80,8 @@ class TopicRouter:
             topic = self.topics[name] = Topic(kind, bare, owner)
         return topic
 
-    def remove_topic(self, name: str) -> None:
-        self.topics.pop(name, None)
+    def remove_topic(self, name: str) -> Topic | None:
+        return self.topics.pop(name, None)
 
     def subscribers(self, topic: Topic) -> tuple[Subscription, ...]:
         if topic._generation != self._generation:
@@ -89,14 +94,16 @@ class TopicRouter:
     def publish(self, topic: Topic, message: Message) -> None:
         stats = topic.stats
         stats.enqueued += 1
+        message.meter = topic.meter
         for sub in self.subscribers(topic):
             if not sub.accepts(message):
                 continue
             stats.dispatched += 1
-            if not sub.cursor.count and sub.ready:
+            cursor = sub.cursor
+            if not cursor.count and sub.ready:
                 sub.deliver(message)
             else:
-                sub.cursor.push(message)
+                cursor.push(message)
 
 
 def _order(sub: Subscription) -> tuple[str, int]:

@@ -64,7 +64,7 @@ class StompConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
-        self._outbox = Outbox(self._loop, transport)
+        self._outbox = Outbox(self._loop, transport, self._fail, self._close)
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
         self._timer = self._loop.call_later(self._limits.connect_timeout, self._connect_deadline)
@@ -92,6 +92,8 @@ class StompConnection(asyncio.Protocol):
         except Exception as exc:
             self._fail(exc)
             return
+        finally:
+            engine.flush()
         if not self._heartbeats_started and session.phase is CONNECTED:
             self._start_heartbeats()
 
@@ -119,6 +121,8 @@ class StompConnection(asyncio.Protocol):
 
     def _fail(self, exc: BaseException) -> None:
         """Tell the client what went wrong in one ERROR frame, then close cleanly."""
+        if self._closed:
+            return
         receipt = exc.receipt_id if isinstance(exc, StompError) else None
         if isinstance(exc, StompError):
             log.info("closing %s after error: %s: %s", self.peer, exc.summary, exc)

@@ -6,14 +6,25 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
 
 
 class Outbox:
-    __slots__ = ("_chunks", "_loop", "_scheduled", "_transport", "wrote_at")
+    """What the core writes through; also its way to pause reading or end the connection."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, transport: asyncio.WriteTransport) -> None:
+    __slots__ = ("_chunks", "_close", "_fail", "_loop", "_scheduled", "_transport", "wrote_at")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: asyncio.Transport,
+        fail: Callable[[BaseException], None],
+        close: Callable[[], None],
+    ) -> None:
         self._loop = loop
         self._transport = transport
+        self._fail = fail
+        self._close = close
         self._chunks: list[bytes] = []
         self._scheduled = False
         #: Loop time of the last flush, so heart-beats go out only on idle connections.
@@ -37,3 +48,16 @@ class Outbox:
             return
         transport.write(b"".join(chunks))
         self.wrote_at = self._loop.time()
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    def fail(self, exc: BaseException) -> None:
+        self._fail(exc)
+
+    def close(self) -> None:
+        self._close()

@@ -20,7 +20,7 @@ def test_pop_is_priority_then_fifo(priorities: list[int]) -> None:
     while (m := cursor.pop()) is not None:
         popped.append((m.priority, m.seq))
     assert popped == sorted(((p, s) for s, p in enumerate(priorities)), key=lambda t: (-t[0], t[1]))
-    assert cursor.count == 0 and cursor.bytes == 0
+    assert cursor.count == 0 and cursor.mem_bytes == 0
 
 
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=40), st.data())

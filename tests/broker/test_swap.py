@@ -1,0 +1,228 @@
+"""Swapping to the temp store, with the engine driven directly (in-memory store, inline worker)."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.core.clock import Clock
+from broker.core.engine import Engine
+from broker.core.errors import NoSpace
+from broker.core.settings import CoreSettings
+from store.memory import MemoryStore
+from store.worker import InlineWorker
+from tests.broker.harness import Peer
+
+KB = 1024
+
+
+class CountingStore(MemoryStore):
+    """Counts the records read, to show that scans do not re-read the backlog."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def range(self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False):  # type: ignore[no-untyped-def]
+        rows = super().range(start, stop, limit, keys_only=keys_only)
+        self.reads += len(rows)
+        return rows
+
+
+def swapping_engine(
+    memory: int = 64 * KB, temp: int = 64 << 20, **settings: object
+) -> tuple[Engine, CountingStore]:
+    store = CountingStore()
+    core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
+    engine = Engine(core, Clock(1_000_000), temp_store=store, worker=InlineWorker())
+    return engine, store
+
+
+def send(
+    peer: Peer, destination: str, n: int, *, priority: int | None = None, start: int = 0, **headers: str
+) -> None:
+    for i in range(start, start + n):
+        h = {"destination": destination, **headers}
+        if priority is not None:
+            h["priority"] = str(priority)
+        peer.send_frame("SEND", h, b"%06d" % i + b"x" * 1000)
+    peer.engine.flush()
+
+
+def bodies(peer: Peer) -> list[int]:
+    return [int(f.body[:6]) for f in peer.received() if f.command == "MESSAGE"]
+
+
+def test_queue_swaps_past_the_high_water_mark_and_drains_in_order() -> None:
+    engine, store = swapping_engine()
+    p = Peer(engine)
+    send(p, "/queue/q", 300)
+    queue = engine.queues["/queue/q"]
+    assert queue.cursor.disk_total > 200
+    assert engine.usage.memory.used <= 64 * KB * 0.7 + 2 * KB
+    assert len(store) == queue.cursor.disk_total
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
+    assert bodies(c) == list(range(300))
+    assert queue.cursor.count == 0
+    assert engine.usage.memory.used == 0
+    assert engine.usage.temp.used == 0
+    assert len(store) == 0
+
+
+def test_priority_order_holds_across_memory_and_disk() -> None:
+    engine, _ = swapping_engine()
+    p = Peer(engine)
+    send(p, "/queue/p", 150, priority=1)
+    send(p, "/queue/p", 5, priority=9, start=1000)
+    send(p, "/queue/p", 150, priority=4, start=2000)
+    assert engine.queues["/queue/p"].cursor.disk_count[9] == 5
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/p", "id": "1"})
+    got = bodies(c)
+    assert got == list(range(1000, 1005)) + list(range(2000, 2150)) + list(range(150))
+
+
+def test_client_acks_keep_messages_held_until_acked() -> None:
+    engine, _ = swapping_engine()
+    p = Peer(engine)
+    send(p, "/queue/c", 200)
+    c = Peer(engine)
+    c.send_frame(
+        "SUBSCRIBE", {"destination": "/queue/c", "id": "1", "ack": "client", "activemq.prefetchSize": "10"}
+    )
+    seen = []
+    while len(seen) < 200:
+        frames = c.received()
+        assert frames, f"stalled after {len(seen)}"
+        seen += [int(f.body[:6]) for f in frames]
+        c.send_frame("ACK", {"id": frames[-1].headers["ack"]})
+    assert seen == list(range(200))
+    assert engine.usage.memory.used == 0
+
+
+def test_topic_message_is_stored_once_for_many_slow_subscribers() -> None:
+    engine, store = swapping_engine()
+    fast, slow1, slow2, p = Peer(engine), Peer(engine), Peer(engine), Peer(engine)
+    for peer in (fast, slow1, slow2):
+        peer.send_frame("SUBSCRIBE", {"destination": "/topic/t", "id": "1"})
+    engine.set_writable(slow1.session, False)
+    engine.set_writable(slow2.session, False)
+    send(p, "/topic/t", 300)
+    assert bodies(fast) == list(range(300))
+    on_disk = len(store)
+    assert on_disk > 150
+    subs = [s.session.subscriptions["1"] for s in (slow1, slow2)]
+    # Both slow subscribers have (nearly) everything on disk, but each record once.
+    assert sum(s.cursor.disk_total for s in subs) > on_disk * 1.5
+    engine.set_writable(slow1.session, True)
+    assert bodies(slow1) == list(range(300))
+    engine.set_writable(slow2.session, True)
+    assert bodies(slow2) == list(range(300))
+    assert len(store) == 0
+    assert engine.usage.temp.used == 0
+    assert engine.usage.memory.used == 0
+
+
+def test_selective_consumer_finds_messages_deep_in_the_backlog_without_rereading() -> None:
+    engine, store = swapping_engine()
+    p = Peer(engine)
+    send(p, "/queue/s", 2000, kind="bulk")
+    send(p, "/queue/s", 5, start=5000, kind="rare")
+    c = Peer(engine)
+    c.send_frame(
+        "SUBSCRIBE",
+        {
+            "destination": "/queue/s",
+            "id": "1",
+            "selector": "kind = 'rare'",
+            "ack": "client-individual",
+            "activemq.prefetchSize": "1",
+        },
+    )
+    seen = []
+    for _ in range(5):
+        (frame,) = c.received()
+        seen.append(int(frame.body[:6]))
+        c.send_frame("ACK", {"id": frame.headers["ack"]})
+    assert seen == list(range(5000, 5005))
+    # One pass over the backlog, not one per message.
+    assert store.reads < 2 * 2005
+    assert engine.queues["/queue/s"].cursor.count == 2000
+
+
+def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
+    engine, _ = swapping_engine(memory=32 * KB, temp=8 * KB)
+    both = Peer(engine)
+    both.send_frame(
+        "SUBSCRIBE", {"destination": "/queue/f", "id": "1", "ack": "client", "activemq.prefetchSize": "1000"}
+    )
+    engine.set_writable(both.session, False)
+    for i in range(60):
+        both.send_frame("SEND", {"destination": "/queue/f", "receipt": str(i)}, b"%06d" % i + b"x" * 1000)
+    engine.flush()
+    assert both.session.parked, "the producer should be blocked"
+    assert engine.blocked.stats.blocks == 1
+    engine.set_writable(both.session, True)
+    frames = both.received()
+    receipts = [f.headers["receipt-id"] for f in frames if f.command == "RECEIPT"]
+    messages = [f for f in frames if f.command == "MESSAGE"]
+    assert len(receipts) < 60
+    # The same connection acks what it got: the ACK is not stuck behind the parked SEND.
+    both.send_frame("ACK", {"id": messages[-1].headers["ack"]})
+    frames = both.received()
+    while both.session.parked or frames:
+        acks = [f for f in frames if f.command == "MESSAGE"]
+        receipts += [f.headers["receipt-id"] for f in frames if f.command == "RECEIPT"]
+        if acks:
+            both.send_frame("ACK", {"id": acks[-1].headers["ack"]})
+        frames = both.received()
+    assert receipts == [str(i) for i in range(60)]
+    assert not engine.blocked
+    assert engine.blocked.stats.blocked_now == 0
+
+
+def test_send_fail_if_no_space() -> None:
+    engine, _ = swapping_engine(memory=16 * KB, temp=4 * KB, send_fail_if_no_space=True)
+    p = Peer(engine)
+    with pytest.raises(NoSpace) as info:
+        for i in range(100):
+            p.send_frame("SEND", {"destination": "/queue/nf", "receipt": str(i)}, b"x" * 1000)
+    assert "sendFailIfNoSpace" in str(info.value)
+    assert info.value.receipt_id is not None
+    accepted = int(info.value.receipt_id)
+    assert engine.queues["/queue/nf"].cursor.count == accepted
+
+
+def test_parked_send_times_out() -> None:
+    engine, _ = swapping_engine(memory=16 * KB, temp=4 * KB, send_fail_if_no_space_after_timeout=500)
+    p = Peer(engine)
+    failures: list[BaseException] = []
+    p.outbox.fail = failures.append  # type: ignore[attr-defined]
+    for i in range(40):
+        p.send_frame("SEND", {"destination": "/queue/to", "receipt": str(i)}, b"x" * 1000)
+    assert p.session.parked
+    engine.tick()
+    assert not failures
+    engine.clock.ms += 600
+    engine.tick()
+    assert len(failures) == 1 and isinstance(failures[0], NoSpace)
+
+
+def test_tiny_temp_limit_never_deadlocks() -> None:
+    """Seed 002: whatever the temp limit, once consumers drain, producers resume."""
+    engine, _ = swapping_engine(memory=32 * KB, temp=100)
+    p, c = Peer(engine), Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/d", "id": "1"})
+    engine.set_writable(c.session, False)
+    for i in range(200):
+        p.send_frame("SEND", {"destination": "/queue/d", "receipt": str(i)}, b"%06d" % i + b"x" * 1000)
+    assert p.session.parked
+    got: list[int] = []
+    while len(got) < 200:
+        engine.set_writable(c.session, True)
+        got += bodies(c)
+        engine.set_writable(c.session, False)
+        engine.tick()
+    assert got == list(range(200))
+    assert not p.session.parked
+    assert [f.headers["receipt-id"] for f in p.received()] == [str(i) for i in range(200)]
