@@ -6,13 +6,20 @@ import asyncio
 import logging
 import signal
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
+from store.leveldb import LevelDB
+from store.worker import IOWorker
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -30,24 +37,46 @@ class BrokerOptions:
 
 
 class Broker:
-    """One broker: engine plus listener.  ``start``/``stop`` run on the event loop."""
+    """One broker: temp store, engine and listener.  ``start``/``stop`` run on the event loop."""
 
     def __init__(self, options: BrokerOptions) -> None:
         self.options = options
-        self.engine = Engine(options.core)
-        self.server = StompServer(self.engine, options.limits)
         self.port = 0
+        self._tick: asyncio.TimerHandle | None = None
 
     async def start(self) -> int:
-        self.options.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = await self.server.start(self.options.host, self.options.port)
-        log.info(
-            "stompd listening on %s:%d (data dir %s)", self.options.host, self.port, self.options.data_dir
-        )
+        options = self.options
+        loop = asyncio.get_running_loop()
+        options.data_dir.mkdir(parents=True, exist_ok=True)
+        # ActiveMQ's tmp_storage: rebuilt at every start, never fsynced.
+        self.temp_store = LevelDB(options.data_dir / "tmp_storage", wipe=True)
+
+        def post(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(self._io_done, fn)
+
+        self.worker = IOWorker(post, name="stompd-temp")
+        self.engine = Engine(options.core, temp_store=self.temp_store, worker=self.worker)
+        self.server = StompServer(self.engine, options.limits)
+        self.port = await self.server.start(options.host, options.port)
+        self._tick = loop.call_later(TICK_S, self._on_tick)
+        log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
         return self.port
 
+    def _io_done(self, callback: Callable[[], None]) -> None:
+        self.engine.clock.set(time.time())
+        self.engine.after_io(callback)
+
+    def _on_tick(self) -> None:
+        self.engine.clock.set(time.time())
+        self.engine.tick()
+        self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
+
     async def stop(self) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
         await self.server.stop()
+        self.worker.close()
+        self.temp_store.close()
         log.info("stompd stopped")
 
 

@@ -95,7 +95,13 @@ class Cursor:
         """A new message: into memory while there is room below the high-water mark."""
         priority = message.priority
         log = self.log
-        if log is not None and (self.disk_count[priority] or not self._room_in_memory(message)):
+        # Order first: behind what is already on disk.  Otherwise to disk only past the
+        # high-water mark and while the temp limit has room; past that, memory takes it
+        # up to the hard limit (flow control has already checked that it fits there).
+        if log is not None and (
+            self.disk_count[priority]
+            or (not self._room_in_memory(message) and log.space.meter.fits(message.size))
+        ):
             self._to_disk(message, log)
             return
         message.hold()
@@ -255,7 +261,7 @@ class Cursor:
         return not self.paging
 
     def _paged_in(self, result: PageResult) -> None:
-        priority, messages, last, freed, exhausted = result
+        priority, messages, last, freed = result
         self.paging = False
         log = self.log
         assert log is not None
@@ -276,9 +282,11 @@ class Cursor:
             self.mem_count += 1
             self.mem_bytes += message.size
             taken += 1
+        # Messages swapped out while this page-in was under way lie past ``last``, and
+        # are still counted: the count, not the read, says what is left.
         self.disk_lo[priority] = last + 1
         left = self.disk_count[priority] - taken
-        if exhausted or self.disk_lo[priority] > self.disk_hi[priority] or left <= 0:
+        if self.disk_lo[priority] > self.disk_hi[priority] or left < 0:
             left = 0
         self.disk_total -= self.disk_count[priority] - left
         self.disk_count[priority] = left

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from broker.core.usage import UsageMeter
     from store.api import TempStore, Worker
 
-PageResult = tuple[int, list["Message"], int, int, bool]
+PageResult = tuple[int, list["Message"], int, int]
 
 
 class SwapSpace:
@@ -109,7 +109,7 @@ class Log:
                 freed = sum(len(v) for _, v in rows)
             messages = [record.decode(v) for _, v in rows]
             last = messages[-1].seq if messages else hi
-            return priority, messages, last, freed, len(rows) < limit
+            return priority, messages, last, freed
 
         self.space.worker.submit(job, done)
 
