@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import signal
 import threading
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
+#: Ticks between malloc_trim calls (one second).
+TRIM_EVERY = 20
 
 log = logging.getLogger("stompd")
 
@@ -43,6 +46,8 @@ class Broker:
         self.options = options
         self.port = 0
         self._tick: asyncio.TimerHandle | None = None
+        self._ticks = 0
+        self._libc = _libc()
 
     async def start(self) -> int:
         options = self.options
@@ -69,6 +74,11 @@ class Broker:
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())
         self.engine.tick()
+        self._ticks += 1
+        if self._ticks % TRIM_EVERY == 0 and self._libc is not None:
+            # Message bodies are malloc'd and freed by the million while swapping; give
+            # the freed pages back so RSS follows the memory limit, not the backlog.
+            self._libc.malloc_trim(0)
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:
@@ -102,7 +112,28 @@ async def serve_forever(options: BrokerOptions) -> None:
     await broker.stop()
 
 
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+def limit_malloc_arenas() -> None:
+    """One glibc malloc arena per thread lets freed swap buffers pile up as RSS.
+
+    The store's worker thread allocates and frees a message's worth of bytes per
+    record; capping the arenas keeps that memory reusable by the main thread instead
+    of stranded in a per-thread arena.  Must run before any thread starts.
+    """
+    libc = _libc()
+    if libc is not None:
+        m_arena_max = -8
+        libc.mallopt(m_arena_max, 2)
+
+
 def run(options: BrokerOptions) -> None:
+    limit_malloc_arenas()
     loop = new_event_loop()
     try:
         loop.run_until_complete(serve_forever(options))

@@ -128,9 +128,12 @@ class Cursor:
         if not self.disk_count[message.priority] and (self.meter is None or self.meter.fits(message.size)):
             return True
         log = self.log
-        return log is not None and (
-            (log.shared and message.in_log) or temp is None or temp.fits(message.size)
-        )
+        if log is None:
+            return False
+        if log.shared and message.in_log:
+            return True
+        # Its record waits in RAM until written: it needs room in memory and on disk.
+        return log.space.memory.fits(message.size) and (temp is None or temp.fits(message.size))
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""

@@ -70,7 +70,7 @@ class Engine:
         self.clock = clock or Clock()
         self.usage = SystemUsage(settings.memory_limit, settings.store_limit, settings.temp_limit)
         self.swap = (
-            SwapSpace(temp_store, worker, self.usage.temp, settings.page_size)
+            SwapSpace(temp_store, worker, self.usage.temp, self.usage.memory, settings.page_size)
             if temp_store is not None and worker is not None
             else None
         )

@@ -30,14 +30,22 @@ PageResult = tuple[int, list["Message"], int, int]
 
 
 class SwapSpace:
-    """The temp store, its worker, its meter, and the logs that have writes to flush."""
+    """The temp store, its worker, its meters, and the logs that have writes to flush.
 
-    __slots__ = ("_dirty", "_next_log", "meter", "page_size", "store", "worker")
+    A record waiting to be written is still in RAM: it is charged to the memory meter
+    until its write completes, so a disk that falls behind slows producers down (flow
+    control) instead of letting queued writes grow without bound.
+    """
 
-    def __init__(self, store: TempStore, worker: Worker, meter: UsageMeter, page_size: int = 500) -> None:
+    __slots__ = ("_dirty", "_next_log", "memory", "meter", "page_size", "store", "worker")
+
+    def __init__(
+        self, store: TempStore, worker: Worker, meter: UsageMeter, memory: UsageMeter, page_size: int = 500
+    ) -> None:
         self.store = store
         self.worker = worker
         self.meter = meter
+        self.memory = memory
         self.page_size = page_size
         self._dirty: list[Log] = []
         self._next_log = 0
@@ -80,6 +88,7 @@ class Log:
         self._pending.append((keys.message_key(self.id, message.priority, message.seq), data))
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
+        self.space.memory.charge(len(data))
         if message.seq > self.written_hi[message.priority]:
             self.written_hi[message.priority] = message.seq
 
@@ -87,9 +96,10 @@ class Log:
         if not self._pending:
             return
         puts, self._pending = self._pending, []
-        self._pending_bytes = 0
+        size, self._pending_bytes = self._pending_bytes, 0
         store = self.space.store
-        self.space.worker.submit(lambda: store.write(puts), _ignore)
+        memory = self.space.memory
+        self.space.worker.submit(lambda: store.write(puts), lambda _: memory.release(size))
 
     def page_in(
         self, priority: int, lo: int, hi: int, limit: int, done: Callable[[PageResult], None]
@@ -194,12 +204,9 @@ class Log:
         store = self.space.store
         prefix = keys.log_prefix(self.id)
         self.space.meter.release(self._pending_bytes)
+        self.space.memory.release(self._pending_bytes)
         self._pending.clear()
         self._pending_bytes = 0
         self.space.worker.submit(
             lambda: store.delete_range(prefix, keys.prefix_end(prefix)), self.space.meter.release
         )
-
-
-def _ignore(_: object) -> None:
-    return None

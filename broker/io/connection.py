@@ -64,7 +64,7 @@ class StompConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
-        self._outbox = Outbox(self._loop, transport, self._fail, self._close)
+        self._outbox = Outbox(self._loop, transport, self._fail, self._close, self._limits.write_high_water)
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
         self._timer = self._loop.call_later(self._limits.connect_timeout, self._connect_deadline)

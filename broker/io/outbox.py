@@ -12,7 +12,17 @@ if TYPE_CHECKING:
 class Outbox:
     """What the core writes through; also its way to pause reading or end the connection."""
 
-    __slots__ = ("_chunks", "_close", "_fail", "_loop", "_scheduled", "_transport", "wrote_at")
+    __slots__ = (
+        "_chunks",
+        "_close",
+        "_fail",
+        "_limit",
+        "_loop",
+        "_pending",
+        "_scheduled",
+        "_transport",
+        "wrote_at",
+    )
 
     def __init__(
         self,
@@ -20,19 +30,27 @@ class Outbox:
         transport: asyncio.Transport,
         fail: Callable[[BaseException], None],
         close: Callable[[], None],
+        limit: int = 256 * 1024,
     ) -> None:
         self._loop = loop
         self._transport = transport
         self._fail = fail
         self._close = close
         self._chunks: list[bytes] = []
+        self._pending = 0
+        #: Past this many bytes in one turn, write now: the transport then tells us
+        #: (pause_writing) to stop dispatching, instead of a turn's worth piling up here.
+        self._limit = limit
         self._scheduled = False
         #: Loop time of the last flush, so heart-beats go out only on idle connections.
         self.wrote_at = loop.time()
 
     def push(self, parts: tuple[bytes, ...]) -> None:
         self._chunks.extend(parts)
-        if not self._scheduled:
+        self._pending += sum(map(len, parts))
+        if self._pending > self._limit:
+            self.flush()
+        elif not self._scheduled:
             self._scheduled = True
             # One write per loop turn, not one per frame (nats-server's flushClients).
             self._loop.call_soon(self.flush)
@@ -43,6 +61,7 @@ class Outbox:
         if not chunks:
             return
         self._chunks = []
+        self._pending = 0
         transport = self._transport
         if transport.is_closing():
             return

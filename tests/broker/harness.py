@@ -34,7 +34,11 @@ class Peer:
         self.outbox.parser.version = self.session.version
 
     def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
-        self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
+        """One frame, as if it came in a read of its own (the edge flushes after each read)."""
+        try:
+            self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
+        finally:
+            self.engine.flush()
 
     def received(self) -> list[Frame]:
         return self.outbox.frames()
