@@ -179,9 +179,8 @@ def main() -> int:
             broker.terminate()
             broker.wait(30)
 
-    print(
-        f"stompd, memory limit {args.memory_limit}, {args.messages:,} x {args.size} B non-persistent, one queue"
-    )
+    what = f"{args.messages:,} x {args.size} B non-persistent, one queue"
+    print(f"stompd, memory limit {args.memory_limit}, {what}")
     print(f"  RSS at start              {base / 1024:8.1f} MB")
     print(f"  RSS holding the backlog   {rss_full / 1024:8.1f} MB")
     print(f"  RSS after the drain       {rss_drained / 1024:8.1f} MB")
