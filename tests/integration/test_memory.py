@@ -147,3 +147,21 @@ def test_send_fail_if_no_space_answers_error_and_loses_nothing_else(tmp_path: Pa
             got = [int(m.body[:6]) for m in c.listener.wait_messages(accepted, timeout=20)]
             assert got == list(range(accepted))
             assert len(c.listener.quiet(0.3)) == accepted
+
+
+def test_selective_consumer_gets_messages_deep_in_a_swapped_backlog(small_broker: BrokerServer) -> None:
+    with client(small_broker.port) as p:
+        for i in range(3000):
+            p.send("/queue/deep", f"{i:06d}{BODY}", kind="bulk")
+        for i in range(5):
+            p.send("/queue/deep", f"{9000 + i:06d}{BODY}", kind="rare")
+        p.sync()
+    queue = small_broker.engine.queues["/queue/deep"]
+    assert queue.cursor.disk_total > 1500
+    with client(small_broker.port) as c:
+        c.subscribe("/queue/deep", selector="kind = 'rare'")
+        assert [int(m.body[:6]) for m in c.listener.wait_messages(5, timeout=20)] == list(range(9000, 9005))
+    assert queue.cursor.count == 3000
+    with client(small_broker.port) as rest:
+        rest.subscribe("/queue/deep")
+        assert [int(m.body[:6]) for m in rest.listener.wait_messages(3000, timeout=30)] == list(range(3000))
