@@ -52,7 +52,6 @@ class _Deferred:
 
 
 DEFERRED = _Deferred()
-Outcome = "Callable[[], None] | _Deferred | None"
 #: Frames that go past parked SENDs, so a blocked producer can still consume.
 _NEVER_PARKED = frozenset({f.ACK, f.NACK})
 
@@ -166,6 +165,17 @@ class Engine:
         if session.parked and command not in _NEVER_PARKED:
             self._park_frame(session, frame)
             return
+        self._invoke(handler, session, frame)
+        if self.blocked:
+            self.retry_blocked()
+
+    def _invoke(
+        self,
+        handler: Callable[[Session, f.Frame], Callable[[], None] | _Deferred | None],
+        session: Session,
+        frame: f.Frame,
+    ) -> None:
+        """Run a frame's handler, then its RECEIPT, then what must follow the RECEIPT."""
         receipt = frame.headers.get("receipt")
         try:
             after = handler(session, frame)
@@ -178,8 +188,6 @@ class Engine:
             session.send_receipt(receipt)
         if after is not None:
             after()  # type: ignore[operator]
-        if self.blocked:
-            self.retry_blocked()
 
     def _on_connect(self, session: Session, frame: f.Frame) -> None:
         if session.phase is not AWAIT_CONNECT:
@@ -314,19 +322,7 @@ class Engine:
             session.outbox.resume_reading()
 
     def _run_unparked(self, session: Session, frame: f.Frame) -> None:
-        receipt = frame.headers.get("receipt")
-        handler = self._handlers[frame.command]
-        try:
-            after = handler(session, frame)
-        except StompError as exc:
-            exc.receipt_id = receipt
-            raise
-        if after is DEFERRED:
-            return
-        if receipt is not None:
-            session.send_receipt(receipt)
-        if after is not None:
-            after()  # type: ignore[operator]
+        self._invoke(self._handlers[frame.command], session, frame)
         if session.phase is CLOSING:
             session.outbox.close()
 

@@ -148,16 +148,7 @@ class Queue:
             self._dispatching = False
 
     def _next_ready(self) -> Subscription | None:
-        active = self._active
-        n = len(active)
-        start = self._rr
-        for i in range(n):
-            index = (start + i) % n
-            sub = active[index]
-            if sub.ready:
-                self._rr = (index + 1) % n
-                return sub
-        return None
+        return self._pick(None)
 
     def _dispatch_head(self) -> None:
         cursor = self.cursor
@@ -271,14 +262,15 @@ class Queue:
                 cursor.push_returned(message)
         self.dispatch()
 
-    def _pick(self, message: Message) -> Subscription | None:
+    def _pick(self, message: Message | None) -> Subscription | None:
+        """The next ready consumer in round-robin order (that takes ``message``, if given)."""
         active = self._active
         n = len(active)
         start = self._rr
         for i in range(n):
             index = (start + i) % n
             sub = active[index]
-            if sub.ready and sub.accepts(message):
+            if sub.ready and (message is None or sub.accepts(message)):
                 self._rr = (index + 1) % n
                 return sub
         return None
