@@ -226,3 +226,17 @@ def test_tiny_temp_limit_never_deadlocks() -> None:
     assert got == list(range(200))
     assert not p.session.parked
     assert [f.headers["receipt-id"] for f in p.received()] == [str(i) for i in range(200)]
+
+
+def test_destination_memory_limit_swaps_that_destination_only() -> None:
+    engine, _ = swapping_engine(memory=1 << 20, destination_memory_limit=16 * KB)
+    p = Peer(engine)
+    send(p, "/queue/small", 50)
+    small = engine.queues["/queue/small"]
+    assert small.cursor.disk_total > 30
+    assert small.meter is not None and small.meter.peak <= 16 * KB
+    # Its charges count against the broker-wide meter too.
+    assert engine.usage.memory.peak >= small.meter.peak
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/small", "id": "1"})
+    assert bodies(c) == list(range(50))
