@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MS",
         help="wait this long, then refuse",
     )
+    parser.add_argument(
+        "--maximum-redeliveries",
+        type=int,
+        default=defaults.max_redeliveries,
+        help="redeliveries (NACK, lost consumer) before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -86,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             cursor_high_water=args.cursor_memory_high_water_mark / 100,
             send_fail_if_no_space=args.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=args.send_fail_if_no_space_after_timeout,
+            max_redeliveries=args.maximum_redeliveries,
         ),
         limits=ConnectionLimits(max_frame_size=args.max_frame_size),
     )

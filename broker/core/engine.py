@@ -583,7 +583,11 @@ class Engine:
         Each message comes with its in-flight hold, which passes to wherever it goes.
         """
         by_queue: dict[Queue, list[Message]] = {}
+        limit = self.settings.max_redeliveries
         for message in messages:
+            if limit >= 0 and message.delivery_count > limit:
+                self._dead_letter(message)
+                continue
             queue = self.queues.get(message.destination)
             if queue is not None:
                 by_queue.setdefault(queue, []).append(message)
@@ -597,6 +601,34 @@ class Engine:
             message.drop()
         for queue, returned in by_queue.items():
             queue.requeue(returned)
+
+    def _dead_letter(self, message: Message) -> None:
+        """Past the redelivery limit: to the dead-letter queue, saying why and from where.
+
+        ActiveMQ drops non-persistent messages here by default (processNonPersistent is
+        false); we keep them, since nothing asked for them to be thrown away.
+        """
+        dlq = self.destinations.queue(self.settings.dead_letter_queue)
+        headers = dict(message.headers)
+        headers["original-destination"] = message.destination
+        headers["dlqDeliveryFailureCause"] = (
+            f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
+            f"(maximumRedeliveries={self.settings.max_redeliveries})"
+        )
+        dead = message.copy_to(message.seq, message.id, dlq.name)
+        dead.headers = headers
+        dead.size = message.size
+        log.info(
+            "dead-lettering %s from %s after %d deliveries",
+            message.id,
+            message.destination,
+            message.delivery_count,
+        )
+        original = self.queues.get(message.destination)
+        if original is not None:
+            original.acked(1)
+        message.drop()
+        dlq.enqueue(dead)
 
     # -- transactions ----------------------------------------------------------
 

@@ -25,6 +25,9 @@ class CoreSettings:
     cursor_high_water: float = 0.70
     #: Messages read back from the temp store per page-in.
     page_size: int = 500
+    #: ActiveMQ's RedeliveryPolicy default; past it a message goes to the DLQ (-1: never).
+    max_redeliveries: int = 6
+    dead_letter_queue: str = "/queue/ActiveMQ.DLQ"
     send_fail_if_no_space: bool = False
     #: ms; 0 means wait as long as it takes.
     send_fail_if_no_space_after_timeout: int = 0

@@ -144,3 +144,21 @@ def test_ack_from_1_0_without_subscription_header(broker_server: BrokerServer) -
     msg = raw.recv()
     raw.send("ACK", {"message-id": msg.headers["message-id"], "receipt": "ok"})
     assert raw.recv().headers["receipt-id"] == "ok"
+
+
+def test_nack_past_the_redelivery_limit_dead_letters(broker_server: BrokerServer) -> None:
+    fill(broker_server.port, "/queue/poison", 1)
+    with client(broker_server.port) as c:
+        c.subscribe("/queue/poison", ack="client-individual")
+        for attempt in range(1, 8):
+            msg = c.listener.wait_messages(attempt)[-1]
+            assert msg.body == "0"
+            c.nack(msg)
+        assert len(c.listener.quiet(0.3)) == 7  # 1 delivery + 6 redeliveries, then no more
+    with client(broker_server.port) as d:
+        d.subscribe("/queue/ActiveMQ.DLQ")
+        dead = d.listener.wait_messages(1)[0]
+        assert dead.body == "0"
+        assert dead.headers["original-destination"] == "/queue/poison"
+        assert "Delivery[7]" in dead.headers["dlqDeliveryFailureCause"]
+    assert broker_server.engine.queues["/queue/poison"].cursor.count == 0
