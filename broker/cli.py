@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--maximum-redeliveries",
         type=int,
         default=defaults.max_redeliveries,
-        help="redeliveries (NACK, lost consumer) before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
+        help="redeliveries before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
