@@ -255,11 +255,13 @@ class Engine:
     def _fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:
         """Is there room for this message in every cursor it would be put in?"""
         size = message.size
-        memory = self.usage.memory
-        if memory.fits(size, self.settings.cursor_high_water):
-            return True
+        high_water = self.settings.cursor_high_water
         temp = self.usage.temp
         for target in targets:
+            meter = target.meter
+            # Below the high-water mark (its own and the broker's) it simply goes to memory.
+            if meter is not None and meter.fits(size, high_water):
+                continue
             if type(target) is Queue:
                 if not target.cursor.can_take(message, temp):
                     return False
