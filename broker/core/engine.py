@@ -26,6 +26,7 @@ from broker.core.errors import (
 from broker.core.flow import Blocked, ParkedSend, no_space_error
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.queue import Queue
+from broker.core.scheduler import Schedule, Scheduler, schedule_of
 from broker.core.selector import compile_selector
 from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
 from broker.core.settings import CoreSettings
@@ -77,6 +78,7 @@ class Engine:
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
+        self.scheduler = Scheduler()
         self.sessions: dict[str, Session] = {}
         self._seq = 0
         self._session_ids = itertools.count(1)
@@ -136,7 +138,9 @@ class Engine:
         self.flush()
 
     def tick(self) -> None:
-        """Called a few times a second: time out parked SENDs, retry the blocked."""
+        """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
+        if self.scheduler:
+            self._run_schedules()
         if self.blocked:
             self._expire_parked()
             self.retry_blocked()
@@ -244,6 +248,16 @@ class Engine:
         return None
 
     def _deliver_send(self, message: Message, targets: tuple[Destination, ...]) -> None:
+        schedule = schedule_of(message.headers)
+        if schedule is not None:
+            delay, period, repeat = schedule
+            message.meter = self.usage.memory
+            message.hold()
+            self.scheduler.add(self.clock.ms + delay, Schedule(message, targets, period, repeat))
+            return
+        self._route_all(message, targets)
+
+    def _route_all(self, message: Message, targets: tuple[Destination, ...]) -> None:
         if len(targets) == 1:
             target = targets[0]
             message.destination = target.name
@@ -271,6 +285,19 @@ class Engine:
                 if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp):
                     return False
         return True
+
+    def _run_schedules(self) -> None:
+        for due, schedule in self.scheduler.pop_due(self.clock.ms):
+            template = schedule.message
+            self._seq += 1
+            # Every delivery of a scheduled message is a message of its own (ActiveMQ).
+            copy = template.copy_to(self._seq, self._id_prefix + str(self._seq), template.destination)
+            self._route_all(copy, schedule.targets)
+            if schedule.repeats_left:
+                schedule.repeats_left -= 1
+                self.scheduler.add(due + schedule.period, schedule)
+            else:
+                template.drop()
 
     def _why_full(self) -> str:
         memory, temp = self.usage.memory, self.usage.temp
@@ -656,7 +683,7 @@ class Engine:
         tx = self._transaction(session, self._tx_id(frame))
         del session.transactions[tx.id]
         for target, message in tx.sends:
-            self._route(target, message)
+            self._deliver_send(message, (target,))
         self._settle([m for _, m in tx.acks])
         for sub, message in tx.nacks:
             self._give_back(sub, [message], topic_too=True)
