@@ -1,0 +1,300 @@
+"""Group commit: one writer thread owns the durable writes of the persistent store.
+
+Producers on any thread ``submit`` writes; the writer takes everything pending at
+that moment and writes it as ONE synced LevelDB WriteBatch, so concurrent producers
+share one fsync.  Once a batch is durable its ``on_durable`` callbacks run, in
+submission order, through ``post`` (the broker sets it to the event loop's
+``call_soon_threadsafe``).  The store knows nothing of event loops.
+
+Submissions are merged into one pending map (last write of a key wins, in
+submission order), which makes a batch's puts and deletes independent of each
+other's order and lets ``get`` answer "what will be on disk once everything
+submitted is written" for the builders that must read before they write.
+
+A submission nobody waits on (``on_durable=None``, e.g. acks) does not wake the
+writer: it rides along with the next batch that someone does wait on, or is written
+after ``linger`` seconds, so a drain of acks costs a few fsyncs a second, not one
+per ack.
+
+After a failed write the committer writes nothing more: a later batch would carry
+counters that count the failed batch's records, and disk would no longer agree with
+itself.  ``on_error`` is posted once; later submissions are dropped (their
+``on_durable`` never runs) and the store must be reopened.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from store.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
+
+log = logging.getLogger("stompd.store")
+
+
+class Durable(Protocol):
+    """What the committer writes to: ``store.leveldb.LevelDB`` opened with ``sync=True``."""
+
+    path: Path
+
+    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None: ...
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+
+class Batch:
+    """Writes to submit together: the last operation on a key wins, in call order.
+
+    A value of None is a delete.  Builders append to one ``Batch`` so that, say, two
+    acks of one shared message (a refcount put, then its delete) compose correctly,
+    which two plain (puts, deletes) lists applied deletes-first would not.
+    """
+
+    __slots__ = ("ops",)
+
+    def __init__(self) -> None:
+        self.ops: dict[bytes, bytes | None] = {}
+
+    def put(self, key: bytes, value: bytes) -> None:
+        self.ops[key] = value
+
+    def delete(self, key: bytes) -> None:
+        self.ops[key] = None
+
+    @property
+    def puts(self) -> list[tuple[bytes, bytes]]:
+        return [(k, v) for k, v in self.ops.items() if v is not None]
+
+    @property
+    def deletes(self) -> list[bytes]:
+        return [k for k, v in self.ops.items() if v is None]
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
+class GroupCommitter:
+    """One writer thread; ``submit`` from any thread.  Statistics are plain attributes."""
+
+    __slots__ = (
+        "_callbacks",
+        "_closing",
+        "_cond",
+        "_db",
+        "_durable_ticket",
+        "_flush_ticket",
+        "_inflight",
+        "_lazy_since",
+        "_linger",
+        "_on_error",
+        "_pending",
+        "_post",
+        "_taken_ticket",
+        "_thread",
+        "_ticket",
+        "_urgent",
+        "batches",
+        "error",
+        "fsync_seconds",
+        "largest_batch",
+        "records",
+    )
+
+    def __init__(
+        self,
+        db: Durable,
+        post: Callable[[Callable[[], None]], None],
+        on_error: Callable[[BaseException], None],
+        *,
+        linger: float = 0.02,
+        name: str = "stompd-commit",
+    ) -> None:
+        self._db = db
+        self._post = post
+        self._on_error = on_error
+        self._linger = linger
+        self._cond = threading.Condition(threading.Lock())
+        self._pending: dict[bytes, bytes | None] = {}
+        self._inflight: dict[bytes, bytes | None] = {}
+        self._callbacks: list[Callable[[], None]] = []
+        self._urgent = False
+        self._lazy_since = 0.0
+        self._closing = False
+        #: Submissions numbered in order: the last one queued, taken into a batch, durable.
+        self._ticket = 0
+        self._taken_ticket = 0
+        self._durable_ticket = 0
+        self._flush_ticket = 0
+        self.batches = 0
+        self.records = 0
+        self.largest_batch = 0
+        #: Seconds spent in synced writes (the write and its fsync).
+        self.fsync_seconds = 0.0
+        #: The write error that stopped the committer, if one did.
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # -- producers' side ---------------------------------------------------------
+
+    def submit(
+        self,
+        puts: Iterable[tuple[bytes, bytes]],
+        deletes: Iterable[bytes],
+        on_durable: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue writes (deletes apply before puts, as in one LevelDB ``write``)."""
+        with self._cond:
+            if self._refuse():
+                return
+            pending = self._pending
+            for key in deletes:
+                pending[key] = None
+            for key, value in puts:
+                pending[key] = value
+            self._queued(on_durable)
+
+    def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
+        """Queue a ``Batch`` (its operations in the order they were made)."""
+        with self._cond:
+            if self._refuse():
+                return
+            self._pending.update(batch.ops)
+            self._queued(on_durable)
+
+    def _refuse(self) -> bool:
+        if self._closing:
+            raise StoreError(f"the store at {self._db.path} is closed")
+        # Failed: drop it, see the module docstring.
+        return self.error is not None
+
+    def _queued(self, on_durable: Callable[[], None] | None) -> None:
+        self._ticket += 1
+        if on_durable is not None:
+            self._callbacks.append(on_durable)
+            if not self._urgent:
+                self._urgent = True
+                self._cond.notify()
+        elif not self._lazy_since:
+            self._lazy_since = time.monotonic()
+            self._cond.notify()
+
+    def get(self, key: bytes) -> bytes | None:
+        """``key``'s value once everything submitted so far is written (any thread)."""
+        with self._cond:
+            for ops in (self._pending, self._inflight):
+                if key in ops:
+                    return ops[key]
+        # Not pending: whatever was queued for it is already applied to the database.
+        return self._db.get(key)
+
+    def flush_wait(self, timeout: float | None = None) -> bool:
+        """Block until everything submitted so far is durable; False on timeout or failure."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target = self._ticket
+            self._flush_ticket = max(self._flush_ticket, target)
+            self._cond.notify_all()
+            while self._durable_ticket < target and self.error is None:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+            return self.error is None
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Write what is pending, then stop; later submissions raise ``StoreError``."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    @property
+    def pending(self) -> int:
+        """Keys waiting for the next batch."""
+        return len(self._pending)
+
+    # -- the writer thread -------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._wait_for_work():
+                    return
+                ops, self._pending = self._pending, {}
+                callbacks, self._callbacks = self._callbacks, []
+                ticket = self._taken_ticket = self._ticket
+                self._inflight = ops
+                self._urgent = False
+                self._lazy_since = 0.0
+            # An empty submission (a duplicate ack, say) needs no write, only its turn.
+            if ops and not self._write(ops):
+                return
+            with self._cond:
+                self._inflight = {}
+                self._durable_ticket = ticket
+                self._cond.notify_all()
+            if callbacks:
+                self._deliver(functools.partial(_run_all, callbacks))
+
+    def _wait_for_work(self) -> bool:
+        """Wait (holding the lock) until a batch is due; False when it is time to stop."""
+        while True:
+            if self._ticket > self._taken_ticket:
+                if self._urgent or self._closing or self._flush_ticket > self._durable_ticket:
+                    return True
+                left = self._lazy_since + self._linger - time.monotonic()
+                if left <= 0:
+                    return True
+                self._cond.wait(left)
+            elif self._closing:
+                return False
+            else:
+                self._cond.wait()
+
+    def _write(self, ops: dict[bytes, bytes | None]) -> bool:
+        puts = [(k, v) for k, v in ops.items() if v is not None]
+        deletes = [k for k, v in ops.items() if v is None]
+        start = time.perf_counter()
+        try:
+            self._db.write(puts, deletes)
+        except Exception as exc:
+            self._fail(exc)
+            return False
+        self.fsync_seconds += time.perf_counter() - start
+        self.batches += 1
+        self.records += len(ops)
+        self.largest_batch = max(self.largest_batch, len(ops))
+        return True
+
+    def _fail(self, exc: Exception) -> None:
+        with self._cond:
+            self.error = exc
+            self._pending = {}
+            self._inflight = {}
+            self._callbacks = []
+            self._cond.notify_all()
+        self._deliver(functools.partial(self._on_error, exc))
+
+    def _deliver(self, callback: Callable[[], None]) -> None:
+        try:
+            self._post(callback)
+        except Exception:
+            # A loop closed before the committer: the writer must live on to finish its writes.
+            log.exception("could not post a store callback")
+
+
+def _run_all(callbacks: list[Callable[[], None]]) -> None:
+    """One batch's ``on_durable`` callbacks, in order; one failing must not cost the rest theirs."""
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            log.exception("on_durable callback failed")
