@@ -43,6 +43,7 @@ class Queue:
         "_active",
         "_disk_scan_busy",
         "_disk_scan_pos",
+        "_disk_scanned_for",
         "_dispatching",
         "_groups",
         "_rr",
@@ -84,6 +85,7 @@ class Queue:
         self._dispatching = False
         self._disk_scan_busy = False
         self._disk_scan_pos = [0] * 10
+        self._disk_scanned_for: frozenset[Subscription] = frozenset()
 
     def __repr__(self) -> str:
         return f"<Queue {self.name} depth={self.cursor.count} consumers={len(self.consumers)}>"
@@ -112,6 +114,7 @@ class Queue:
         self._scan = bool(self._groups) or any(c.selector is not None for c in self._active)
         # A new set of consumers: what the swapped part holds must be looked at again.
         self._disk_scan_pos = [0] * 10
+        self._disk_scanned_for = frozenset()
         if self._rr >= len(self._active):
             self._rr = 0
 
@@ -170,6 +173,17 @@ class Queue:
             message.drop()
 
     def _dispatch_scanning(self) -> None:
+        while True:
+            self._scan_memory()
+            cursor = self.cursor
+            if not cursor.disk_total or self._disk_scan_busy or not any(sub.ready for sub in self._active):
+                return
+            if not self._scan_disk() or self._disk_scan_busy:
+                # Nothing left to look at, or the scan is under way and resumes dispatch
+                # when it reports; only a scan that already finished (inline) loops.
+                return
+
+    def _scan_memory(self) -> None:
         cursor = self.cursor
         now = self.clock.ms
         groups = self._groups
@@ -195,10 +209,8 @@ class Queue:
                 groups[group] = sub
             cursor.remove(message)
             self._deliver(sub, message)
-        if cursor.disk_total and not self._disk_scan_busy and any(sub.ready for sub in self._active):
-            self._scan_disk()
 
-    def _scan_disk(self) -> None:
+    def _scan_disk(self) -> bool:
         """Find messages for the ready consumers in the swapped part (seed 003).
 
         The scan runs on the store's worker, reads a bounded number of records, takes
@@ -210,10 +222,17 @@ class Queue:
         cursor = self.cursor
         log = cursor.log
         if log is None:
-            return
+            return False
         candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
         if not candidates:
-            return
+            return False
+        # A consumer that was not ready during earlier scans has not seen what they
+        # passed over: start again from the head for it.
+        ready = frozenset(sub for sub, _ in candidates)
+        if not ready <= self._disk_scanned_for:
+            self._disk_scan_pos = [0] * 10
+        self._disk_scanned_for = ready
+
         wanted = sum(64 if sub.auto else max(sub.prefetch - len(sub.inflight), 0) for sub, _ in candidates)
         groups = dict(self._groups)
         claimed: dict[str, Subscription] = {}
@@ -238,9 +257,10 @@ class Queue:
         start = [max(self._disk_scan_pos[p], cursor.disk_lo[p]) for p in range(10)]
         ends = [cursor.disk_hi[p] if cursor.disk_count[p] else -1 for p in range(10)]
         if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
-            return
+            return False
         self._disk_scan_busy = True
         log.scan(start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1), self._disk_scanned)
+        return True
 
     def _disk_scanned(self, result: tuple[list[tuple[Message, object]], list[int], int, list[int]]) -> None:
         picked, positions, freed, taken = result

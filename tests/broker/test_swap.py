@@ -240,3 +240,32 @@ def test_destination_memory_limit_swaps_that_destination_only() -> None:
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/small", "id": "1"})
     assert bodies(c) == list(range(50))
+
+
+def test_disk_scan_rescans_for_a_consumer_that_was_busy_during_an_earlier_scan() -> None:
+    engine, _ = swapping_engine()
+    p = Peer(engine)
+    for i in range(400):
+        kind = "a" if i % 2 else "b"
+        p.send_frame("SEND", {"destination": "/queue/ab", "kind": kind}, b"%06d" % i + b"x" * 1000)
+    assert engine.queues["/queue/ab"].cursor.disk_total > 200
+    a, b = Peer(engine), Peer(engine)
+    a.send_frame(
+        "SUBSCRIBE",
+        {
+            "destination": "/queue/ab",
+            "id": "1",
+            "selector": "kind = 'a'",
+            "ack": "client-individual",
+            "activemq.prefetchSize": "1",
+        },
+    )
+    b.send_frame("SUBSCRIBE", {"destination": "/queue/ab", "id": "1", "selector": "kind = 'b'"})
+    assert bodies(b) == list(range(0, 400, 2))
+    got: list[int] = []
+    while len(got) < 200:
+        frames = a.received()
+        assert len(frames) == 1, f"consumer a stalled after {len(got)} messages"
+        got.append(int(frames[0].body[:6]))
+        a.send_frame("ACK", {"id": frames[0].headers["ack"]})
+    assert got == list(range(1, 400, 2))
