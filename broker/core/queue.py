@@ -121,10 +121,24 @@ class Queue:
     # -- messages --------------------------------------------------------------
 
     def enqueue(self, message: Message) -> None:
-        self.stats.enqueued += 1
+        stats = self.stats
+        stats.enqueued += 1
         message.meter = self.meter
         if message.group is not None and not self._scan:
             self._scan = True
+        if not self.cursor.count and not self._scan and not self._dispatching:
+            # Nothing waiting: hand it straight to the next ready consumer, without a
+            # trip through the cursor (the common case when consumers keep up).
+            sub = self._pick(None)
+            if sub is not None:
+                if message.expires and message.expires <= self.clock.ms:
+                    self._count_expired(message)
+                    return
+                stats.dispatched += 1
+                if sub.auto:
+                    stats.dequeued += 1
+                sub.deliver(message)
+                return
         self.cursor.push(message)
         self.dispatch()
 
@@ -303,10 +317,14 @@ class Queue:
         message.drop()
 
     def _expire(self, message: Message) -> None:
+        """An expired message taken from the cursor (with its hold)."""
+        self._count_expired(message)
+        message.drop()
+
+    def _count_expired(self, message: Message) -> None:
         self.stats.expired += 1
         if self.on_expired is not None:
             self.on_expired(message)
-        message.drop()
 
     def acked(self, count: int) -> None:
         self.stats.dequeued += count
