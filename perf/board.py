@@ -24,7 +24,8 @@ SENT = 1
 RECEIVED = 2  # deliveries of this run's messages, duplicates included
 DISTINCT = 3  # first deliveries (as far as this worker can tell)
 ERRORS = 4
-FIELDS = 5
+FOREIGN = 5  # messages not from this run (left on the queue): activity, not progress
+FIELDS = 6
 
 # Worker states, in the order a worker goes through them.
 STARTING = 0

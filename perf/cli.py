@@ -34,6 +34,7 @@ examples:
   stompd-perf --destination /topic/t --consumers 4 --messages 100000 --processes 2
   stompd-perf --rate 5000 --duration 30 --warmup 5 --json
   stompd-perf --port 61623 --vhost / --login guest --passcode guest      (RabbitMQ)
+  stompd-perf --producers 0 --consumers 1 --timeout 5    (drain a queue; counts "foreign")
 """
 
 

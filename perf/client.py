@@ -203,6 +203,8 @@ class StompConnection(asyncio.Protocol):
         """DISCONNECT with a receipt, so everything written before it has been processed."""
         if self._closed.done():
             return
+        # From here the broker may close first (right after its RECEIPT): not an error.
+        self._disconnecting = True
         try:
             await self.request("DISCONNECT", {}, timeout)
         finally:

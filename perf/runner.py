@@ -8,7 +8,6 @@ coordinator talk only through the shared `Board` and, at the end, one result eac
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
 import os
 import queue
@@ -244,7 +243,12 @@ def _coordinate(
     info.start_ns = time.monotonic_ns() + int(START_DELAY_S * 1e9)
     board.set(B.START_NS, info.start_ns)
     last_activity = time.monotonic()
-    last_counts = (-1, -1)
+    last_counts = (-1, -1, -1)
+    # No producers: consumers only drain what is there (counted as foreign), until
+    # --duration or until nothing arrives for --timeout.
+    drain_until = None
+    if settings.producers == 0 and settings.duration is not None:
+        drain_until = time.monotonic() + START_DELAY_S + settings.warmup + settings.duration
     next_progress = time.monotonic() + 1.0
     while True:
         time.sleep(POLL_S)
@@ -252,8 +256,9 @@ def _coordinate(
         states = board.states()
         sent, received, distinct = board.total(B.SENT), board.total(B.RECEIVED), board.total(B.DISTINCT)
         producers_done = all(state >= B.PRODUCERS_DONE for state in states)
-        if (sent, received) != last_counts:
-            last_counts = (sent, received)
+        counts = (sent, received, board.total(B.FOREIGN))
+        if counts != last_counts:
+            last_counts = counts
             last_activity = now
         if now >= next_progress:
             next_progress += 1.0
@@ -270,7 +275,9 @@ def _coordinate(
                 board.set(B.CONSUMERS_GO, time.monotonic_ns())
                 info.consumers_go_ns = board.get(B.CONSUMERS_GO)
                 last_activity = now
-            if distinct >= settings.expected(sent):
+            if settings.producers and distinct >= settings.expected(sent):
+                break
+            if drain_until is not None and now >= drain_until:
                 break
         if now - last_activity > settings.timeout:
             # After the producers: the stragglers are not coming.  Before: the broker
@@ -280,6 +287,5 @@ def _coordinate(
                 info.errors.append(f"stalled: nothing sent or received for {settings.timeout:g} s")
             break
     info.end_ns = time.monotonic_ns()
-    with contextlib.suppress(Exception):
-        elapsed = (info.end_ns - info.start_ns) / 1e9
-        progress.show(elapsed, board.total(B.SENT), board.total(B.RECEIVED), board.total(B.ERRORS), "done")
+    elapsed = (info.end_ns - info.start_ns) / 1e9
+    progress.show(elapsed, board.total(B.SENT), board.total(B.RECEIVED), board.total(B.ERRORS), "done")

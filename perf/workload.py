@@ -387,6 +387,7 @@ class Worker:
         self._cell(B.RECEIVED, sum(c.received for c in self.consumers))
         self._cell(B.DISTINCT, sum(c.distinct for c in self.consumers))
         self._cell(B.ERRORS, self.errors.count)
+        self._cell(B.FOREIGN, sum(c.foreign for c in self.consumers))
 
     async def _tick(self) -> None:
         board = self.board
@@ -412,9 +413,12 @@ class Worker:
                 return self._result()  # the parent gave up before the start
             start_ns = self.board.get(B.START_NS)
             await asyncio.sleep(max(0.0, (start_ns - time.monotonic_ns()) / 1e9))
+            while time.monotonic_ns() < start_ns:
+                await asyncio.sleep(0)  # the loop's timers are in whole ms and may wake early
             warm_ns = start_ns + int(s.warmup * 1e9)
-            for consumer in self.consumers:
-                consumer.warm_ns = warm_ns
+            if s.warmup:
+                for consumer in self.consumers:
+                    consumer.warm_ns = warm_ns
             self.consumers_start_ns = start_ns
             end_ns = start_ns + int((s.warmup + s.duration) * 1e9) if s.duration is not None else None
             stopping = self._stop.is_set

@@ -134,6 +134,15 @@ def test_backlog_fills_then_drains(sink: SinkThread, run_tool: RunTool) -> None:
     assert (s["sent"], s["received"], s["lost"]) == (2000, 2000, 0)
 
 
+def test_leftovers_from_another_run_are_foreign_not_received(sink: SinkThread, run_tool: RunTool) -> None:
+    code, filled = run_tool(sink.port, "--consumers", "0", "--messages", "300", *FAST)
+    assert code == 0 and (filled["sent"], filled["expected"]) == (300, 0)
+    # Consumers only: drain what is there until nothing arrives for --timeout.
+    code, drained = run_tool(sink.port, "--producers", "0", "--consumers", "2", *FAST)
+    assert code == 0
+    assert (drained["foreign"], drained["received"], drained["lost"]) == (300, 0, 0)
+
+
 def test_two_processes(sink: SinkThread, run_tool: RunTool) -> None:
     code, s = run_tool(
         sink.port, "--producers", "2", "--consumers", "2", "--messages", "4000", "--processes", "2", *FAST
