@@ -117,9 +117,16 @@ class Cursor:
         priority = message.priority
         if not (log.shared and message.in_log):
             log.append(message)
+        seq = message.seq
         if not self.disk_count[priority]:
-            self.disk_lo[priority] = message.seq
-        self.disk_hi[priority] = message.seq
+            self.disk_lo[priority] = seq
+        elif seq < self.disk_lo[priority]:
+            # Routing hands out sequences in order, so this is a bug: fail loudly
+            # rather than lose track of what is on disk.
+            raise AssertionError(
+                f"sequence {seq} arrives below the swapped range from {self.disk_lo[priority]}"
+            )
+        self.disk_hi[priority] = max(self.disk_hi[priority], seq)
         self.disk_count[priority] += 1
         self.disk_total += 1
 

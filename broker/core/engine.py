@@ -119,7 +119,13 @@ class Engine:
         for sub in list(session.subscriptions.values()):
             self._unsubscribe(session, sub)
         self.destinations.drop_temporaries(session)
-        # Parked SENDs never got their RECEIPT: the client knows they were not taken.
+        # Its parked SENDs were received, and a client that did not wait for their
+        # receipts (or for DISCONNECT's) still expects them delivered: they go on
+        # waiting for space without their connection.  Other parked frames die with it.
+        for item in session.parked:
+            orphan = item if isinstance(item, ParkedSend) else self._orphan_send(session, item)
+            if orphan is not None:
+                self.blocked.orphans.append(orphan)
         session.parked.clear()
         session.parked_bytes = 0
         self.blocked.release(session, self.clock.ms)
@@ -247,6 +253,21 @@ class Engine:
         self._deliver_send(message, targets)
         return None
 
+    def _orphan_send(self, session: Session, frame: f.Frame) -> ParkedSend | None:
+        """A SEND parked behind another, from a connection that has closed, or None."""
+        headers = frame.headers
+        destination = headers.pop("destination", None)
+        # A closed connection's own temporary destinations are gone with it.
+        if frame.command != f.SEND or not destination or "transaction" in headers or "/temp-" in destination:
+            return None
+        try:
+            message = self._build_message(session, destination, headers, frame.body)
+            targets = self.destinations.send_targets(session, destination)
+        except StompError as exc:
+            log.info("dropping a parked SEND from closed connection %s: %s", session.id, exc)
+            return None
+        return ParkedSend(message, targets, None, 0)
+
     def _deliver_send(self, message: Message, targets: tuple[Destination, ...]) -> None:
         schedule = schedule_of(message.headers)
         if schedule is not None:
@@ -289,10 +310,8 @@ class Engine:
     def _run_schedules(self) -> None:
         for due, schedule in self.scheduler.pop_due(self.clock.ms):
             template = schedule.message
-            self._seq += 1
             # Every delivery of a scheduled message is a message of its own (ActiveMQ).
-            copy = template.copy_to(self._seq, self._id_prefix + str(self._seq), template.destination)
-            self._route_all(copy, schedule.targets)
+            self._route_all(template.copy_to(0, "", template.destination), schedule.targets)
             if schedule.repeats_left:
                 schedule.repeats_left -= 1
                 self.scheduler.add(due + schedule.period, schedule)
@@ -318,6 +337,10 @@ class Engine:
 
     def retry_blocked(self) -> None:
         """Space may have freed: give each blocked connection its parked frames, in order."""
+        orphans = self.blocked.orphans
+        while orphans and self._fits(orphans[0].message, orphans[0].targets):
+            item = orphans.popleft()
+            self._deliver_send(item.message, item.targets)
         for session in self.blocked:
             try:
                 self._unpark(session)
@@ -398,11 +421,10 @@ class Engine:
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
-        self._seq += 1
-        seq = self._seq
+        # Sequence and id are given when it is routed (``_route``), not now.
         return Message(
-            seq,
-            self._id_prefix + str(seq),
+            0,
+            "",
             destination,
             headers,
             body,
@@ -421,12 +443,16 @@ class Engine:
         """One message per destination of a composite send (each has its own id)."""
         message.destination = targets[0].name
         out = [(targets[0], message)]
-        for target in targets[1:]:
-            self._seq += 1
-            out.append((target, message.copy_to(self._seq, self._id_prefix + str(self._seq), target.name)))
+        out.extend((target, message.copy_to(0, "", target.name)) for target in targets[1:])
         return out
 
     def _route(self, target: Destination, message: Message) -> None:
+        # Sequence numbers are handed out in routing order, never earlier: a SEND held
+        # back by flow control or a transaction must not arrive at a cursor with a
+        # sequence older than what that cursor already swapped out (keys sort by it).
+        self._seq += 1
+        message.seq = seq = self._seq
+        message.id = self._id_prefix + str(seq)
         if type(target) is Queue:
             target.enqueue(message)
         else:
@@ -644,7 +670,8 @@ class Engine:
             f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
             f"(maximumRedeliveries={self.settings.max_redeliveries})"
         )
-        dead = message.copy_to(message.seq, message.id, dlq.name)
+        headers["original-message-id"] = message.id
+        dead = message.copy_to(0, "", dlq.name)
         dead.headers = headers
         dead.size = message.size
         log.info(
@@ -657,7 +684,7 @@ class Engine:
         if original is not None:
             original.acked(1)
         message.drop()
-        dlq.enqueue(dead)
+        self._route(dlq, dead)
 
     # -- transactions ----------------------------------------------------------
 

@@ -62,14 +62,16 @@ def no_space_error(why: str) -> NoSpace:
 class Blocked:
     """The sessions with parked frames, oldest first."""
 
-    __slots__ = ("_sessions", "stats")
+    __slots__ = ("_sessions", "orphans", "stats")
 
     def __init__(self) -> None:
         self._sessions: deque[Session] = deque()
+        #: Parked SENDs whose connection closed before there was room for them.
+        self.orphans: deque[ParkedSend] = deque()
         self.stats = FlowStats()
 
     def __bool__(self) -> bool:
-        return bool(self._sessions)
+        return bool(self._sessions or self.orphans)
 
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions))

@@ -269,3 +269,23 @@ def test_disk_scan_rescans_for_a_consumer_that_was_busy_during_an_earlier_scan()
         got.append(int(frames[0].body[:6]))
         a.send_frame("ACK", {"id": frames[0].headers["ack"]})
     assert got == list(range(1, 400, 2))
+
+
+def test_parked_sends_are_delivered_after_their_connection_closes() -> None:
+    """A producer that sends without receipts and hangs up still has its SENDs delivered."""
+    engine, _ = swapping_engine(memory=32 * KB, temp=8 * KB)
+    p = Peer(engine)
+    send(p, "/queue/orphan", 80)
+    assert p.session.parked
+    engine.close_session(p.session)
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/orphan", "id": "1", "ack": "client-individual"})
+    got: list[int] = []
+    while len(got) < 80:
+        frames = c.received()
+        assert frames, f"stalled after {len(got)}"
+        for frame in frames:
+            got.append(int(frame.body[:6]))
+            c.send_frame("ACK", {"id": frame.headers["ack"]})
+        engine.tick()
+    assert got == list(range(80))

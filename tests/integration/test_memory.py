@@ -165,3 +165,17 @@ def test_selective_consumer_gets_messages_deep_in_a_swapped_backlog(small_broker
     with client(small_broker.port) as rest:
         rest.subscribe("/queue/deep")
         assert [int(m.body[:6]) for m in rest.listener.wait_messages(3000, timeout=30)] == list(range(3000))
+
+
+def test_producer_that_hangs_up_while_blocked_loses_nothing(tmp_path: Path) -> None:
+    with limited(tmp_path, memory_limit=128 * KB, temp_limit=16 * KB) as broker:
+        raw = RawClient(broker.port)
+        raw.connect()
+        n = 600
+        for i in range(n):
+            raw.send("SEND", {"destination": "/queue/hangup"}, f"{i:06d}{BODY}".encode())
+        eventually(lambda: broker.engine.blocked.stats.blocks >= 1)
+        raw.close()
+        with client(broker.port) as c:
+            c.subscribe("/queue/hangup")
+            assert [int(m.body[:6]) for m in c.listener.wait_messages(n, timeout=30)] == list(range(n))
