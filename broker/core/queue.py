@@ -121,8 +121,7 @@ class Queue:
     # -- messages --------------------------------------------------------------
 
     def enqueue(self, message: Message) -> None:
-        stats = self.stats
-        stats.enqueued += 1
+        self.stats.enqueued += 1
         message.meter = self.meter
         if message.group is not None and not self._scan:
             self._scan = True
@@ -133,11 +132,8 @@ class Queue:
             if sub is not None:
                 if message.expires and message.expires <= self.clock.ms:
                     self._count_expired(message)
-                    return
-                stats.dispatched += 1
-                if sub.auto:
-                    stats.dequeued += 1
-                sub.deliver(message)
+                else:
+                    self._hand_over(sub, message)
                 return
         self.cursor.push(message)
         self.dispatch()
@@ -169,7 +165,6 @@ class Queue:
 
     def _dispatch_head(self) -> None:
         cursor = self.cursor
-        stats = self.stats
         while cursor.count:
             sub = self._next_ready()
             if sub is None:
@@ -180,11 +175,7 @@ class Queue:
             if message.expires and message.expires <= self.clock.ms:
                 self._expire(message)
                 continue
-            stats.dispatched += 1
-            if sub.auto:
-                stats.dequeued += 1
-            sub.deliver(message)
-            message.drop()
+            self._deliver(sub, message)
 
     def _dispatch_scanning(self) -> None:
         while True:
@@ -310,11 +301,16 @@ class Queue:
         return None
 
     def _deliver(self, sub: Subscription, message: Message) -> None:
-        self.stats.dispatched += 1
-        if sub.auto:
-            self.stats.dequeued += 1
-        sub.deliver(message)
+        """Deliver a message taken from the cursor (with its hold, released here)."""
+        self._hand_over(sub, message)
         message.drop()
+
+    def _hand_over(self, sub: Subscription, message: Message) -> None:
+        stats = self.stats
+        stats.dispatched += 1
+        if sub.auto:
+            stats.dequeued += 1
+        sub.deliver(message)
 
     def _expire(self, message: Message) -> None:
         """An expired message taken from the cursor (with its hold)."""
