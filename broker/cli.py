@@ -59,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_redeliveries,
         help="redeliveries before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
     )
+    limits = ConnectionLimits()
+    parser.add_argument(
+        "--max-headers", type=int, default=limits.max_headers, help="per frame (default 1000)"
+    )
+    parser.add_argument(
+        "--max-header-length",
+        type=int,
+        default=limits.max_header_length,
+        help="bytes per header line (default 10240)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -94,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
             send_fail_if_no_space_after_timeout=args.send_fail_if_no_space_after_timeout,
             max_redeliveries=args.maximum_redeliveries,
         ),
-        limits=ConnectionLimits(max_frame_size=args.max_frame_size),
+        limits=ConnectionLimits(
+            max_frame_size=args.max_frame_size,
+            max_headers=args.max_headers,
+            max_header_length=args.max_header_length,
+        ),
     )
     try:
         run(options)

@@ -118,3 +118,34 @@ def test_console_script_help() -> None:
 def test_uvloop_is_used(broker_server: BrokerServer) -> None:
     assert type(broker_server.thread.loop).__module__.startswith("uvloop")
     assert os.environ.get("STOMPD_NO_UVLOOP") is None
+
+
+def test_header_limits_are_configurable(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path),
+            "--max-headers",
+            "3",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        raw = RawClient(port)
+        raw.connect()
+        raw.send("SEND", {"destination": "/queue/h", "a": "1", "b": "2", "c": "3", "d": "4"}, b"x")
+        error = raw.recv()
+        assert error.command == "ERROR"
+        assert "3" in error.body.decode()
+    finally:
+        proc.terminate()
+        proc.wait(10)
