@@ -173,7 +173,7 @@ class Engine:
                 return
             raise UnexpectedFrame(f"{command} before CONNECT: the first frame must be CONNECT or STOMP")
         if session.parked and command not in _NEVER_PARKED:
-            self._park_frame(session, frame)
+            self._park(session, frame)
             return
         self._invoke(handler, session, frame)
         if self.blocked:
@@ -229,14 +229,9 @@ class Engine:
     # -- SEND ------------------------------------------------------------------
 
     def _on_send(self, session: Session, frame: f.Frame) -> _Deferred | None:
-        headers = frame.headers
-        destination = headers.pop("destination", None)
-        if not destination:
-            raise MissingHeader("SEND requires a 'destination' header")
-        receipt = headers.get("receipt")
-        tx_id = headers.pop("transaction", None)
-        message = self._build_message(session, destination, headers, frame.body)
-        targets = self.destinations.send_targets(session, destination)
+        receipt = frame.headers.get("receipt")
+        tx_id = frame.headers.pop("transaction", None)
+        message, targets = self._prepare_send(session, frame)
         if tx_id is not None:
             tx = self._transaction(session, tx_id)
             for target, copy in self._copies(message, targets):
@@ -253,16 +248,24 @@ class Engine:
         self._deliver_send(message, targets)
         return None
 
+    def _prepare_send(self, session: Session, frame: f.Frame) -> tuple[Message, tuple[Destination, ...]]:
+        """The message a SEND carries, and where it goes."""
+        headers = frame.headers
+        destination = headers.pop("destination", None)
+        if not destination:
+            raise MissingHeader("SEND requires a 'destination' header")
+        message = self._build_message(session, destination, headers, frame.body)
+        return message, self.destinations.send_targets(session, destination)
+
     def _orphan_send(self, session: Session, frame: f.Frame) -> ParkedSend | None:
         """A SEND parked behind another, from a connection that has closed, or None."""
         headers = frame.headers
-        destination = headers.pop("destination", None)
+        destination = headers.get("destination", "")
         # A closed connection's own temporary destinations are gone with it.
-        if frame.command != f.SEND or not destination or "transaction" in headers or "/temp-" in destination:
+        if frame.command != f.SEND or "transaction" in headers or "/temp-" in destination:
             return None
         try:
-            message = self._build_message(session, destination, headers, frame.body)
-            targets = self.destinations.send_targets(session, destination)
+            message, targets = self._prepare_send(session, frame)
         except StompError as exc:
             log.info("dropping a parked SEND from closed connection %s: %s", session.id, exc)
             return None
@@ -332,9 +335,6 @@ class Engine:
             session.reading_paused = True
             session.outbox.pause_reading()
 
-    def _park_frame(self, session: Session, frame: f.Frame) -> None:
-        self._park(session, frame)
-
     def retry_blocked(self) -> None:
         """Space may have freed: give each blocked connection its parked frames, in order."""
         orphans = self.blocked.orphans
@@ -344,8 +344,6 @@ class Engine:
         for session in self.blocked:
             try:
                 self._unpark(session)
-            except StompError as exc:
-                session.outbox.fail(exc)
             except Exception as exc:
                 session.outbox.fail(exc)
 
@@ -458,9 +456,6 @@ class Engine:
         else:
             assert isinstance(target, Topic)
             self.router.publish(target, message)
-
-    def queue(self, name: str) -> Queue:
-        return self.destinations.queue(name)
 
     # -- SUBSCRIBE / UNSUBSCRIBE -----------------------------------------------
 

@@ -86,10 +86,8 @@ class StompConnection(asyncio.Protocol):
                     self._close()
                     return
                 parser.version = session.version
-        except StompError as exc:
-            self._fail(exc)
-            return
         except Exception as exc:
+            # Ours to explain (StompError) or our bug: _fail tells them apart.
             self._fail(exc)
             return
         finally:
