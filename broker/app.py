@@ -17,6 +17,7 @@ from broker.core.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
 from store.leveldb import LevelDB
+from store.persistent import MessageStore
 from store.worker import IOWorker
 
 if TYPE_CHECKING:
@@ -60,7 +61,25 @@ class Broker:
             loop.call_soon_threadsafe(self._io_done, fn)
 
         self.worker = IOWorker(post, name="stompd-temp")
-        self.engine = Engine(options.core, temp_store=self.temp_store, worker=self.worker)
+        # A corrupt or unreadable store raises StoreError naming its path: never an
+        # empty broker that silently forgot what it had stored.
+        started = time.perf_counter()
+        self.message_store = MessageStore.open(options.data_dir / "store")
+        committer = self.message_store.start_committer(post, self._store_failed)
+        self.engine = Engine(
+            options.core,
+            temp_store=self.temp_store,
+            worker=self.worker,
+            message_store=self.message_store,
+            committer=committer,
+        )
+        stored = self.engine.recover()
+        log.info(
+            "message store %s: %d stored messages recovered in %.1f ms",
+            options.data_dir / "store",
+            stored,
+            (time.perf_counter() - started) * 1000,
+        )
         self.server = StompServer(self.engine, options.limits)
         self.port = await self.server.start(options.host, options.port)
         self._tick = loop.call_later(TICK_S, self._on_tick)
@@ -70,6 +89,10 @@ class Broker:
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())
         self.engine.after_io(callback)
+
+    def _store_failed(self, exc: BaseException) -> None:
+        if self.engine.persistence is not None:
+            self.engine.persistence.store_failed(exc)
 
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())
@@ -82,9 +105,13 @@ class Broker:
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:
+        # Ticks go on while connections close: they flush what closing them stored.
+        await self.server.stop()
         if self._tick is not None:
             self._tick.cancel()
-        await self.server.stop()
+        self.engine.flush()
+        # Acks still in the committer's queue are written before the store closes.
+        self.message_store.close()
         self.worker.close()
         self.temp_store.close()
         log.info("stompd stopped")

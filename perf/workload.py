@@ -112,7 +112,9 @@ class Producer:
                     if due > now:
                         await asyncio.sleep((due - now) / 1e9)
                         continue
-                    count = min(BATCH, (now - start_ns - offset) // interval + 1 - seq)
+                    # Catching up after a late wake-up: never past what falls due before the end.
+                    upto = now if end_ns is None else min(now, end_ns - 1)
+                    count = min(BATCH, (upto - start_ns - offset) // interval + 1 - seq)
                 else:
                     if end_ns is not None and now >= end_ns:
                         break

@@ -15,6 +15,8 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
                               d, s and p records there are (4 each; one c per d),
                               so that a scan which silently stops short is caught
     b"t" due_ms seq        -> scheduled message (opaque), due-time order
+    b"x" dest  9-p seq     -> empty: the message has been dispatched (so it comes back
+                              ``redelivered`` after a restart); deleted with the message
 
 Destination and subscription ids come from one counter, starting at 1; counter id 0
 is the scheduler's (``t`` records, all counted at priority 0).
@@ -82,6 +84,7 @@ SUBSCRIPTION: Final = b"s"
 POINTER: Final = b"r"
 REFCOUNT: Final = b"n"
 SCHEDULED: Final = b"t"
+DISPATCHED: Final = b"x"
 
 _ID = struct.Struct(">cI")
 _ENTRY = struct.Struct(">cIBQ")
@@ -479,12 +482,26 @@ class MessageStore:
         counters = self._counters_of(dest_id)
         counts = counters.counts
         freed = 0
+        level = keys.MAX_PRIORITY
         for priority, seq, size in messages:
             batch.delete(keys.message_key(dest_id, priority, seq))
+            batch.delete(_ENTRY.pack(DISPATCHED, dest_id, level - priority, seq))
             counts[priority] -= 1
             freed += size
         self._count(batch, dest_id, counters, -freed)
         self._stamp(batch)
+
+    def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int) -> None:
+        """Remember that a stored message has been dispatched (``page`` reports it)."""
+        batch.put(_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq), b"")
+
+    def claim(self, seq: int) -> None:
+        """``seq`` (handed out by the broker) is in use: keep the bound in ``g`` above it."""
+        if seq >= self._next_seq:
+            self._next_seq = seq + 1
+            if self._next_seq > self._reserved:
+                self._reserved = self._next_seq + self.seq_block
+                self._global_dirty = True
 
     def replace_message(
         self, batch: Batch, dest_id: int, priority: int, seq: int, old_size: int, value: bytes
@@ -616,6 +633,31 @@ class MessageStore:
         stop = keys.prefix_end(keys.level_prefix(dest_id, priority))
         rows = self.db.range(keys.message_key(dest_id, priority, lo_seq), stop, limit)
         return [(int.from_bytes(key[_SEQ]), value) for key, value in rows]
+
+    def page_marked(
+        self, dest_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
+    ) -> list[tuple[int, bytes, bool]]:
+        """Up to ``limit`` (seq, value, dispatched) with lo_seq <= seq <= hi_seq, FIFO."""
+        rows = self.db.range(
+            keys.message_key(dest_id, priority, lo_seq),
+            keys.message_key(dest_id, priority, hi_seq + 1),
+            limit,
+        )
+        if not rows:
+            return []
+        level = keys.MAX_PRIORITY - priority
+        last = int.from_bytes(rows[-1][0][_SEQ])
+        marks = self.db.range(
+            _ENTRY.pack(DISPATCHED, dest_id, level, lo_seq),
+            _ENTRY.pack(DISPATCHED, dest_id, level, last + 1),
+            keys_only=True,
+        )
+        dispatched = {int.from_bytes(key[_SEQ]) for key, _ in marks}
+        out = []
+        for key, value in rows:
+            seq = int.from_bytes(key[_SEQ])
+            out.append((seq, value, seq in dispatched))
+        return out
 
     def page_subscription(
         self, sub_id: int, priority: int, lo_seq: int, limit: int

@@ -19,14 +19,17 @@ and ``remove`` pass that hold to the caller, and ``push_returned`` takes one bac
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from typing import TYPE_CHECKING
+
+from broker.core.swap import read_page
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from broker.core.message import Message
-    from broker.core.swap import Log, PageResult
+    from broker.core.swap import Log, PageResult, StoredSource
     from broker.core.usage import UsageMeter
 
 LEVELS = 10
@@ -51,6 +54,8 @@ class Cursor:
         "mem_count",
         "meter",
         "paging",
+        "skip",
+        "stored",
         "wakeup",
     )
 
@@ -75,6 +80,11 @@ class Cursor:
         self.disk_lo = [0] * LEVELS
         self.disk_hi = [0] * LEVELS
         self.disk_total = 0
+        #: Persistent messages past the memory part stay only in the message store.
+        self.stored: StoredSource | None = None
+        #: Per level, stored messages a disk scan took out of the middle of the range:
+        #: they are still in the store (until acked), so a page-in must pass over them.
+        self.skip: list[set[int]] | None = None
         self.paging = False
         self.closed = False
         #: Called when a page-in has brought messages back (the owner dispatches again).
@@ -94,16 +104,20 @@ class Cursor:
     def push(self, message: Message) -> None:
         """A new message: into memory while there is room below the high-water mark."""
         priority = message.priority
-        log = self.log
         # Order first: behind what is already on disk.  Otherwise to disk only past the
-        # high-water mark and while the temp limit has room; past that, memory takes it
-        # up to the hard limit (flow control has already checked that it fits there).
-        if log is not None and (
-            self.disk_count[priority]
-            or (not self._room_in_memory(message) and log.space.meter.fits(message.size))
-        ):
-            self._to_disk(message, log)
-            return
+        # high-water mark: a stored (persistent) message is simply not kept in RAM, any
+        # other is swapped to the temp log while the temp limit has room; past that,
+        # memory takes it up to the hard limit (flow control has checked it fits there).
+        if self.disk_count[priority] or not self._room_in_memory(message):
+            if message.stored and self.stored is not None:
+                self._on_disk(message)
+                return
+            log = self.log
+            if log is not None and (self.disk_count[priority] or log.space.meter.fits(message.size)):
+                if not (log.shared and message.in_log):
+                    log.append(message)
+                self._on_disk(message)
+                return
         message.hold()
         self._levels[priority].append(message)
         self.mem_count += 1
@@ -113,10 +127,8 @@ class Cursor:
         meter = self.meter
         return meter is None or meter.fits(message.size, self.high_water)
 
-    def _to_disk(self, message: Message, log: Log) -> None:
+    def _on_disk(self, message: Message) -> None:
         priority = message.priority
-        if not (log.shared and message.in_log):
-            log.append(message)
         seq = message.seq
         if not self.disk_count[priority]:
             self.disk_lo[priority] = seq
@@ -129,6 +141,16 @@ class Cursor:
         self.disk_hi[priority] = max(self.disk_hi[priority], seq)
         self.disk_count[priority] += 1
         self.disk_total += 1
+
+    def recovered(self, source: StoredSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
+        """Start with what the message store holds: counts per level, sequences up to ``hi``."""
+        self.stored = source
+        for priority, n in enumerate(counts):
+            if n:
+                self.disk_count[priority] = n
+                self.disk_lo[priority] = 0
+                self.disk_hi[priority] = hi
+                self.disk_total += n
 
     def can_take(self, message: Message, temp: UsageMeter | None) -> bool:
         """Could ``push`` place this message now without passing a hard limit?"""
@@ -225,6 +247,7 @@ class Cursor:
         for level in self._levels:
             level.clear()
         self._removed.clear()
+        self.skip = None
         self.mem_count = 0
         self.mem_bytes = 0
         self.disk_count = [0] * LEVELS
@@ -255,35 +278,45 @@ class Cursor:
 
     def _page_in(self) -> bool:
         """Ask for the best level's next batch; True if it is already back (an inline worker)."""
-        if self.paging or self.log is None:
+        log = self.log
+        source = self.stored
+        if self.paging or (log is None and source is None):
             return False
         priority = self.best_disk_level()
         if priority < 0:
             return False
         self.paging = True
-        self.log.page_in(
-            priority,
-            self.disk_lo[priority],
-            self.disk_hi[priority],
-            self.log.space.page_size,
-            self._paged_in,
+        if log is not None:
+            # What is queued for writing must be on disk before it is read back.
+            log.flush()
+            worker = log.space.worker
+        else:
+            assert source is not None
+            worker = source.worker
+        page_size = log.space.page_size if log is not None else 500
+        job = functools.partial(
+            read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
         )
+        worker.submit(job, self._paged_in)
         return not self.paging
 
     def _paged_in(self, result: PageResult) -> None:
         priority, messages, last, freed = result
         self.paging = False
         log = self.log
-        assert log is not None
-        if freed:
+        if freed and log is not None:
             log.space.meter.release(freed)
         if self.closed:
             return
         accepts = self.accepts
         level = self._levels[priority]
         meter = self.meter
+        skip = self.skip[priority] if self.skip is not None else None
         taken = 0
         for message in messages:
+            if skip and message.seq in skip:
+                # Taken out by a disk scan earlier, and already uncounted then.
+                continue
             if accepts is not None and not accepts(message):
                 continue
             message.meter = meter
@@ -292,6 +325,8 @@ class Cursor:
             self.mem_count += 1
             self.mem_bytes += message.size
             taken += 1
+        if skip:
+            skip.difference_update([seq for seq in skip if seq <= last])
         # Messages swapped out while this page-in was under way lie past ``last``, and
         # are still counted: the count, not the read, says what is left.
         self.disk_lo[priority] = last + 1
@@ -300,18 +335,29 @@ class Cursor:
             left = 0
         self.disk_total -= self.disk_count[priority] - left
         self.disk_count[priority] = left
-        if log.shared:
+        if log is not None and log.shared:
             log.gc()
         if self.wakeup is not None:
             self.wakeup()
 
-    def taken_from_disk(self, per_level: list[int]) -> None:
-        """A scan of the log took these out of the disk part (they were deleted there)."""
-        for priority, n in enumerate(per_level):
-            if n:
-                n = min(n, self.disk_count[priority])
-                self.disk_count[priority] -= n
-                self.disk_total -= n
+    def taken_from_disk(self, message: Message) -> bool:
+        """A disk scan took ``message`` out of the middle of the disk part.
+
+        False if it had been taken already (a stored message that an earlier scan
+        picked, still in the store until acked): the caller must ignore it.
+        """
+        priority = message.priority
+        if message.stored:
+            if self.skip is None:
+                self.skip = [set() for _ in range(LEVELS)]
+            skip = self.skip[priority]
+            if message.seq in skip or message.seq < self.disk_lo[priority]:
+                return False
+            skip.add(message.seq)
+        if self.disk_count[priority]:
+            self.disk_count[priority] -= 1
+            self.disk_total -= 1
+        return True
 
 
 class MemoryCursor(Cursor):

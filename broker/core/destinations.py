@@ -17,7 +17,11 @@ from broker.core.topic import Topic, TopicRouter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.clock import Clock
+    from broker.core.message import Message
+    from broker.core.persistence import Persistence
     from broker.core.session import Session
     from broker.core.settings import CoreSettings
     from broker.core.subscription import Subscription
@@ -30,12 +34,20 @@ _TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, name
 
 class Destinations:
     def __init__(
-        self, settings: CoreSettings, clock: Clock, usage: SystemUsage, swap: SwapSpace | None
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        usage: SystemUsage,
+        swap: SwapSpace | None,
+        persistence: Persistence | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.usage = usage
         self.swap = swap
+        self.persistence = persistence
+        #: Told of each message a queue finds expired (the engine dead-letters or counts it).
+        self.on_expired: Callable[[Message], None] | None = None
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
@@ -53,6 +65,10 @@ class Destinations:
                 log=self.swap.new_log(shared=False) if self.swap is not None else None,
                 high_water=self.settings.cursor_high_water,
             )
+            queue.on_expired = self.on_expired
+            if owner is None:
+                # Temporary queues die with their connection: nothing of theirs is stored.
+                queue.persistence = self.persistence
             self.queues[name] = queue
         return queue
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from broker.core import names
@@ -19,12 +20,14 @@ from broker.core.errors import (
     AccessDenied,
     DuplicateSubscription,
     InvalidHeader,
+    StoreFailed,
     TransactionError,
     UnknownMessage,
     UnknownSubscription,
 )
 from broker.core.flow import Blocked, ParkedSend, no_space_error
 from broker.core.message import DEFAULT_PRIORITY, Message
+from broker.core.persistence import QUEUE_KIND, Persistence, QueueSource
 from broker.core.queue import Queue
 from broker.core.scheduler import Schedule, Scheduler, schedule_of
 from broker.core.selector import compile_selector
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
 
     from broker.core.session import Outbox
     from store.api import TempStore, Worker
+    from store.commit import GroupCommitter
+    from store.persistent import MessageStore
 
 log = logging.getLogger("stompd.engine")
 
@@ -65,6 +70,8 @@ class Engine:
         *,
         temp_store: TempStore | None = None,
         worker: Worker | None = None,
+        message_store: MessageStore | None = None,
+        committer: GroupCommitter | None = None,
     ) -> None:
         self.settings = settings = settings or CoreSettings()
         self.clock = clock or Clock()
@@ -74,11 +81,19 @@ class Engine:
             if temp_store is not None and worker is not None
             else None
         )
-        self.destinations = Destinations(settings, self.clock, self.usage, self.swap)
+        self.persistence = (
+            Persistence(message_store, committer, self.usage.store, worker)
+            if message_store is not None and committer is not None and worker is not None
+            else None
+        )
+        self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
+        self.destinations.on_expired = self._expired
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
         self.scheduler = Scheduler()
+        #: Messages given back, waiting out the redelivery delay: (due ms, queue, messages).
+        self._redeliveries: deque[tuple[int, Queue, list[Message]]] = deque()
         self.sessions: dict[str, Session] = {}
         self._seq = 0
         self._session_ids = itertools.count(1)
@@ -131,10 +146,33 @@ class Engine:
         self.blocked.release(session, self.clock.ms)
         self.retry_blocked()
 
+    def recover(self) -> int:
+        """Rebuild the stored queues from the message store's records (no message is read).
+
+        Returns how many stored messages there are.
+        """
+        persistence = self.persistence
+        if persistence is None:
+            return 0
+        recovery = persistence.store.recover()
+        self._seq = max(self._seq, recovery.next_seq - 1)
+        self.usage.store.charge(recovery.used_bytes)
+        total = 0
+        for record in recovery.destinations:
+            if record.kind != QUEUE_KIND:
+                continue
+            queue = self.destinations.queue(record.name)
+            queue.store_id = record.id
+            queue.cursor.recovered(QueueSource(persistence, record.id), record.counts, recovery.next_seq - 1)
+            total += sum(record.counts)
+        return total
+
     def flush(self) -> None:
-        """End of a batch of work: submit the swap writes it queued, as one write per log."""
+        """End of a batch of work: submit the writes it queued (one per swap log, one store batch)."""
         if self.swap is not None:
             self.swap.flush()
+        if self.persistence is not None:
+            self.persistence.flush()
 
     def after_io(self, callback: Callable[[], None]) -> None:
         """Run a store completion on the engine's thread, then what it may have freed."""
@@ -147,6 +185,15 @@ class Engine:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
         if self.scheduler:
             self._run_schedules()
+        redeliveries = self._redeliveries
+        now = self.clock.ms
+        while redeliveries and redeliveries[0][0] <= now:
+            _, queue, returned = redeliveries.popleft()
+            if queue.cursor.closed:
+                for message in returned:
+                    message.drop()
+            else:
+                queue.requeue(returned)
         if self.blocked:
             self._expire_parked()
             self.retry_blocked()
@@ -232,6 +279,8 @@ class Engine:
         receipt = frame.headers.get("receipt")
         tx_id = frame.headers.pop("transaction", None)
         message, targets = self._prepare_send(session, frame)
+        if message.persistent and self.persistence is not None and self.persistence.failed is not None:
+            raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:
             tx = self._transaction(session, tx_id)
             for target, copy in self._copies(message, targets):
@@ -245,7 +294,7 @@ class Engine:
             deadline = self.clock.ms + timeout if timeout else 0
             self._park(session, ParkedSend(message, targets, receipt, deadline))
             return DEFERRED
-        self._deliver_send(message, targets)
+        self._deliver_send(message, targets, session)
         return None
 
     def _prepare_send(self, session: Session, frame: f.Frame) -> tuple[Message, tuple[Destination, ...]]:
@@ -271,7 +320,10 @@ class Engine:
             return None
         return ParkedSend(message, targets, None, 0)
 
-    def _deliver_send(self, message: Message, targets: tuple[Destination, ...]) -> None:
+    def _deliver_send(
+        self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
+    ) -> None:
+        """Route a SEND; ``sender``'s later frames wait until what it stored is durable."""
         schedule = schedule_of(message.headers)
         if schedule is not None:
             delay, period, repeat = schedule
@@ -279,16 +331,18 @@ class Engine:
             message.hold()
             self.scheduler.add(self.clock.ms + delay, Schedule(message, targets, period, repeat))
             return
-        self._route_all(message, targets)
+        self._route_all(message, targets, sender)
 
-    def _route_all(self, message: Message, targets: tuple[Destination, ...]) -> None:
+    def _route_all(
+        self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
+    ) -> None:
         if len(targets) == 1:
             target = targets[0]
             message.destination = target.name
-            self._route(target, message)
+            self._route(target, message, sender)
         else:
             for target, copy in self._copies(message, targets):
-                self._route(target, copy)
+                self._route(target, copy, sender)
 
     def _fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:
         """Is there room for this message in every cursor it would be put in?"""
@@ -296,6 +350,11 @@ class Engine:
         high_water = self.settings.cursor_high_water
         temp = self.usage.temp
         for target in targets:
+            if message.persistent and type(target) is Queue and target.persistence is not None:
+                # Stored: past the high-water mark it needs no RAM and no temp space.
+                if not self.usage.store.fits(size):
+                    return False
+                continue
             meter = target.meter
             # Below the high-water mark (its own and the broker's) it simply goes to memory.
             if meter is not None and meter.fits(size, high_water):
@@ -322,8 +381,11 @@ class Engine:
                 template.drop()
 
     def _why_full(self) -> str:
-        memory, temp = self.usage.memory, self.usage.temp
-        return f"memory usage {memory.percent:.0f}% and temp usage {temp.percent:.0f}% of their limits"
+        usage = self.usage
+        return (
+            f"memory usage {usage.memory.percent:.0f}%, store usage {usage.store.percent:.0f}% "
+            f"and temp usage {usage.temp.percent:.0f}% of their limits"
+        )
 
     # -- flow control ----------------------------------------------------------
 
@@ -356,7 +418,7 @@ class Engine:
                     return
                 parked.popleft()
                 session.parked_bytes -= item.size
-                self._deliver_send(item.message, item.targets)
+                self._deliver_send(item.message, item.targets, session)
                 if item.receipt is not None:
                     session.send_receipt(item.receipt)
             else:
@@ -444,7 +506,7 @@ class Engine:
         out.extend((target, message.copy_to(0, "", target.name)) for target in targets[1:])
         return out
 
-    def _route(self, target: Destination, message: Message) -> None:
+    def _route(self, target: Destination, message: Message, sender: Session | None = None) -> None:
         # Sequence numbers are handed out in routing order, never earlier: a SEND held
         # back by flow control or a transaction must not arrive at a cursor with a
         # sequence older than what that cursor already swapped out (keys sort by it).
@@ -452,6 +514,8 @@ class Engine:
         message.seq = seq = self._seq
         message.id = self._id_prefix + str(seq)
         if type(target) is Queue:
+            if message.persistent and target.persistence is not None:
+                target.persistence.add(target, message, sender)
             target.enqueue(message)
         else:
             assert isinstance(target, Topic)
@@ -621,10 +685,13 @@ class Engine:
         return sub, messages
 
     def _settle(self, messages: list[Message]) -> None:
+        persistence = self.persistence
         for message in messages:
             queue = self.queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
+            if message.stored and persistence is not None:
+                persistence.remove(message)
             message.drop()
 
     def _give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
@@ -649,37 +716,63 @@ class Engine:
                 copy.hold()
                 sub.cursor.push_returned(copy)
             message.drop()
+        delay = self.settings.redelivery_delay_ms
         for queue, returned in by_queue.items():
-            queue.requeue(returned)
+            if delay:
+                self._redeliveries.append((self.clock.ms + delay, queue, returned))
+            else:
+                queue.requeue(returned)
 
-    def _dead_letter(self, message: Message) -> None:
-        """Past the redelivery limit: to the dead-letter queue, saying why and from where.
+    def _dead_letter(self, message: Message, cause: str | None = None) -> None:
+        """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
+        from where.  Takes over the caller's hold.
 
         ActiveMQ drops non-persistent messages here by default (processNonPersistent is
         false); we keep them, since nothing asked for them to be thrown away.
         """
-        dlq = self.destinations.queue(self.settings.dead_letter_queue)
+        settings = self.settings
+        prefix = settings.individual_dead_letter_prefix
+        if prefix is not None:
+            kind, bare = names.split_destination(message.destination)[0]
+            dlq_name = names.QUEUE + prefix + bare
+            if kind not in names.QUEUE_KINDS:
+                dlq_name = names.QUEUE + settings.individual_dead_letter_topic_prefix + bare
+        else:
+            dlq_name = settings.dead_letter_queue
+        dlq = self.destinations.queue(dlq_name)
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
-        headers["dlqDeliveryFailureCause"] = (
+        headers["dlqDeliveryFailureCause"] = cause or (
             f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
-            f"(maximumRedeliveries={self.settings.max_redeliveries})"
+            f"(maximumRedeliveries={settings.max_redeliveries})"
         )
         headers["original-message-id"] = message.id
         dead = message.copy_to(0, "", dlq.name)
         dead.headers = headers
         dead.size = message.size
+        # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
+        dead.expires = 0
         log.info(
-            "dead-lettering %s from %s after %d deliveries",
+            "dead-lettering %s from %s: %s",
             message.id,
             message.destination,
-            message.delivery_count,
+            headers["dlqDeliveryFailureCause"],
         )
         original = self.queues.get(message.destination)
         if original is not None:
             original.acked(1)
+        if message.stored and self.persistence is not None:
+            self.persistence.remove(message)
         message.drop()
         self._route(dlq, dead)
+
+    def _expired(self, message: Message) -> None:
+        """A queue found ``message`` expired at dispatch (the queue drops its hold)."""
+        if message.persistent and self.settings.dead_letter_expired:
+            message.hold()
+            self._dead_letter(message, "Message expired")
+        elif message.stored and self.persistence is not None:
+            self.persistence.remove(message)
 
     # -- transactions ----------------------------------------------------------
 
@@ -705,7 +798,7 @@ class Engine:
         tx = self._transaction(session, self._tx_id(frame))
         del session.transactions[tx.id]
         for target, message in tx.sends:
-            self._deliver_send(message, (target,))
+            self._deliver_send(message, (target,), session)
         self._settle([m for _, m in tx.acks])
         for sub, message in tx.nacks:
             self._give_back(sub, [message], topic_too=True)

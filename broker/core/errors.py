@@ -46,6 +46,10 @@ class NoSpace(BrokerError):
     summary = "resource limit reached"
 
 
+class StoreFailed(BrokerError):
+    summary = "message store failed"
+
+
 def to_error_frame(exc: BaseException, receipt: str | None = None) -> Frame:
     """Map any exception to the ERROR frame a client is shown.
 

@@ -54,6 +54,7 @@ class Message:
         "holders",
         "id",
         "in_log",
+        "marked",
         "meter",
         "origin",
         "persistent",
@@ -61,6 +62,8 @@ class Message:
         "redelivered",
         "seq",
         "size",
+        "store_dest",
+        "stored",
         "timestamp",
     )
 
@@ -102,6 +105,11 @@ class Message:
         self.holders = 0
         #: Written to its destination's log in the temp store.
         self.in_log = False
+        #: Bytes of its record in the message store (0: not stored), and where.
+        self.stored = 0
+        self.store_dest = 0
+        #: Its dispatch is recorded in the store (it comes back redelivered after a crash).
+        self.marked = False
         self._wire: tuple[bytes, bytes] | None = None
         self._wire_version = ""
 

@@ -10,9 +10,11 @@ take everything while one of them is subscribed.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, cast
 
 from broker.core.cursor import Cursor
+from broker.core.swap import ScanResult, scan_disk
 
 #: Records one disk scan may read before it reports back (and the loop serves others).
 DISK_SCAN_BUDGET = 20_000
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
     from broker.core.clock import Clock
     from broker.core.message import Message
+    from broker.core.persistence import Persistence
     from broker.core.subscription import Subscription
     from broker.core.swap import Log
     from broker.core.usage import UsageMeter
@@ -55,7 +58,9 @@ class Queue:
         "name",
         "on_expired",
         "owner",
+        "persistence",
         "stats",
+        "store_id",
     )
 
     def __init__(
@@ -78,6 +83,10 @@ class Queue:
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
         self.on_expired: Callable[[Message], None] | None = None
+        #: Where its persistent messages are stored (None: nowhere, as a temporary queue's).
+        self.persistence: Persistence | None = None
+        #: Its destination id in the message store (0: not recorded there yet).
+        self.store_id = 0
         self._active: list[Subscription] = []
         self._groups: dict[str, Subscription] = {}
         self._rr = 0
@@ -226,7 +235,8 @@ class Queue:
         """
         cursor = self.cursor
         log = cursor.log
-        if log is None:
+        source = cursor.stored
+        if log is None and source is None:
             return False
         candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
         if not candidates:
@@ -264,18 +274,26 @@ class Queue:
         if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
             return False
         self._disk_scan_busy = True
-        log.scan(start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1), self._disk_scanned)
+        if log is not None:
+            log.flush()
+            worker = log.space.worker
+        else:
+            assert source is not None
+            worker = source.worker
+        job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
+        worker.submit(job, self._disk_scanned)
         return True
 
-    def _disk_scanned(self, result: tuple[list[tuple[Message, object]], list[int], int, list[int]]) -> None:
-        picked, positions, freed, taken = result
+    def _disk_scanned(self, result: ScanResult) -> None:
+        picked, positions, freed = result
         self._disk_scan_busy = False
         cursor = self.cursor
         if cursor.log is not None and freed:
             cursor.log.space.meter.release(freed)
-        cursor.taken_from_disk(taken)
         self._disk_scan_pos = positions
         for message, taker in picked:
+            if not cursor.taken_from_disk(message):
+                continue
             sub = cast("Subscription", taker)
             message.meter = self.meter
             message.hold()
@@ -310,6 +328,9 @@ class Queue:
         stats.dispatched += 1
         if sub.auto:
             stats.dequeued += 1
+        if message.stored:
+            assert self.persistence is not None
+            self.persistence.dispatched(message, sub.session, sub.auto)
         sub.deliver(message)
 
     def _expire(self, message: Message) -> None:

@@ -28,6 +28,15 @@ class CoreSettings:
     #: ActiveMQ's RedeliveryPolicy default; past it a message goes to the DLQ (-1: never).
     max_redeliveries: int = 6
     dead_letter_queue: str = "/queue/ActiveMQ.DLQ"
+    #: individualDeadLetterStrategy: a DLQ per destination, named prefix + its name
+    #: (queuePrefix "ActiveMQ.DLQ.Queue." in ActiveMQ); None: the shared one above.
+    individual_dead_letter_prefix: str | None = None
+    individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
+    #: processExpired: expired persistent messages go to the DLQ (non-persistent ones
+    #: are dropped and counted either way).
+    dead_letter_expired: bool = True
+    #: RedeliveryPolicy redeliveryDelay: a message given back waits this long (ms).
+    redelivery_delay_ms: int = 0
     send_fail_if_no_space: bool = False
     #: ms; 0 means wait as long as it takes.
     send_fail_if_no_space_after_timeout: int = 0

@@ -13,7 +13,8 @@ Every job runs on the store's worker thread, in submission order.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+import heapq
+from typing import TYPE_CHECKING, Protocol
 
 from broker.core import record
 from store import keys
@@ -27,6 +28,18 @@ if TYPE_CHECKING:
     from store.api import TempStore, Worker
 
 PageResult = tuple[int, list["Message"], int, int]
+ScanResult = tuple[list[tuple["Message", object]], list[int], int]
+
+
+class StoredSource(Protocol):
+    """A cursor's second disk source: persistent messages kept in the message store.
+
+    ``read`` runs on a worker thread and sees everything submitted to the store so far.
+    """
+
+    worker: Worker
+
+    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]: ...
 
 
 class SwapSpace:
@@ -101,87 +114,6 @@ class Log:
         memory = self.space.memory
         self.space.worker.submit(lambda: store.write(puts), lambda _: memory.release(size))
 
-    def page_in(
-        self, priority: int, lo: int, hi: int, limit: int, done: Callable[[PageResult], None]
-    ) -> None:
-        """Read (and, for a queue's log, delete) up to ``limit`` records of [lo, hi]."""
-        self.flush()
-        store = self.space.store
-        start = keys.message_key(self.id, priority, lo)
-        stop = keys.message_key(self.id, priority, hi + 1)
-        delete = not self.shared
-
-        def job() -> PageResult:
-            rows = store.range(start, stop, limit)
-            freed = 0
-            if delete and rows:
-                store.write(deletes=[k for k, _ in rows])
-                freed = sum(len(v) for _, v in rows)
-            messages = [record.decode(v) for _, v in rows]
-            last = messages[-1].seq if messages else hi
-            return priority, messages, last, freed
-
-        self.space.worker.submit(job, done)
-
-    def scan(
-        self,
-        start: list[int],
-        ends: list[int],
-        budget: int,
-        pick: Callable[[Message], object],
-        wanted: int,
-        done: Callable[[tuple[list[tuple[Message, object]], list[int], int, list[int]]], None],
-    ) -> None:
-        """Look through this (queue) log from ``start[level]`` for messages ``pick`` takes.
-
-        Runs on the worker: reads at most ``budget`` records, deletes the ones picked
-        (up to ``wanted``), and reports where it stopped so the next scan resumes
-        there rather than at the head: a selective consumer never makes the broker
-        re-read the backlog it has already looked through.
-        """
-        self.flush()
-        store = self.space.store
-        log_id = self.id
-
-        def job() -> tuple[list[tuple[Message, object]], list[int], int, list[int]]:
-            picked: list[tuple[Message, object]] = []
-            taken_per_level = [0] * 10
-            positions = list(start)
-            read = 0
-            deletes: list[bytes] = []
-            freed = 0
-            for priority in range(9, -1, -1):
-                if len(picked) >= wanted or read >= budget:
-                    break
-                lo, hi = positions[priority], ends[priority]
-                if lo > hi:
-                    continue
-                limit = budget - read
-                rows = store.range(
-                    keys.message_key(log_id, priority, lo), keys.message_key(log_id, priority, hi + 1), limit
-                )
-                exhausted = len(rows) < limit
-                for key, value in rows:
-                    read += 1
-                    message = record.decode(value)
-                    positions[priority] = message.seq + 1
-                    taker = pick(message)
-                    if taker is not None:
-                        picked.append((message, taker))
-                        deletes.append(key)
-                        freed += len(value)
-                        taken_per_level[priority] += 1
-                        if len(picked) >= wanted:
-                            exhausted = False
-                            break
-                if exhausted:
-                    positions[priority] = hi + 1
-            if deletes:
-                store.write(deletes=deletes)
-            return picked, positions, freed, taken_per_level
-
-        self.space.worker.submit(job, done)
-
     def gc(self) -> None:
         """Delete what no cursor of this shared log still needs."""
         store = self.space.store
@@ -210,3 +142,111 @@ class Log:
         self.space.worker.submit(
             lambda: store.delete_range(prefix, keys.prefix_end(prefix)), self.space.meter.release
         )
+
+
+def read_page(
+    log: Log | None, source: StoredSource | None, priority: int, lo: int, hi: int, limit: int
+) -> PageResult:
+    """Worker thread: up to ``limit`` messages of [lo, hi] at ``priority``, in sequence order.
+
+    A level's swapped part may lie in two places, the temp log (non-persistent) and
+    the message store (persistent, never copied to temp).  Both are read and merged
+    by sequence; when a source fills its page, nothing past its last sequence is
+    taken from the other, so the result is a true prefix of the level.  What the
+    temp log hands out is deleted there; the store keeps its copy until the ack.
+    Returns (priority, messages, last sequence covered, temp bytes freed).
+    """
+    cut = hi
+    rows: list[tuple[bytes, bytes]] = []
+    if log is not None:
+        rows = log.space.store.range(
+            keys.message_key(log.id, priority, lo), keys.message_key(log.id, priority, hi + 1), limit
+        )
+        if len(rows) == limit:
+            cut = keys.unpack_message_key(rows[-1][0])[2]
+    stored = source.read(priority, lo, hi, limit) if source is not None else []
+    if len(stored) == limit:
+        cut = min(cut, stored[-1].seq)
+    full = cut < hi
+    if full:
+        rows = [row for row in rows if keys.unpack_message_key(row[0])[2] <= cut]
+        stored = [message for message in stored if message.seq <= cut]
+    freed = 0
+    if log is not None and not log.shared and rows:
+        log.space.store.write(deletes=[k for k, _ in rows])
+        freed = sum(len(v) for _, v in rows)
+    swapped = [record.decode(v) for _, v in rows]
+    messages = list(heapq.merge(swapped, stored, key=_seq)) if stored and swapped else swapped or stored
+    last = cut if full else (messages[-1].seq if messages else hi)
+    return priority, messages, last, freed
+
+
+def scan_disk(
+    log: Log | None,
+    source: StoredSource | None,
+    start: list[int],
+    ends: list[int],
+    budget: int,
+    pick: Callable[[Message], object],
+    wanted: int,
+) -> ScanResult:
+    """Worker thread: look through a queue's swapped part from ``start[level]`` for messages
+    ``pick`` takes.
+
+    Reads at most about ``budget`` records, takes the ones picked (up to ``wanted``;
+    deleted from the temp log, left in the store until acked), and reports where it
+    stopped so the next scan resumes there rather than at the head: a selective
+    consumer never makes the broker re-read the backlog it has already looked through.
+    Returns (picked, positions, temp bytes freed).
+    """
+    picked: list[tuple[Message, object]] = []
+    positions = list(start)
+    read = 0
+    deletes: list[bytes] = []
+    sizes: dict[bytes, int] = {}
+    freed = 0
+    page = 500
+    for priority in range(9, -1, -1):
+        while len(picked) < wanted and read < budget and positions[priority] <= ends[priority]:
+            lo, hi = positions[priority], ends[priority]
+            cut = hi
+            stored = source.read(priority, lo, hi, page) if source is not None else []
+            if len(stored) == page:
+                cut = stored[-1].seq
+            swapped: list[tuple[bytes | None, Message]] = []
+            if log is not None:
+                rows = log.space.store.range(
+                    keys.message_key(log.id, priority, lo), keys.message_key(log.id, priority, cut + 1), page
+                )
+                if len(rows) == page:
+                    cut = min(cut, keys.unpack_message_key(rows[-1][0])[2])
+                for row_key, value in rows:
+                    decoded = record.decode(value)
+                    if decoded.seq <= cut:
+                        swapped.append((row_key, decoded))
+                        sizes[row_key] = len(value)
+            merged = list(heapq.merge(swapped, ((None, m) for m in stored if m.seq <= cut), key=_second_seq))
+            positions[priority] = cut + 1
+            for key, message in merged:
+                read += 1
+                taker = pick(message)
+                if taker is None:
+                    continue
+                picked.append((message, taker))
+                if key is not None:
+                    deletes.append(key)
+                    freed += sizes[key]
+                if len(picked) >= wanted:
+                    positions[priority] = message.seq + 1
+                    break
+    if deletes and log is not None:
+        log.space.store.write(deletes=deletes)
+    return picked, positions, freed
+
+
+def _seq(message: Message) -> int:
+    return message.seq
+
+
+def _second_seq(item: tuple[bytes | None, Message]) -> int:
+    return item[1].seq

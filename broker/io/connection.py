@@ -134,13 +134,15 @@ class StompConnection(asyncio.Protocol):
         if self._closed:
             return
         self._closed = True
-        if self._outbox is not None:
-            self._outbox.flush()
         if self._session is not None:
             # Stop dispatching to it now; connection_lost gives back what it held.
             self._engine.close_session(self._session)
-        if self._transport is not None:
-            self._transport.close()
+        transport = self._transport
+        if self._outbox is not None and transport is not None:
+            # A RECEIPT still waiting for the store goes out before the close.
+            self._outbox.finish(transport.close)
+        elif transport is not None:
+            transport.close()
 
     def close(self) -> None:
         """Server shutdown."""

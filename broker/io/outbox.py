@@ -16,6 +16,8 @@ class Outbox:
         "_chunks",
         "_close",
         "_fail",
+        "_finish",
+        "_holds",
         "_limit",
         "_loop",
         "_pending",
@@ -42,12 +44,18 @@ class Outbox:
         #: (pause_writing) to stop dispatching, instead of a turn's worth piling up here.
         self._limit = limit
         self._scheduled = False
+        #: While above zero nothing is written: the store has not yet made durable what
+        #: the queued frames acknowledge (see broker.core.persistence).
+        self._holds = 0
+        self._finish: Callable[[], None] | None = None
         #: Loop time of the last flush, so heart-beats go out only on idle connections.
         self.wrote_at = loop.time()
 
     def push(self, parts: tuple[bytes, ...]) -> None:
         self._chunks.extend(parts)
         self._pending += sum(map(len, parts))
+        if self._holds:
+            return
         if self._pending > self._limit:
             self.flush()
         elif not self._scheduled:
@@ -57,6 +65,8 @@ class Outbox:
 
     def flush(self) -> None:
         self._scheduled = False
+        if self._holds:
+            return
         chunks = self._chunks
         if not chunks:
             return
@@ -67,6 +77,26 @@ class Outbox:
             return
         transport.write(b"".join(chunks))
         self.wrote_at = self._loop.time()
+
+    def hold(self) -> None:
+        self._holds += 1
+
+    def release(self) -> None:
+        self._holds -= 1
+        if self._holds:
+            return
+        self.flush()
+        finish, self._finish = self._finish, None
+        if finish is not None:
+            finish()
+
+    def finish(self, then: Callable[[], None]) -> None:
+        """Write what is queued, then ``then()`` (closing): after any hold is released."""
+        if self._holds:
+            self._finish = then
+            return
+        self.flush()
+        then()
 
     def pause_reading(self) -> None:
         self._transport.pause_reading()

@@ -12,9 +12,23 @@ from protocol.parser import FrameParser
 class ListOutbox:
     def __init__(self) -> None:
         self.parser = FrameParser()
+        self.holds = 0
+        self.held: list[bytes] = []
 
     def push(self, parts: tuple[bytes, ...]) -> None:
-        self.parser.feed(b"".join(parts))
+        if self.holds:
+            self.held.append(b"".join(parts))
+        else:
+            self.parser.feed(b"".join(parts))
+
+    def hold(self) -> None:
+        self.holds += 1
+
+    def release(self) -> None:
+        self.holds -= 1
+        if not self.holds:
+            self.parser.feed(b"".join(self.held))
+            self.held.clear()
 
     def frames(self) -> list[Frame]:
         out = []
