@@ -6,7 +6,8 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
 
     b"m" dest  9-p seq     -> message value (opaque; the broker encodes it)   store.keys
     b"n" dest  9-p seq     -> refs(4) size(4): durable subscribers still owed a topic message
-    b"r" sub   9-p seq     -> dest(4): one pointer per (durable subscription, message owed)
+    b"r" sub   9-p seq     -> dest(4) [0x01 once dispatched]: one pointer per (durable
+                              subscription, message owed)
     b"d" dest              -> destination record: format(1) len(kind)(1) kind name (utf-8)
     b"c" id                -> counters: stored messages per priority (10 x 8), value bytes (8)
     b"p" sub               -> a durable subscription's pointers per priority (10 x 8)
@@ -97,6 +98,7 @@ _REFS = struct.Struct(">II")
 _DEST = struct.Struct(">I")
 _RECORD_HEAD = struct.Struct(">BB")
 _SEQ = slice(-8, None)
+_DISPATCHED_FLAG = b"\x01"
 
 
 class Database(Durable, Protocol):
@@ -659,6 +661,28 @@ class MessageStore:
             out.append((seq, value, seq in dispatched))
         return out
 
+    def mark_pointer(self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int) -> None:
+        """Remember that a message owed to ``sub_id`` has been dispatched to it."""
+        pointer = _ENTRY.pack(POINTER, sub_id, keys.MAX_PRIORITY - priority, seq)
+        if self._read(batch, pointer) is not None:
+            batch.put(pointer, _DEST.pack(dest_id) + _DISPATCHED_FLAG)
+
+    def page_subscription_marked(
+        self, sub_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
+    ) -> list[tuple[int, int, bytes, bool]]:
+        """Up to ``limit`` (seq, dest_id, value, dispatched) owed to ``sub_id``, lo <= seq <= hi."""
+        level = keys.MAX_PRIORITY - priority
+        start = _ENTRY.pack(POINTER, sub_id, level, lo_seq)
+        stop = _ENTRY.pack(POINTER, sub_id, level, hi_seq + 1)
+        out: list[tuple[int, int, bytes, bool]] = []
+        for key, pointer in self.db.range(start, stop, limit):
+            seq = int.from_bytes(key[_SEQ])
+            dest_id = _DEST.unpack_from(pointer)[0]
+            value = self._get(keys.message_key(dest_id, priority, seq))
+            if value is not None:
+                out.append((seq, dest_id, value, pointer[_DEST.size :] == _DISPATCHED_FLAG))
+        return out
+
     def page_subscription(
         self, sub_id: int, priority: int, lo_seq: int, limit: int
     ) -> list[tuple[int, int, bytes]]:
@@ -669,7 +693,7 @@ class MessageStore:
         out: list[tuple[int, int, bytes]] = []
         for key, dest in self.db.range(start, stop, limit):
             seq = int.from_bytes(key[_SEQ])
-            dest_id = int.from_bytes(dest)
+            dest_id = _DEST.unpack_from(dest)[0]
             value = self._get(keys.message_key(dest_id, priority, seq))
             # None: acked by this subscriber, and deleted as the last one, since the scan.
             if value is not None:
@@ -682,7 +706,7 @@ class MessageStore:
         out: list[tuple[int, int, int]] = []
         for key, dest in self.db.range(prefix, keys.prefix_end(prefix), limit):
             _, _, level, seq = _ENTRY.unpack(key)
-            out.append((int.from_bytes(dest), keys.MAX_PRIORITY - level, seq))
+            out.append((_DEST.unpack_from(dest)[0], keys.MAX_PRIORITY - level, seq))
         return out
 
     def scheduled(self, until_ms: int, limit: int) -> list[tuple[int, int, bytes]]:

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from broker.core import names
 from broker.core.clock import Clock
+from broker.core.cursor import Cursor
 from broker.core.destinations import Destination, Destinations
+from broker.core.durable import Durable, Durables, decode
 from broker.core.errors import (
     AccessDenied,
     DuplicateSubscription,
@@ -27,7 +29,7 @@ from broker.core.errors import (
 )
 from broker.core.flow import Blocked, ParkedSend, no_space_error
 from broker.core.message import DEFAULT_PRIORITY, Message
-from broker.core.persistence import QUEUE_KIND, Persistence, QueueSource
+from broker.core.persistence import TOPIC_KIND, Persistence, QueueSource, SubscriptionSource
 from broker.core.queue import Queue
 from broker.core.scheduler import Schedule, Scheduler, schedule_of
 from broker.core.selector import compile_selector
@@ -88,6 +90,7 @@ class Engine:
         )
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
         self.destinations.on_expired = self._expired
+        self.durables = Durables()
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
@@ -158,8 +161,25 @@ class Engine:
         self._seq = max(self._seq, recovery.next_seq - 1)
         self.usage.store.charge(recovery.used_bytes)
         total = 0
+        for sub_record in recovery.subscriptions:
+            destination, selector_text, no_local = decode(sub_record.data)
+            self.durables.add(
+                Durable(
+                    sub_record.id,
+                    sub_record.client_id,
+                    sub_record.name,
+                    destination,
+                    selector_text,
+                    no_local,
+                    compile_selector(selector_text).matches if selector_text else None,
+                )
+            )
+        for sub_id in recovery.draining:
+            persistence.drain(sub_id)
         for record in recovery.destinations:
-            if record.kind != QUEUE_KIND:
+            if record.kind == TOPIC_KIND:
+                persistence.recovered_topic(record.name, record.id)
+                total += sum(record.counts)
                 continue
             queue = self.destinations.queue(record.name)
             queue.store_id = record.id
@@ -364,7 +384,12 @@ class Engine:
                     return False
                 continue
             assert isinstance(target, Topic)
+            stored = message.persistent and self.durables and self.persistence is not None
+            if stored and not self.usage.store.fits(size):
+                return False
             for sub in self.router.subscribers(target):
+                if stored and sub.durable is not None:
+                    continue
                 if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp):
                     return False
         return True
@@ -519,6 +544,10 @@ class Engine:
             target.enqueue(message)
         else:
             assert isinstance(target, Topic)
+            if message.persistent and self.durables and self.persistence is not None:
+                owed = [d.store_id for d in self.durables.matching(target) if d.accepts(message)]
+                if owed:
+                    self.persistence.add_shared(target.name, message, owed, sender)
             self.router.publish(target, message)
 
     # -- SUBSCRIBE / UNSUBSCRIBE -----------------------------------------------
@@ -548,6 +577,11 @@ class Engine:
                 raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
         selector_text = headers.get("selector", "").strip()
         selector = compile_selector(selector_text).matches if selector_text else None
+        durable_name = headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+        no_local = headers.get("activemq.noLocal") == "true"
+        durable = None
+        if durable_name is not None:
+            durable = self._durable(session, durable_name, destination, targets, selector_text, no_local)
         sub = Subscription(
             session,
             sub_id,
@@ -556,7 +590,7 @@ class Engine:
             ack=ack,
             prefetch=prefetch,
             selector=selector,
-            no_local=headers.get("activemq.noLocal") == "true",
+            no_local=no_local,
             exclusive=headers.get("activemq.exclusive") == "true",
         )
         bindings: list[tuple[str, str]] = []
@@ -578,7 +612,10 @@ class Engine:
                 sub.topic_patterns.append((topic.kind, topic.bare))
             else:
                 sub.topic_patterns.append((kind, name))
-        if sub.topic_patterns:
+        if durable is not None:
+            sub.cursor = self._durable_cursor(sub, durable)
+            sub.cursor.wakeup = sub.pump
+        elif sub.topic_patterns:
             sub.cursor = self.destinations.topic_cursor(sub)
             sub.cursor.wakeup = sub.pump
         for kind, pattern in sub.topic_patterns:
@@ -586,6 +623,70 @@ class Engine:
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         return lambda: self._start(sub)
+
+    def _durable(
+        self,
+        session: Session,
+        name: str,
+        destination: str,
+        targets: list[tuple[str, str]],
+        selector_text: str,
+        no_local: bool,
+    ) -> Durable:
+        """The durable subscription a SUBSCRIBE attaches to (made, or remade, if need be)."""
+        if any(kind != names.TOPIC for kind, _ in targets):
+            raise InvalidHeader("activemq.subscriptionName is for /topic/ destinations only")
+        client_id = session.client_id
+        if not client_id:
+            raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
+        persistence = self.persistence
+        if persistence is None:
+            raise InvalidHeader("this broker has no message store for durable subscriptions")
+        durable = self.durables.get(client_id, name)
+        if durable is not None:
+            if durable.sub is not None:
+                raise DuplicateSubscription(
+                    f"durable subscription {name!r} of client {client_id!r} is already active"
+                )
+            if not durable.same_as(destination, selector_text, no_local):
+                # As ActiveMQ: another destination or selector makes it a new subscription.
+                self._remove_durable(durable)
+                durable = None
+        if durable is None:
+            durable = Durable(
+                0,
+                client_id,
+                name,
+                destination,
+                selector_text,
+                no_local,
+                compile_selector(selector_text).matches if selector_text else None,
+            )
+            durable.store_id = persistence.put_subscription(client_id, name, durable.encode())
+            self.durables.add(durable)
+        return durable
+
+    def _durable_cursor(self, sub: Subscription, durable: Durable) -> Cursor:
+        """A durable subscriber's cursor: what the store holds for it, then what comes."""
+        persistence = self.persistence
+        assert persistence is not None
+        durable.sub = sub
+        sub.durable = durable
+        sub.persistence = persistence
+        swap = self.swap
+        cursor = Cursor(
+            self.usage.memory,
+            swap.new_log(shared=False) if swap is not None else None,
+            high_water=self.settings.cursor_high_water,
+        )
+        owed = persistence.store.pending_of(durable.store_id)
+        cursor.recovered(SubscriptionSource(persistence, durable.store_id), owed, self._seq)
+        return cursor
+
+    def _remove_durable(self, durable: Durable) -> None:
+        self.durables.remove(durable)
+        assert self.persistence is not None
+        self.persistence.remove_subscription(durable.client_id, durable.name)
 
     def _start(self, sub: Subscription) -> None:
         for queue in sub.queues:
@@ -605,13 +706,27 @@ class Engine:
             sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
         else:
             raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
-        if sub is None:
+        durable_name = headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+        if sub is not None:
+            self._unsubscribe(session, sub)
+        elif durable_name is None:
             raise UnknownSubscription(
                 f"no subscription {sub_id or headers.get('destination')!r} on this connection"
             )
-        self._unsubscribe(session, sub)
+        if durable_name is not None:
+            # With the name, UNSUBSCRIBE ends the durable subscription (even an inactive
+            # one), and what it was still owed goes with it.
+            durable = self.durables.get(session.client_id or "", durable_name)
+            if durable is None:
+                raise UnknownSubscription(f"no durable subscription {durable_name!r} for this client-id")
+            if durable.sub is not None:
+                raise DuplicateSubscription(f"durable subscription {durable_name!r} is active elsewhere")
+            self._remove_durable(durable)
 
     def _unsubscribe(self, session: Session, sub: Subscription) -> None:
+        if sub.durable is not None:
+            # Inactive now: what it is owed waits in the store.
+            sub.durable.sub = None
         session.subscriptions.pop(sub.id, None)
         session.by_key.pop(sub.key, None)
         for kind, pattern in sub.topic_patterns:
@@ -633,7 +748,7 @@ class Engine:
             tx = self._transaction(session, tx_id)
             tx.acks.extend((sub, m) for m in messages)
         else:
-            self._settle(messages)
+            self._settle(sub, messages)
         sub.pump()
 
     def _on_nack(self, session: Session, frame: f.Frame) -> None:
@@ -684,15 +799,24 @@ class Engine:
             )
         return sub, messages
 
-    def _settle(self, messages: list[Message]) -> None:
-        persistence = self.persistence
+    def _settle(self, sub: Subscription, messages: list[Message]) -> None:
         for message in messages:
             queue = self.queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
-            if message.stored and persistence is not None:
-                persistence.remove(message)
+            if message.stored:
+                self._unstore(sub, message, queue is not None)
             message.drop()
+
+    def _unstore(self, sub: Subscription | None, message: Message, from_queue: bool) -> None:
+        """``message`` is done with: delete it from the store (a topic's: this subscriber's share)."""
+        persistence = self.persistence
+        if persistence is None:
+            return
+        if from_queue:
+            persistence.remove(message)
+        elif sub is not None and sub.durable is not None:
+            persistence.ack_shared(sub.durable.store_id, message)
 
     def _give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
         """Return messages for redelivery: to their queue, or (NACK) the topic subscriber.
@@ -703,7 +827,7 @@ class Engine:
         limit = self.settings.max_redeliveries
         for message in messages:
             if limit >= 0 and message.delivery_count > limit:
-                self._dead_letter(message)
+                self._dead_letter(message, sub=sub)
                 continue
             queue = self.queues.get(message.destination)
             if queue is not None:
@@ -723,7 +847,9 @@ class Engine:
             else:
                 queue.requeue(returned)
 
-    def _dead_letter(self, message: Message, cause: str | None = None) -> None:
+    def _dead_letter(
+        self, message: Message, cause: str | None = None, sub: Subscription | None = None
+    ) -> None:
         """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
         from where.  Takes over the caller's hold.
 
@@ -761,8 +887,8 @@ class Engine:
         original = self.queues.get(message.destination)
         if original is not None:
             original.acked(1)
-        if message.stored and self.persistence is not None:
-            self.persistence.remove(message)
+        if message.stored:
+            self._unstore(sub, message, original is not None)
         message.drop()
         self._route(dlq, dead)
 
@@ -771,8 +897,8 @@ class Engine:
         if message.persistent and self.settings.dead_letter_expired:
             message.hold()
             self._dead_letter(message, "Message expired")
-        elif message.stored and self.persistence is not None:
-            self.persistence.remove(message)
+        elif message.stored:
+            self._unstore(None, message, True)
 
     # -- transactions ----------------------------------------------------------
 
@@ -799,7 +925,8 @@ class Engine:
         del session.transactions[tx.id]
         for target, message in tx.sends:
             self._deliver_send(message, (target,), session)
-        self._settle([m for _, m in tx.acks])
+        for sub, message in tx.acks:
+            self._settle(sub, [message])
         for sub, message in tx.nacks:
             self._give_back(sub, [message], topic_too=True)
 

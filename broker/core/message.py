@@ -146,6 +146,9 @@ class Message:
         clone = self.copy_to(self.seq, self.id, self.destination)
         clone.redelivered = True
         clone.delivery_count = self.delivery_count
+        # Still the same stored message (a durable subscriber acks it by these).
+        clone.stored = self.stored
+        clone.store_dest = self.store_dest
         return clone
 
     def wire(self, version: str) -> tuple[bytes, bytes]:

@@ -37,10 +37,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.persistence")
 
 QUEUE_KIND = "queue"
+#: Pointers a removed durable subscription releases per batch.
+DRAIN_PAGE = 1000
+TOPIC_KIND = "topic"
 
 
 class Persistence:
-    __slots__ = ("_batch", "_held", "_later", "_waiting", "committer", "failed", "meter", "store", "worker")
+    __slots__ = (
+        "_batch",
+        "_held",
+        "_later",
+        "_later_shared",
+        "_topics",
+        "_waiting",
+        "committer",
+        "failed",
+        "meter",
+        "store",
+        "worker",
+    )
 
     def __init__(
         self, store: MessageStore, committer: GroupCommitter, meter: UsageMeter, worker: Worker
@@ -54,6 +69,9 @@ class Persistence:
         self._batch = Batch()
         self._held: list[Outbox] = []
         self._later: list[Message] = []
+        self._later_shared: list[tuple[int, Message]] = []
+        #: Topic name -> its destination id in the store (topics with durable subscribers).
+        self._topics: dict[str, int] = {}
         #: Outboxes held for batches submitted and not yet durable (failed on a store error).
         self._waiting: list[list[Outbox]] = []
         #: The write error that stopped the store, if one did.
@@ -67,6 +85,45 @@ class Persistence:
             queue.store_id = self.store.add_destination(self._batch, QUEUE_KIND, queue.name)
             queue.cursor.stored = QueueSource(self, queue.store_id)
         return queue.store_id
+
+    def topic_id(self, name: str) -> int:
+        dest_id = self._topics.get(name)
+        if dest_id is None:
+            dest_id = self._topics[name] = self.store.add_destination(self._batch, TOPIC_KIND, name)
+        return dest_id
+
+    def recovered_topic(self, name: str, dest_id: int) -> None:
+        self._topics[name] = dest_id
+
+    # -- durable subscriptions ---------------------------------------------------
+
+    def put_subscription(self, client_id: str, name: str, data: bytes) -> int:
+        return self.store.put_subscription(self._batch, client_id, name, data)
+
+    def remove_subscription(self, client_id: str, name: str) -> None:
+        """Forget a durable subscription, and release what it was still owed."""
+        draining = self.store.remove_subscription(self._batch, client_id, name)
+        if draining is not None:
+            self.drain(draining)
+
+    def drain(self, sub_id: int) -> None:
+        """Release a removed subscription's pointers, a page at a time (off the loop's reads)."""
+        self.flush()
+        committer = self.committer
+        store = self.store
+
+        def job() -> list[tuple[int, int, int]]:
+            committer.flush_wait()
+            return store.pointers(sub_id, DRAIN_PAGE)
+
+        self.worker.submit(job, functools.partial(self._drained, sub_id))
+
+    def _drained(self, sub_id: int, refs: list[tuple[int, int, int]]) -> None:
+        before = self.store.used_bytes
+        self.store.ack_shared(self._batch, sub_id, refs)
+        self.meter.release(before - self.store.used_bytes)
+        if len(refs) == DRAIN_PAGE:
+            self.drain(sub_id)
 
     # -- messages ----------------------------------------------------------------
 
@@ -82,6 +139,31 @@ class Persistence:
         if session is not None:
             self.hold(session.outbox)
 
+    def add_shared(self, topic: str, message: Message, sub_ids: list[int], session: Session | None) -> None:
+        """Store a topic message once for the durable subscriptions ``sub_ids``."""
+        dest_id = self.topic_id(topic)
+        value = stored.encode(message)
+        self.store.claim(message.seq)
+        self.store.add_shared(self._batch, dest_id, message.priority, message.seq, value, sub_ids)
+        message.stored = len(value)
+        message.store_dest = dest_id
+        self.meter.charge(len(value))
+        if session is not None:
+            self.hold(session.outbox)
+
+    def dispatched_shared(self, message: Message, sub_id: int, session: Session, auto: bool) -> None:
+        """A stored topic message is about to go to durable subscription ``sub_id``."""
+        self.store.mark_pointer(self._batch, sub_id, message.store_dest, message.priority, message.seq)
+        self.hold(session.outbox)
+        if auto:
+            self._later_shared.append((sub_id, message))
+
+    def ack_shared(self, sub_id: int, message: Message) -> None:
+        """Durable subscription ``sub_id`` is done with a stored topic message."""
+        before = self.store.used_bytes
+        self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.priority, message.seq),))
+        self.meter.release(before - self.store.used_bytes)
+
     def dispatched(self, message: Message, session: Session, auto: bool) -> None:
         """``message`` is about to be written to ``session``: record that first."""
         if not message.marked:
@@ -89,6 +171,9 @@ class Persistence:
             self.store.mark_dispatched(self._batch, message.store_dest, message.priority, message.seq)
             self.hold(session.outbox)
         if auto:
+            # Deleted only once this batch (and so its mark) is durable: ``flush`` passes
+            # ``_later`` to the batch's completion, which needs a hold to have one.
+            self.hold(session.outbox)
             self._later.append(message)
 
     def remove(self, message: Message) -> None:
@@ -113,24 +198,29 @@ class Persistence:
 
     def flush(self) -> None:
         """Submit what this batch of work changed (the engine calls it at the end of one)."""
-        if not self._batch and not self._held and not self._later:
+        if not self._batch and not self._held:
             return
         batch, self._batch = self._batch, Batch()
         held, self._held = self._held, []
         later, self._later = self._later, []
+        later_shared, self._later_shared = self._later_shared, []
         if self.failed is not None:
             self._fail_held(held)
             return
-        if held or later:
+        if held:
             self._waiting.append(held)
-            self.committer.submit_batch(batch, functools.partial(self._durable, held, later))
+            self.committer.submit_batch(batch, functools.partial(self._durable, held, later, later_shared))
         else:
             self.committer.submit_batch(batch)
 
-    def _durable(self, held: list[Outbox], later: list[Message]) -> None:
+    def _durable(
+        self, held: list[Outbox], later: list[Message], later_shared: list[tuple[int, Message]]
+    ) -> None:
         self._waiting.remove(held)
         for message in later:
             self.remove(message)
+        for sub_id, message in later_shared:
+            self.ack_shared(sub_id, message)
         for outbox in held:
             outbox.release()
 
@@ -172,6 +262,33 @@ class QueueSource:
             message.store_dest = dest_id
             if dispatched:
                 message.marked = message.redelivered = True
+                message.delivery_count = 1
+            out.append(message)
+        return out
+
+
+class SubscriptionSource:
+    """A durable subscription's stored messages (its pointers), read on the worker thread."""
+
+    __slots__ = ("persistence", "sub_id", "worker")
+
+    def __init__(self, persistence: Persistence, sub_id: int) -> None:
+        self.persistence = persistence
+        self.sub_id = sub_id
+        self.worker = persistence.worker
+
+    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
+        persistence = self.persistence
+        persistence.committer.flush_wait()
+        out = []
+        for seq, dest_id, value, dispatched in persistence.store.page_subscription_marked(
+            self.sub_id, priority, lo, hi, limit
+        ):
+            message = stored.decode(seq, priority, value)
+            message.stored = len(value)
+            message.store_dest = dest_id
+            if dispatched:
+                message.redelivered = True
                 message.delivery_count = 1
             out.append(message)
         return out

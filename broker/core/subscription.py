@@ -15,7 +15,9 @@ from protocol.encoder import encode_headers
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.durable import Durable
     from broker.core.message import Message
+    from broker.core.persistence import Persistence
     from broker.core.queue import Queue
     from broker.core.session import Session
 
@@ -36,11 +38,13 @@ class Subscription:
         "cursor",
         "delivered",
         "destination",
+        "durable",
         "exclusive",
         "id",
         "inflight",
         "key",
         "no_local",
+        "persistence",
         "prefetch",
         "pumping",
         "queues",
@@ -73,6 +77,9 @@ class Subscription:
         self.no_local = no_local
         self.exclusive = exclusive
         self.queues: list[Queue] = []
+        #: Set for a durable topic subscription: its record, and the store it acks in.
+        self.durable: Durable | None = None
+        self.persistence: Persistence | None = None
         self.topic_patterns: list[tuple[str, str]] = []
         #: Where topic messages wait for this subscriber (the engine may give it a swap log).
         self.cursor: Cursor = MemoryCursor()
@@ -103,6 +110,9 @@ class Subscription:
             self._sub_header_version = version
         message.delivery_count += 1
         self.delivered += 1
+        if message.stored and self.durable is not None:
+            assert self.persistence is not None
+            self.persistence.dispatched_shared(message, self.durable.store_id, session, self.auto)
         outbox = session.outbox
         if self.auto:
             if message.redelivered:
