@@ -112,14 +112,17 @@ class Destinations:
 
     # -- resolution --------------------------------------------------------------
 
-    def resolve(self, session: Session, kind: str, name: str) -> Destination:
+    def resolve(self, session: Session | None, kind: str, name: str) -> Destination:
+        """``session`` may be None (a stored schedule) for anything but /temp-queue/, /temp-topic/."""
         if kind == names.QUEUE:
             return self.queue(kind + name)
         if kind == names.TOPIC:
             return self.topic(kind, name)
-        if kind == names.TEMP_QUEUE:
-            return self.temp_queue(session, name)
-        if kind == names.TEMP_TOPIC:
+        if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC):
+            if session is None:
+                raise InvalidDestination(f"{kind}{name} belongs to a connection")
+            if kind == names.TEMP_QUEUE:
+                return self.temp_queue(session, name)
             return self.temp_topic(session, name)
         # Someone else's temporary destination: it exists only while its owner does.
         full = kind + name
@@ -132,7 +135,7 @@ class Destinations:
             )
         return found
 
-    def send_targets(self, session: Session, destination: str) -> tuple[Destination, ...]:
+    def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
         targets = self._routes.get(destination)
         if targets is not None:
             return targets

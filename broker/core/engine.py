@@ -29,7 +29,13 @@ from broker.core.errors import (
 )
 from broker.core.flow import Blocked, ParkedSend, no_space_error
 from broker.core.message import DEFAULT_PRIORITY, Message
-from broker.core.persistence import TOPIC_KIND, Persistence, QueueSource, SubscriptionSource
+from broker.core.persistence import (
+    TOPIC_KIND,
+    Persistence,
+    QueueSource,
+    StoredSchedule,
+    SubscriptionSource,
+)
 from broker.core.queue import Queue
 from broker.core.scheduler import Schedule, Scheduler, schedule_of
 from broker.core.selector import compile_selector
@@ -91,6 +97,8 @@ class Engine:
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
         self.destinations.on_expired = self._expired
         self.durables = Durables()
+        #: With a store, scheduled messages wait there rather than in ``scheduler``.
+        self.stored_schedule: StoredSchedule | None = None
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
@@ -176,6 +184,7 @@ class Engine:
             )
         for sub_id in recovery.draining:
             persistence.drain(sub_id)
+        self.stored_schedule = StoredSchedule(persistence, recovery.next_due_ms)
         for record in recovery.destinations:
             if record.kind == TOPIC_KIND:
                 persistence.recovered_topic(record.name, record.id)
@@ -205,6 +214,8 @@ class Engine:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
         if self.scheduler:
             self._run_schedules()
+        if self.stored_schedule is not None:
+            self.stored_schedule.poll(self.clock.ms, self._fire_stored, self._next_seq)
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
@@ -347,6 +358,11 @@ class Engine:
         schedule = schedule_of(message.headers)
         if schedule is not None:
             delay, period, repeat = schedule
+            if self.stored_schedule is not None and not any(t.owner is not None for t in targets):
+                self.stored_schedule.add(
+                    self.clock.ms + delay, self._next_seq(), message, period, repeat, sender
+                )
+                return
             message.meter = self.usage.memory
             message.hold()
             self.scheduler.add(self.clock.ms + delay, Schedule(message, targets, period, repeat))
@@ -404,6 +420,19 @@ class Engine:
                 self.scheduler.add(due + schedule.period, schedule)
             else:
                 template.drop()
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _fire_stored(self, message: Message, destination: str) -> None:
+        """A stored schedule came due: route this delivery of it (a message of its own)."""
+        try:
+            targets = self.destinations.send_targets(None, destination)
+        except StompError as exc:
+            log.warning("dropping a scheduled message for %s: %s", destination, exc)
+            return
+        self._route_all(message, targets)
 
     def _why_full(self) -> str:
         usage = self.usage

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import functools
 import logging
+import struct
 from typing import TYPE_CHECKING
 
 from broker.core import stored
 from store.commit import Batch
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.message import Message
     from broker.core.queue import Queue
     from broker.core.session import Outbox, Session
@@ -39,6 +42,12 @@ log = logging.getLogger("stompd.persistence")
 QUEUE_KIND = "queue"
 #: Pointers a removed durable subscription releases per batch.
 DRAIN_PAGE = 1000
+#: Scheduled messages read per poll of the schedule.
+DUE_PAGE = 200
+# A scheduled entry: priority, period ms, repeats left, len(destination); then the
+# destination and the message as ``stored`` encodes it.
+_SCHEDULE = struct.Struct(">BqIH")
+_FAR_FUTURE = 1 << 62
 TOPIC_KIND = "topic"
 
 
@@ -238,6 +247,102 @@ class Persistence:
         for outbox in held:
             outbox.release()
             outbox.fail(exc)
+
+
+class StoredSchedule:
+    """Scheduled messages (``AMQ_SCHEDULED_*``) kept in the store until due: they survive
+    restarts and cost no RAM while they wait.  Only the earliest due time is in memory.
+    """
+
+    __slots__ = ("_added_min", "_reading", "next_due", "persistence")
+
+    def __init__(self, persistence: Persistence, next_due: int | None) -> None:
+        self.persistence = persistence
+        self.next_due = next_due
+        self._reading = False
+        self._added_min: int | None = None
+
+    def add(
+        self,
+        due_ms: int,
+        seq: int,
+        message: Message,
+        period: int,
+        repeats: int,
+        sender: Session | None,
+    ) -> None:
+        destination = message.destination.encode()
+        value = (
+            _SCHEDULE.pack(message.priority, period, repeats, len(destination))
+            + destination
+            + stored.encode(message)
+        )
+        self._put(due_ms, seq, value)
+        if sender is not None:
+            self.persistence.hold(sender.outbox)
+
+    def _put(self, due_ms: int, seq: int, value: bytes) -> None:
+        persistence = self.persistence
+        persistence.store.claim(seq)
+        persistence.store.add_scheduled(persistence._batch, due_ms, seq, value)
+        persistence.meter.charge(len(value))
+        if self.next_due is None or due_ms < self.next_due:
+            self.next_due = due_ms
+        if self._reading and (self._added_min is None or due_ms < self._added_min):
+            self._added_min = due_ms
+
+    def poll(self, now_ms: int, fire: Callable[[Message, str], None], next_seq: Callable[[], int]) -> None:
+        """If something is due, read it (worker thread) and ``fire`` each, in due order."""
+        if self._reading or self.next_due is None or self.next_due > now_ms:
+            return
+        self._reading = True
+        self._added_min = None
+        persistence = self.persistence
+        persistence.flush()
+        committer, store = persistence.committer, persistence.store
+
+        def job() -> tuple[list[tuple[int, int, bytes]], int | None]:
+            committer.flush_wait()
+            rows = store.scheduled(now_ms, DUE_PAGE)
+            later = store.scheduled(_FAR_FUTURE, len(rows) + 1)
+            return rows, later[len(rows)][0] if len(later) > len(rows) else None
+
+        def done(result: tuple[list[tuple[int, int, bytes]], int | None]) -> None:
+            rows, next_due = result
+            self._reading = False
+            added = self._added_min
+            self.next_due = next_due if added is None else min(added, next_due or added)
+            if len(rows) == DUE_PAGE:
+                self.next_due = now_ms
+            for due_ms, seq, value in rows:
+                self._fire(due_ms, seq, value, fire, next_seq)
+
+        persistence.worker.submit(job, done)
+
+    def _fire(
+        self,
+        due_ms: int,
+        seq: int,
+        value: bytes,
+        fire: Callable[[Message, str], None],
+        next_seq: Callable[[], int],
+    ) -> None:
+        persistence = self.persistence
+        persistence.store.remove_scheduled(persistence._batch, due_ms, seq, len(value))
+        persistence.meter.release(len(value))
+        priority, period, repeats, n = _SCHEDULE.unpack_from(value)
+        head = _SCHEDULE.size
+        destination = value[head : head + n].decode()
+        try:
+            message = stored.decode(0, priority, value[head + n :])
+        except stored.BadRecord:
+            log.exception("dropping an unreadable scheduled message due at %d", due_ms)
+            return
+        message.persistent = message.headers.get("persistent") == "true"
+        if repeats:
+            again = _SCHEDULE.pack(priority, period, repeats - 1, n) + value[head:]
+            self._put(due_ms + period, next_seq(), again)
+        fire(message, destination)
 
 
 class QueueSource:
