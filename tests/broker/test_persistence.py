@@ -1,0 +1,151 @@
+"""The engine with a real message store (LevelDB, group committer) and no sockets.
+
+Store completions are collected and run by ``settle`` on the test thread, as the
+event loop would run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.core.clock import Clock
+from broker.core.engine import Engine
+from broker.core.settings import CoreSettings
+from store.memory import MemoryStore
+from store.persistent import MessageStore
+from store.worker import InlineWorker
+from tests.broker.harness import Peer
+from tests.broker.test_swap import bodies, send
+
+KB = 1024
+
+
+class StoredEngine:
+    def __init__(self, path: Path, **settings: object) -> None:
+        self.posted: list[Callable[[], None]] = []
+        self.store = MessageStore.open(path)
+        committer = self.store.start_committer(self.posted.append, lambda exc: None)
+        core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
+        self.engine = Engine(
+            core,
+            Clock(1_000_000),
+            temp_store=MemoryStore(),
+            worker=InlineWorker(),
+            message_store=self.store,
+            committer=committer,
+        )
+        self.recovered = self.engine.recover()
+
+    def settle(self) -> None:
+        """Wait for the store, then run its completions as the loop would."""
+        for _ in range(5):
+            self.engine.flush()
+            assert self.store.committer is not None
+            self.store.committer.flush_wait()
+            posted, self.posted[:] = list(self.posted), []
+            for callback in posted:
+                self.engine.after_io(callback)
+
+    def close(self) -> None:
+        self.settle()
+        self.store.close()
+
+
+@pytest.fixture
+def stored(tmp_path: Path) -> Iterator[StoredEngine]:
+    s = StoredEngine(tmp_path / "store")
+    yield s
+    s.close()
+
+
+def test_the_receipt_waits_until_the_message_is_durable(stored: StoredEngine) -> None:
+    p = Peer(stored.engine)
+    p.send_frame("SEND", {"destination": "/queue/a", "persistent": "true", "receipt": "r1"}, b"x")
+    assert p.received() == []
+    stored.settle()
+    (receipt,) = p.received()
+    assert receipt.headers["receipt-id"] == "r1"
+
+
+def test_a_message_goes_out_only_once_its_dispatch_is_recorded(stored: StoredEngine) -> None:
+    producer, consumer = Peer(stored.engine), Peer(stored.engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client"})
+    consumer.received()
+    producer.send_frame("SEND", {"destination": "/queue/a", "persistent": "true"}, b"x")
+    assert consumer.received() == []
+    stored.settle()
+    assert [f.body for f in consumer.received()] == [b"x"]
+
+
+def test_a_persistent_backlog_past_the_high_water_mark_costs_no_ram_and_no_temp(stored: StoredEngine) -> None:
+    p = Peer(stored.engine)
+    send(p, "/queue/big", 400, persistent="true")
+    stored.settle()
+    queue = stored.engine.queues["/queue/big"]
+    usage = stored.engine.usage
+    assert queue.cursor.disk_total > 300
+    assert usage.memory.used < 64 * KB
+    assert usage.temp.used == 0
+    assert usage.store.used > 400 * KB
+    p.send_frame("SUBSCRIBE", {"destination": "/queue/big", "id": "1"})
+    stored.settle()
+    assert bodies(p) == list(range(400))
+    stored.settle()
+    assert usage.store.used == 0
+
+
+def test_stored_and_swapped_messages_merge_back_in_order(stored: StoredEngine) -> None:
+    """Persistent ones stay in the store, the rest swap to temp: one order on the way out."""
+    p = Peer(stored.engine)
+    for i in range(300):
+        headers = {"destination": "/queue/mixed", "persistent": "true" if i % 3 else "false"}
+        p.send_frame("SEND", headers, b"%06d" % i + b"x" * 1000)
+    stored.settle()
+    cursor = stored.engine.queues["/queue/mixed"].cursor
+    assert cursor.disk_total > 200
+    assert stored.engine.usage.temp.used > 0
+    p.send_frame("SUBSCRIBE", {"destination": "/queue/mixed", "id": "1"})
+    stored.settle()
+    assert bodies(p) == list(range(300))
+
+
+def test_a_selective_consumer_finds_stored_messages_deep_in_the_backlog(stored: StoredEngine) -> None:
+    p = Peer(stored.engine)
+    for i in range(300):
+        headers = {
+            "destination": "/queue/sel",
+            "persistent": "true",
+            "kind": "rare" if i % 50 == 49 else "common",
+        }
+        p.send_frame("SEND", headers, b"%06d" % i + b"x" * 1000)
+    stored.settle()
+    c = Peer(stored.engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/sel", "id": "1", "selector": "kind = 'rare'"})
+    stored.settle()
+    assert bodies(c) == [49, 99, 149, 199, 249, 299]
+    c.send_frame("DISCONNECT", {})
+    everyone = Peer(stored.engine)
+    everyone.send_frame("SUBSCRIBE", {"destination": "/queue/sel", "id": "1"})
+    stored.settle()
+    assert bodies(everyone) == [i for i in range(300) if i % 50 != 49]
+
+
+def test_recovery_reads_counters_not_messages(tmp_path: Path) -> None:
+    first = StoredEngine(tmp_path / "store")
+    p = Peer(first.engine)
+    send(p, "/queue/r", 200, priority=3, persistent="true")
+    send(p, "/queue/r", 50, priority=7, persistent="true")
+    first.close()
+    second = StoredEngine(tmp_path / "store")
+    assert second.recovered == 250
+    cursor = second.engine.queues["/queue/r"].cursor
+    assert cursor.mem_count == 0
+    assert cursor.disk_count[3] == 200 and cursor.disk_count[7] == 50
+    c = Peer(second.engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1"})
+    second.settle()
+    assert bodies(c) == list(range(50)) + list(range(200))
+    second.close()
