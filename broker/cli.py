@@ -59,6 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_redeliveries,
         help="redeliveries before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
     )
+    parser.add_argument(
+        "--redelivery-delay", type=int, default=0, metavar="MS", help="wait before a redelivery (default 0)"
+    )
+    parser.add_argument(
+        "--individual-dead-letter-prefix",
+        default=None,
+        metavar="PREFIX",
+        help="a DLQ per queue, /queue/PREFIX<name> (ActiveMQ: ActiveMQ.DLQ.Queue.); default: one ActiveMQ.DLQ",
+    )
+    parser.add_argument(
+        "--drop-expired",
+        action="store_true",
+        help="drop expired persistent messages instead of sending them to the DLQ (processExpired=false)",
+    )
     limits = ConnectionLimits()
     parser.add_argument(
         "--max-headers", type=int, default=limits.max_headers, help="per frame (default 1000)"
@@ -103,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             send_fail_if_no_space=args.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=args.send_fail_if_no_space_after_timeout,
             max_redeliveries=args.maximum_redeliveries,
+            redelivery_delay_ms=args.redelivery_delay,
+            individual_dead_letter_prefix=args.individual_dead_letter_prefix,
+            dead_letter_expired=not args.drop_expired,
         ),
         limits=ConnectionLimits(
             max_frame_size=args.max_frame_size,
