@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--individual-dead-letter-prefix",
         default=None,
         metavar="PREFIX",
-        help="a DLQ per queue, /queue/PREFIX<name> (ActiveMQ: ActiveMQ.DLQ.Queue.); default: one ActiveMQ.DLQ",
+        help="a DLQ per queue, /queue/PREFIX<name> (e.g. ActiveMQ.DLQ.Queue.); default: one ActiveMQ.DLQ",
     )
     parser.add_argument(
         "--drop-expired",

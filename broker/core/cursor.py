@@ -293,6 +293,8 @@ class Cursor:
         else:
             assert source is not None
             worker = source.worker
+        if source is not None:
+            source.submit_writes()
         page_size = log.space.page_size if log is not None else 500
         job = functools.partial(
             read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size

@@ -53,10 +53,12 @@ TOPIC_KIND = "topic"
 
 class Persistence:
     __slots__ = (
+        "_adds",
         "_batch",
         "_held",
         "_later",
         "_later_shared",
+        "_removes",
         "_topics",
         "_waiting",
         "committer",
@@ -76,6 +78,9 @@ class Persistence:
         #: Where cursors read stored messages back (the temp store's worker thread).
         self.worker = worker
         self._batch = Batch()
+        # Per destination, gathered until ``flush``: one counters update per batch, not per message.
+        self._adds: dict[int, list[tuple[int, int, bytes]]] = {}
+        self._removes: dict[int, list[tuple[int, int, int]]] = {}
         self._held: list[Outbox] = []
         self._later: list[Message] = []
         self._later_shared: list[tuple[int, Message]] = []
@@ -141,7 +146,10 @@ class Persistence:
         dest_id = queue.store_id or self.attach(queue)
         value = stored.encode(message)
         self.store.claim(message.seq)
-        self.store.add_messages(self._batch, dest_id, ((message.priority, message.seq, value),))
+        adds = self._adds.get(dest_id)
+        if adds is None:
+            adds = self._adds[dest_id] = []
+        adds.append((message.priority, message.seq, value))
         message.stored = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
@@ -191,7 +199,10 @@ class Persistence:
         if not size:
             return
         message.stored = 0
-        self.store.remove_messages(self._batch, message.store_dest, ((message.priority, message.seq, size),))
+        removes = self._removes.get(message.store_dest)
+        if removes is None:
+            removes = self._removes[message.store_dest] = []
+        removes.append((message.priority, message.seq, size))
         self.meter.release(size)
 
     def hold(self, outbox: Outbox) -> None:
@@ -207,6 +218,8 @@ class Persistence:
 
     def flush(self) -> None:
         """Submit what this batch of work changed (the engine calls it at the end of one)."""
+        if self._adds or self._removes:
+            self._gather()
         if not self._batch and not self._held:
             return
         batch, self._batch = self._batch, Batch()
@@ -221,6 +234,16 @@ class Persistence:
             self.committer.submit_batch(batch, functools.partial(self._durable, held, later, later_shared))
         else:
             self.committer.submit_batch(batch)
+
+    def _gather(self) -> None:
+        # Adds before removes: a message stored and expired in one batch ends deleted.
+        batch, store = self._batch, self.store
+        for dest_id, adds in self._adds.items():
+            store.add_messages(batch, dest_id, adds)
+        for dest_id, removes in self._removes.items():
+            store.remove_messages(batch, dest_id, removes)
+        self._adds = {}
+        self._removes = {}
 
     def _durable(
         self, held: list[Outbox], later: list[Message], later_shared: list[tuple[int, Message]]
@@ -355,6 +378,9 @@ class QueueSource:
         self.dest_id = dest_id
         self.worker = persistence.worker
 
+    def submit_writes(self) -> None:
+        self.persistence.flush()
+
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
         persistence = self.persistence
         # Reads see only what is written: wait for what was submitted before this page-in.
@@ -381,6 +407,9 @@ class SubscriptionSource:
         self.persistence = persistence
         self.sub_id = sub_id
         self.worker = persistence.worker
+
+    def submit_writes(self) -> None:
+        self.persistence.flush()
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
         persistence = self.persistence

@@ -280,6 +280,8 @@ class Queue:
         else:
             assert source is not None
             worker = source.worker
+        if source is not None:
+            source.submit_writes()
         job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
         worker.submit(job, self._disk_scanned)
         return True

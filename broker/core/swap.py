@@ -39,6 +39,9 @@ class StoredSource(Protocol):
 
     worker: Worker
 
+    def submit_writes(self) -> None:
+        """Loop thread, before a read job: submit what is built, so that the read sees it."""
+
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]: ...
 
 
