@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from broker.core.message import Message
     from broker.core.swap import Log, PageResult, StoredSource
     from broker.core.usage import UsageMeter
+    from store.api import Worker
 
 LEVELS = 10
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
@@ -286,21 +287,26 @@ class Cursor:
         if priority < 0:
             return False
         self.paging = True
-        if log is not None:
-            # What is queued for writing must be on disk before it is read back.
-            log.flush()
-            worker = log.space.worker
-        else:
-            assert source is not None
-            worker = source.worker
-        if source is not None:
-            source.submit_writes()
+        worker = self.disk_worker()
         page_size = log.space.page_size if log is not None else 500
         job = functools.partial(
             read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
         )
         worker.submit(job, self._paged_in)
         return not self.paging
+
+    def disk_worker(self) -> Worker:
+        """Before a read of the disk part: submit what is queued for writing (temp log and
+        store), so the read sees it; returns the worker thread to read on."""
+        log = self.log
+        source = self.stored
+        if source is not None:
+            source.submit_writes()
+        if log is not None:
+            log.flush()
+            return log.space.worker
+        assert source is not None
+        return source.worker
 
     def _paged_in(self, result: PageResult) -> None:
         priority, messages, last, freed = result

@@ -187,7 +187,7 @@ class Engine:
         self.stored_schedule = StoredSchedule(persistence, recovery.next_due_ms)
         for record in recovery.destinations:
             if record.kind == TOPIC_KIND:
-                persistence.recovered_topic(record.name, record.id)
+                # Read back through durable subscriptions' pointers; the store knows its id.
                 total += sum(record.counts)
                 continue
             queue = self.destinations.queue(record.name)

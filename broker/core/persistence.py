@@ -59,7 +59,6 @@ class Persistence:
         "_later",
         "_later_shared",
         "_removes",
-        "_topics",
         "_waiting",
         "committer",
         "failed",
@@ -84,8 +83,6 @@ class Persistence:
         self._held: list[Outbox] = []
         self._later: list[Message] = []
         self._later_shared: list[tuple[int, Message]] = []
-        #: Topic name -> its destination id in the store (topics with durable subscribers).
-        self._topics: dict[str, int] = {}
         #: Outboxes held for batches submitted and not yet durable (failed on a store error).
         self._waiting: list[list[Outbox]] = []
         #: The write error that stopped the store, if one did.
@@ -101,13 +98,8 @@ class Persistence:
         return queue.store_id
 
     def topic_id(self, name: str) -> int:
-        dest_id = self._topics.get(name)
-        if dest_id is None:
-            dest_id = self._topics[name] = self.store.add_destination(self._batch, TOPIC_KIND, name)
-        return dest_id
-
-    def recovered_topic(self, name: str, dest_id: int) -> None:
-        self._topics[name] = dest_id
+        """A topic's id in the store (recorded with its first message for durable subscribers)."""
+        return self.store.add_destination(self._batch, TOPIC_KIND, name)
 
     # -- durable subscriptions ---------------------------------------------------
 
@@ -207,12 +199,10 @@ class Persistence:
 
     def hold(self, outbox: Outbox) -> None:
         """Nothing more goes out on ``outbox`` until the current batch is durable."""
-        held = self._held
-        if not held or held[-1] is not outbox:
-            if outbox in held:
-                return
+        # Held once per batch: one release per batch comes back (a list: few per batch).
+        if outbox not in self._held:
             outbox.hold()
-            held.append(outbox)
+            self._held.append(outbox)
 
     # -- batches -----------------------------------------------------------------
 
@@ -368,61 +358,65 @@ class StoredSchedule:
         fire(message, destination)
 
 
-class QueueSource:
-    """A queue's stored messages, read back into its cursor (on the worker thread)."""
+class _StoredSource:
+    """Stored messages read back into a cursor, on the worker thread (see ``swap.StoredSource``)."""
 
-    __slots__ = ("dest_id", "persistence", "worker")
+    __slots__ = ("persistence", "worker")
+
+    def __init__(self, persistence: Persistence) -> None:
+        self.persistence = persistence
+        self.worker = persistence.worker
+
+    def submit_writes(self) -> None:
+        self.persistence.flush()
+
+    def _wait_for_writes(self) -> MessageStore:
+        """Reads see only what is written: wait for what was submitted before this read."""
+        self.persistence.committer.flush_wait()
+        return self.persistence.store
+
+
+def _restored(seq: int, priority: int, value: bytes, dest_id: int, dispatched: bool) -> Message:
+    message = stored.decode(seq, priority, value)
+    message.stored = len(value)
+    message.store_dest = dest_id
+    if dispatched:
+        message.redelivered = True
+        message.delivery_count = 1
+    return message
+
+
+class QueueSource(_StoredSource):
+    """A queue's stored messages."""
+
+    __slots__ = ("dest_id",)
 
     def __init__(self, persistence: Persistence, dest_id: int) -> None:
-        self.persistence = persistence
+        super().__init__(persistence)
         self.dest_id = dest_id
-        self.worker = persistence.worker
-
-    def submit_writes(self) -> None:
-        self.persistence.flush()
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
-        persistence = self.persistence
-        # Reads see only what is written: wait for what was submitted before this page-in.
-        persistence.committer.flush_wait()
         dest_id = self.dest_id
         out = []
-        for seq, value, dispatched in persistence.store.page_marked(dest_id, priority, lo, hi, limit):
-            message = stored.decode(seq, priority, value)
-            message.stored = len(value)
-            message.store_dest = dest_id
-            if dispatched:
-                message.marked = message.redelivered = True
-                message.delivery_count = 1
+        for seq, value, dispatched in self._wait_for_writes().page_marked(dest_id, priority, lo, hi, limit):
+            message = _restored(seq, priority, value, dest_id, dispatched)
+            # A queue message's mark is the message's own (a topic's is per subscriber).
+            message.marked = dispatched
             out.append(message)
         return out
 
 
-class SubscriptionSource:
-    """A durable subscription's stored messages (its pointers), read on the worker thread."""
+class SubscriptionSource(_StoredSource):
+    """A durable subscription's stored messages (its pointers)."""
 
-    __slots__ = ("persistence", "sub_id", "worker")
+    __slots__ = ("sub_id",)
 
     def __init__(self, persistence: Persistence, sub_id: int) -> None:
-        self.persistence = persistence
+        super().__init__(persistence)
         self.sub_id = sub_id
-        self.worker = persistence.worker
-
-    def submit_writes(self) -> None:
-        self.persistence.flush()
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
-        persistence = self.persistence
-        persistence.committer.flush_wait()
-        out = []
-        for seq, dest_id, value, dispatched in persistence.store.page_subscription_marked(
-            self.sub_id, priority, lo, hi, limit
-        ):
-            message = stored.decode(seq, priority, value)
-            message.stored = len(value)
-            message.store_dest = dest_id
-            if dispatched:
-                message.redelivered = True
-                message.delivery_count = 1
-            out.append(message)
-        return out
+        rows = self._wait_for_writes().page_subscription_marked(self.sub_id, priority, lo, hi, limit)
+        return [
+            _restored(seq, priority, value, dest_id, dispatched) for seq, dest_id, value, dispatched in rows
+        ]

@@ -274,14 +274,7 @@ class Queue:
         if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
             return False
         self._disk_scan_busy = True
-        if log is not None:
-            log.flush()
-            worker = log.space.worker
-        else:
-            assert source is not None
-            worker = source.worker
-        if source is not None:
-            source.submit_writes()
+        worker = cursor.disk_worker()
         job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
         worker.submit(job, self._disk_scanned)
         return True
