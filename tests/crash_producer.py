@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import random
-import select
 import socket
 import sys
 import time
 
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
-from protocol.parser import FrameParser
+from tests.stomp_raw import RawClient
 
 LOST = 3
 FAILED = 2
@@ -37,38 +36,25 @@ def priority_for(rng: random.Random) -> int:
 class Producer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.sock = socket.create_connection(("127.0.0.1", args.port), timeout=10)
+        self.client = RawClient(args.port, timeout=10)
+        self.sock = self.client.sock
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.parser = FrameParser()
         self.out = open(args.out, "a", encoding="ascii")  # noqa: SIM115 - closed in run()
         self.pending: set[str] = set()
 
     def connect(self) -> None:
-        self.sock.sendall(
-            encode_frame(Frame("CONNECT", {"accept-version": "1.2", "host": "localhost"}), "1.0")
-        )
-        frame = self.read_frame(10.0)
-        if frame is None or frame.command != "CONNECTED":
-            raise RuntimeError(f"expected CONNECTED, got {frame}")
-        self.parser.version = frame.headers.get("version", "1.0")
+        self.client.connect("1.2")
 
     def read_frame(self, timeout: float) -> Frame | None:
         """The next frame, or None if none arrives in ``timeout``.  ConnectionError when closed."""
-        deadline = time.monotonic() + timeout
-        while True:
-            frame = self.parser.next_frame()
-            if frame is not None:
-                return frame
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.sock], [], [], remaining)
-            if not ready:
-                return None
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("closed by broker")
-            self.parser.feed(data)
+        try:
+            # RawClient.recv reads a timeout of 0 as "its default": ask for a moment instead.
+            return self.client.recv(max(timeout, 0.001))
+        except TimeoutError:
+            return None
+        finally:
+            # recv leaves its last (short) timeout on the socket; sendall must not inherit it.
+            self.sock.settimeout(10)
 
     def take(self, frame: Frame) -> None:
         if frame.command != "RECEIPT":
