@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Everything the test suite needs on a fresh machine, installed only where missing:
+# Debian packages (PHP's stomp extension, a Java runtime for PySpark, Chromium and its
+# driver for browser tests, node/npm for stomp.js), the Python virtualenv with the
+# project and its test extras, and the npm packages of the JavaScript tests.
+# Safe to run again: each step is skipped when what it installs is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have php || need+=(php-cli)
+if ! (have php && php -m 2>/dev/null | grep -qx stomp); then need+=(php-stomp); fi
+have java || need+=(default-jre-headless)
+have chromium || need+=(chromium)
+have chromedriver || need+=(chromium-driver)
+have node || need+=(nodejs)
+have npm || need+=(npm)
+
+if ((${#need[@]})); then
+    if [ "$(id -u)" != 0 ] || ! have apt-get; then
+        echo "setup-tests: missing ${need[*]}; install them with apt-get (needs root)" >&2
+        exit 1
+    fi
+    echo "setup-tests: installing ${need[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null 2>&1 || {
+        apt-get update -q >/dev/null
+        apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+    }
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q -e '.[test]'
+
+for dir in tests/js; do
+    if [ -f "$dir/package.json" ]; then
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+done
