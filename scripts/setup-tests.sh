@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have php || need+=(php-cli)
-if ! (have php && php -m 2>/dev/null | grep -qx stomp); then need+=(php-stomp); fi
+if ! (have php && php -m 2>/dev/null | grep -qix stomp); then need+=(php-stomp); fi
 have java || need+=(default-jre-headless)
 have chromium || need+=(chromium)
 have chromedriver || need+=(chromium-driver)
