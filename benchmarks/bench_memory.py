@@ -145,6 +145,8 @@ def main() -> int:
                 args.memory_limit,
                 "--log-level",
                 "WARNING",
+                "--http-port",
+                "0",
             ],
             cwd=ROOT,
         )

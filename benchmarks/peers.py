@@ -204,7 +204,7 @@ class Stompd(_ChildBroker):
 
     def argv(self, data_dir: str, memory_limit: str | None) -> list[str]:
         argv = [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(self.port)]
-        argv += ["--data-dir", data_dir]
+        argv += ["--data-dir", data_dir, "--http-port", "0"]
         if memory_limit is not None:
             argv += ["--memory-limit", memory_limit]
         return argv

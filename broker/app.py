@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from broker.http.auth import HttpSecurity
+from broker.http.engine_ops import EngineAdminOps
+from broker.http.server import HttpServer
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
 from store.leveldb import LevelDB
@@ -38,6 +41,11 @@ class BrokerOptions:
     data_dir: Path = Path("data")
     core: CoreSettings = field(default_factory=CoreSettings)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    #: The admin HTTP server (API, console, /health): None turns it off (embedded
+    #: brokers and tests), 0 picks a free port; the command line's default is 8161.
+    http_host: str = "127.0.0.1"
+    http_port: int | None = None
+    http_security: HttpSecurity = field(default_factory=HttpSecurity)
 
 
 class Broker:
@@ -46,6 +54,9 @@ class Broker:
     def __init__(self, options: BrokerOptions) -> None:
         self.options = options
         self.port = 0
+        #: The port the HTTP server is bound to (0: it is off).
+        self.http_port = 0
+        self.http: HttpServer | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -81,6 +92,10 @@ class Broker:
             (time.perf_counter() - started) * 1000,
         )
         self.server = StompServer(self.engine, options.limits)
+        if options.http_port is not None:
+            self.http = HttpServer(EngineAdminOps(self.engine, self.server.peers), options.http_security)
+            self.http_port = await self.http.start(options.http_host, options.http_port)
+            log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
         self.port = await self.server.start(options.host, options.port)
         self._tick = loop.call_later(TICK_S, self._on_tick)
         log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
@@ -105,6 +120,8 @@ class Broker:
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:
+        if self.http is not None:
+            await self.http.stop()
         # Ticks go on while connections close: they flush what closing them stored.
         await self.server.stop()
         if self._tick is not None:
@@ -177,6 +194,7 @@ class BrokerThread:
         self.loop = new_event_loop()
         self.ready = threading.Event()
         self.port = 0
+        self.http_port = 0
         self._error: BaseException | None = None
         self._stopped: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
@@ -203,6 +221,7 @@ class BrokerThread:
         self._stopped = asyncio.Event()
         self.broker = Broker(self.options)
         self.port = await self.broker.start()
+        self.http_port = self.broker.http_port
         self.ready.set()
         await self._stopped.wait()
         await self.broker.stop()

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from broker.app import BrokerOptions, run
 from broker.core.settings import CoreSettings
+from broker.http.auth import HttpSecurity
+from broker.http.server import AdminPortError
 from broker.io.limits import DEFAULT_MAX_FRAME_SIZE, ConnectionLimits
 from config.units import InvalidSize, parse_size
 from store.errors import StoreError
@@ -83,6 +85,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=limits.max_header_length,
         help="bytes per header line (default 10240)",
     )
+    http = parser.add_argument_group("admin HTTP server (JSON API, web console, /health)")
+    http.add_argument("--http-host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    http.add_argument(
+        "--http-port",
+        type=int,
+        default=8161,
+        help="port (default 8161, ActiveMQ's console port); 0 turns it off",
+    )
+    http.add_argument(
+        "--http-allow-remote",
+        action="store_true",
+        help="with no users configured, accept admin clients not on loopback (default: loopback only)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -126,11 +141,17 @@ def main(argv: list[str] | None = None) -> int:
             max_headers=args.max_headers,
             max_header_length=args.max_header_length,
         ),
+        http_host=args.http_host,
+        http_port=args.http_port or None,
+        http_security=HttpSecurity(allow_remote=args.http_allow_remote),
     )
     try:
         run(options)
     except StoreError as exc:
         print(f"stompd: {exc}", file=sys.stderr)
+        return 1
+    except AdminPortError as exc:
+        print(f"stompd: {exc} (--http-port 0 turns the admin server off)", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"stompd: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)

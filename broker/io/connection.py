@@ -51,6 +51,12 @@ class StompConnection(asyncio.Protocol):
         self._tick_s = 1.0
         self._closed = False
         self.peer = "?"
+        #: Epoch seconds, for the admin API's connection list.
+        self.connected_at = time.time()
+
+    @property
+    def session_id(self) -> str | None:
+        return self._session.id if self._session is not None else None
 
     # -- asyncio.Protocol ------------------------------------------------------
 

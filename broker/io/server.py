@@ -35,6 +35,15 @@ class StompServer:
         bound: int = self._server.sockets[0].getsockname()[1]
         return bound
 
+    def peers(self) -> dict[str, tuple[str, float]]:
+        """Session id -> (peer address, connected since in epoch seconds), for the admin API."""
+        peers = {}
+        for connection in self.connections:
+            session_id = connection.session_id
+            if session_id is not None:
+                peers[session_id] = (connection.peer, connection.connected_at)
+        return peers
+
     async def stop(self, grace: float = 5.0) -> None:
         """Stop accepting, close every connection (flushing what is queued), then wait.
 

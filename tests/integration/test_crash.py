@@ -62,7 +62,17 @@ class BrokerProcess:
 
     def start(self, timeout: float = 15.0) -> None:
         assert self.proc is None, "already running"
-        command = [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--port", str(self.port)]
+        command = [
+            sys.executable,
+            "-m",
+            "broker",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--http-port",
+            "0",
+        ]
         command += ["--data-dir", str(self.data_dir), *self.extra]
         with self.log.open("ab") as out:
             out.write(f"--- start {self.starts + 1}\n".encode())

@@ -64,7 +64,17 @@ def test_slow_consumer_does_not_make_the_broker_buffer_in_sockets(broker_server:
 
 def run_broker(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", str(port), "--data-dir", str(data_dir)],
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--http-port",
+            "0",
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -97,7 +107,17 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
         s.listen()
         port = s.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "broker", "--port", str(port), "--data-dir", str(tmp_path)],
+            [
+                sys.executable,
+                "-m",
+                "broker",
+                "--port",
+                str(port),
+                "--data-dir",
+                str(tmp_path),
+                "--http-port",
+                "0",
+            ],
             cwd=ROOT,
             capture_output=True,
             timeout=20,
@@ -133,6 +153,8 @@ def test_header_limits_are_configurable(tmp_path: Path) -> None:
             str(tmp_path),
             "--max-headers",
             "3",
+            "--http-port",
+            "0",
         ],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,

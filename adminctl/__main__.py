@@ -1,0 +1,5 @@
+import sys
+
+from adminctl.cli import main
+
+sys.exit(main())

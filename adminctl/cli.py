@@ -1,0 +1,431 @@
+"""``stompd-admin``: look at and operate a running stompd through its admin API.
+
+In the spirit of ActiveMQ's ``activemq dstat / browse / purge``.  Tables for people by
+default; ``--json`` prints one JSON object as the last line of output, for scripts.
+Exit status: 0 done, 1 the broker refused or failed (one line on stderr says why,
+also when it cannot be reached), 2 bad usage, 130 interrupted (a running operation is
+asked to stop first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, TextIO
+
+from adminctl import format as fmt
+from adminctl.client import AdminClient, AdminClientError, destination_segment
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+DEFAULT_URL = "http://127.0.0.1:8161"
+#: Seconds each poll of a running operation waits on the server for it to finish.
+POLL_WAIT = 1.0
+APPLIED = {"move": "moved", "copy": "copied", "remove": "removed", "purge": "removed"}
+
+
+class CommandFailed(Exception):
+    def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.payload = payload
+
+
+def queue_name(text: str) -> str:
+    """A bare name means a queue, as in ``activemq browse``."""
+    return text if text.startswith("/") else "/queue/" + text
+
+
+def dest_path(name: str) -> str:
+    return "/destinations/" + destination_segment(queue_name(name))
+
+
+# -- commands -------------------------------------------------------------------------
+
+
+def cmd_list(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/destinations", kind=args.kind)
+    if not args.json:
+        rows = [
+            [
+                d["name"],
+                d["depth"],
+                d["producers"],
+                d["consumers"],
+                d["enqueued"],
+                d["dequeued"],
+                d["in_flight"],
+                f"{d['memory_percent']:.1f}",
+                fmt.size(d["memory_bytes"]),
+                d["disk_messages"],
+            ]
+            for d in result["destinations"]
+        ]
+        headers = ["Name", "Depth", "Producers", "Consumers", "Enqueued", "Dequeued", "In flight"]
+        out.write(fmt.table([*headers, "Memory %", "Memory", "On disk"], rows) + "\n")
+    return result
+
+
+def cmd_stat(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    d: dict[str, Any] = client.get(dest_path(args.dest))
+    if not args.json:
+        pairs = [
+            ("name", d["name"]),
+            ("kind", d["kind"]),
+            ("depth", d["depth"]),
+            ("  in memory", d["memory_messages"]),
+            ("  on disk", d["disk_messages"]),
+            ("enqueued", d["enqueued"]),
+            ("dequeued", d["dequeued"]),
+            ("dispatched", d["dispatched"]),
+            ("in flight", d["in_flight"]),
+            ("expired", d["expired"]),
+            ("consumers", d["consumers"]),
+            ("producers", d["producers"]),
+            (
+                "memory",
+                f"{fmt.size(d['memory_bytes'])} of {fmt.size(d['memory_limit'])} ({d['memory_percent']}%)",
+            ),
+        ]
+        out.write(fmt.key_values(pairs) + "\n")
+    return d
+
+
+def cmd_browse(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    name = queue_name(args.dest)
+    messages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while len(messages) < args.limit:
+        page = client.get(
+            dest_path(name) + "/messages",
+            selector=args.selector,
+            limit=min(args.limit - len(messages), 500),
+            cursor=cursor,
+            preview=args.preview,
+        )
+        if not args.json:
+            for message in page["messages"]:
+                _print_message(len(messages) + 1, message, out)
+                messages.append(message)
+        else:
+            messages.extend(page["messages"])
+        cursor = page["next"]
+        if cursor is None:
+            break
+    if not args.json:
+        more = " (more follow; raise --limit)" if cursor is not None else ""
+        out.write(f"{len(messages)} message(s) browsed on {name}{more}\n")
+    return {"destination": name, "messages": messages, "next": cursor}
+
+
+def _print_message(n: int, m: dict[str, Any], out: TextIO) -> None:
+    flags = [f"priority {m['priority']}", "persistent" if m["persistent"] else "non-persistent"]
+    if m["redelivered"]:
+        flags.append("redelivered")
+    out.write(f"--- {n}: {m['id']}  {', '.join(flags)}  {fmt.since(m['timestamp'] / 1000)}\n")
+    for key, value in m["headers"].items():
+        out.write(f"{key}:{value}\n")
+    body = m["body"] if m["body_encoding"] == "utf-8" else f"(binary, base64) {m['body']}"
+    tail = f"... ({m['body_size']} bytes)" if m["truncated"] else ""
+    out.write(f"\n{body}{tail}\n")
+
+
+def cmd_count(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    name = queue_name(args.dest)
+    op = run_operation(client, args, dest_path(name) + "/count", {"selector": args.selector})
+    if not args.json:
+        what = f" matching {args.selector!r}" if args.selector else ""
+        out.write(f"{op['matched']} message(s) on {name}{what}\n")
+    return op
+
+
+def cmd_transfer(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    source, target = queue_name(args.source), queue_name(args.target)
+    body = {"to": target, "selector": args.selector, "max": args.max}
+    op = run_operation(client, args, dest_path(source) + "/" + args.command, body)
+    if not args.json:
+        out.write(f"{APPLIED[args.command]} {_summary(op)} from {source} to {target}\n")
+    return op
+
+
+def cmd_remove(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    name = queue_name(args.dest)
+    op = run_operation(
+        client, args, dest_path(name) + "/remove", {"selector": args.selector, "max": args.max}
+    )
+    if not args.json:
+        out.write(f"removed {_summary(op)} from {name}\n")
+    return op
+
+
+def cmd_purge(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    name = queue_name(args.dest)
+    op = run_operation(client, args, dest_path(name) + "/purge", {})
+    if not args.json:
+        out.write(f"purged {name}: {op['removed']} message(s) removed\n")
+    return op
+
+
+def _summary(op: dict[str, Any]) -> str:
+    applied = op[APPLIED[op["kind"]]]
+    took = f"{op['scanned']} scanned, {op['elapsed_ms']:.0f} ms"
+    return f"{applied} of {op['matched']} matching message(s) ({took})"
+
+
+def cmd_delete(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.delete(dest_path(args.dest))
+    if not args.json:
+        out.write(f"deleted {result['deleted']} ({result['removed']} message(s) dropped)\n")
+    return result
+
+
+def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/connections")
+    if not args.json:
+        rows = [
+            [
+                c["id"],
+                c["peer"],
+                c["login"],
+                c["client_id"],
+                c["version"],
+                c["subscriptions"],
+                c["in_flight"],
+                fmt.since(c["connected_since"]),
+            ]
+            for c in result["connections"]
+        ]
+        headers = [
+            "ID",
+            "Peer",
+            "Login",
+            "Client ID",
+            "Version",
+            "Subscriptions",
+            "In flight",
+            "Connected since",
+        ]
+        out.write(fmt.table(headers, rows) + "\n")
+    return result
+
+
+def cmd_close_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.delete("/connections/" + destination_segment(args.id))
+    if not args.json:
+        out.write(f"closed connection {result['closed']}\n")
+    return result
+
+
+def cmd_subscriptions(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/subscriptions")
+    if not args.json:
+        keys = ["id", "destination", "ack", "selector", "durable", "in_flight", "pending", "delivered"]
+        rows = [[s["connection"] or "(offline)", *(s[k] for k in keys)] for s in result["subscriptions"]]
+        headers = ["Connection", "ID", "Destination", "Ack", "Selector", "Durable", "In flight", "Pending"]
+        out.write(fmt.table([*headers, "Delivered"], rows) + "\n")
+    return result
+
+
+def cmd_usage(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/usage")
+    if not args.json:
+        rows = [
+            [name, fmt.size(m["used"]), fmt.size(m["limit"]), f"{m['percent']:.1f}", fmt.size(m["peak"])]
+            for name, m in ((k, result[k]) for k in ("memory", "store", "temp"))
+        ]
+        out.write(fmt.table(["Usage", "Used", "Limit", "%", "Peak"], rows) + "\n")
+        out.write(
+            f"{result['connections']} connection(s), {result['destinations']} destination(s), "
+            f"{result['blocked_producers']} blocked producer(s)\n"
+        )
+    return result
+
+
+# -- long operations ------------------------------------------------------------------
+
+
+def run_operation(
+    client: AdminClient, args: argparse.Namespace, path: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Start an operation and follow it to the end, showing progress on stderr."""
+    op: dict[str, Any] = client.post(path, {**body, "wait": POLL_WAIT})
+    progress = ProgressLine(sys.stderr, quiet=args.quiet)
+    try:
+        while op["state"] == "running":
+            progress.show(op)
+            op = client.get("/operations/" + op["id"], wait=POLL_WAIT)
+    except KeyboardInterrupt:
+        progress.clear()
+        try:
+            client.delete("/operations/" + op["id"])
+        except AdminClientError:
+            pass
+        raise
+    progress.clear()
+    if op["state"] == "failed":
+        error = op.get("error") or {}
+        raise CommandFailed(f"{op['kind']} failed: {error.get('message', 'unknown error')}", op)
+    if op["state"] == "cancelled":
+        applied = APPLIED.get(op["kind"])
+        done = f" after {op[applied]} message(s) {applied}" if applied else ""
+        raise CommandFailed(f"{op['kind']} was cancelled{done}", op)
+    return op
+
+
+class ProgressLine:
+    """One status line on stderr: redrawn in place on a terminal, a line per update otherwise."""
+
+    def __init__(self, stream: TextIO, quiet: bool) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._quiet = quiet
+        self._shown = False
+        self._last = 0.0
+
+    def show(self, op: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if self._quiet or (not self._tty and now - self._last < 2.0):
+            return
+        self._last = now
+        total = op.get("total")
+        scanned = f"{op['scanned']}" + (f"/{total} ({100 * op['scanned'] // total}%)" if total else "")
+        parts = [f"{op['kind']} {op['destination']}", f"scanned {scanned}", f"matched {op['matched']}"]
+        applied = APPLIED.get(op["kind"])
+        if applied:
+            parts.append(f"{applied} {op[applied]}")
+        text = ", ".join(parts) + f" ({op['elapsed_ms'] / 1000:.0f} s)"
+        if self._tty:
+            self._stream.write("\r\x1b[K" + text)
+        else:
+            self._stream.write(text + "\n")
+        self._stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown and self._tty:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+
+# -- arguments ------------------------------------------------------------------------
+
+COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str, Any]]] = {
+    "list": cmd_list,
+    "stat": cmd_stat,
+    "browse": cmd_browse,
+    "count": cmd_count,
+    "move": cmd_transfer,
+    "copy": cmd_transfer,
+    "remove": cmd_remove,
+    "purge": cmd_purge,
+    "delete": cmd_delete,
+    "connections": cmd_connections,
+    "close-connection": cmd_close_connection,
+    "subscriptions": cmd_subscriptions,
+    "usage": cmd_usage,
+}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stompd-admin",
+        description="Operate a running stompd through its admin HTTP API. A bare name is a queue.",
+    )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("STOMPD_ADMIN_URL", DEFAULT_URL),
+        help=f"the broker's admin server (default {DEFAULT_URL}, or $STOMPD_ADMIN_URL)",
+    )
+    parser.add_argument("--user", default=os.environ.get("STOMPD_ADMIN_USER"), help="or $STOMPD_ADMIN_USER")
+    parser.add_argument(
+        "--password",
+        default=os.environ.get("STOMPD_ADMIN_PASSWORD"),
+        help="or $STOMPD_ADMIN_PASSWORD (keeps it out of the process list)",
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object"
+    )
+    common.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS, help="no progress")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text, parents=[common])
+
+    p = command("list", "destinations with their statistics (like activemq dstat)")
+    p.add_argument("--kind", choices=["queue", "topic", "temp-queue", "temp-topic"])
+    p = command("stat", "one destination's statistics")
+    p.add_argument("dest")
+    p = command("browse", "show messages without consuming them")
+    p.add_argument("dest")
+    p.add_argument("--selector", "-s")
+    p.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
+    p = command("count", "count messages (matching a selector)")
+    p.add_argument("dest")
+    p.add_argument("--selector", "-s")
+    for name, verb in (("move", "move"), ("copy", "copy")):
+        p = command(name, f"{verb} the messages that match a selector to another destination")
+        p.add_argument("source")
+        p.add_argument("target")
+        p.add_argument("--selector", "-s", required=True)
+        p.add_argument("--max", type=_positive, help="at most this many messages")
+    p = command("remove", "remove the messages that match a selector")
+    p.add_argument("dest")
+    p.add_argument("--selector", "-s", required=True)
+    p.add_argument("--max", type=_positive)
+    p = command("purge", "remove every message that is not in flight")
+    p.add_argument("dest")
+    p = command("delete", "delete a destination and its messages")
+    p.add_argument("dest")
+    command("connections", "client connections")
+    p = command("close-connection", "close a client connection (it gets an ERROR frame)")
+    p.add_argument("id")
+    command("subscriptions", "subscriptions, and durable ones whose subscriber is away")
+    command("usage", "memory, store and temp usage against their limits")
+    return parser
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = build_parser().parse_args(argv)
+    client = AdminClient(args.url, args.user, args.password, args.timeout)
+    try:
+        result = COMMANDS[args.command](client, args, out)
+    except AdminClientError as exc:
+        return _fail(str(exc), args, exc.body, out)
+    except CommandFailed as exc:
+        return _fail(str(exc), args, exc.payload, out)
+    except KeyboardInterrupt:
+        print("stompd-admin: interrupted", file=sys.stderr)
+        return 130
+    if args.json:
+        out.write(json.dumps(result) + "\n")
+    return 0
+
+
+def _fail(message: str, args: argparse.Namespace, payload: dict[str, Any] | None, out: TextIO) -> int:
+    print(f"stompd-admin: {message}", file=sys.stderr)
+    if args.json:
+        out.write(json.dumps(payload if payload is not None else {"error": {"message": message}}) + "\n")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

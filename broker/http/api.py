@@ -1,0 +1,454 @@
+"""The JSON admin API, ``/api/v1``: request parsing and validation, then one ``AdminOps`` call.
+
+A destination in a path is one URL-encoded segment written as in STOMP
+(``/api/v1/destinations/%2Fqueue%2Forders``); a bare name means a queue
+(``/api/v1/destinations/orders``).  docs/http-api.md describes every route.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import math
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from broker.core import names
+from broker.core.errors import InvalidDestination
+from broker.core.selector import InvalidSelector, compile_selector
+from broker.http.operations import RUNNING, Operation, Operations
+from broker.http.ops import AdminError, Invalid, NotFound
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from broker.core.selector import Selector
+    from broker.http.ops import AdminOps, ConnectionInfo, DestinationInfo, Meter, Progress
+
+log = logging.getLogger("stompd.http")
+
+PREFIX = "/api/v1"
+OPS_KEY = web.AppKey("ops", object)
+OPERATIONS_KEY = web.AppKey("operations", Operations)
+
+BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
+PREVIEW_DEFAULT, PREVIEW_MAX = 256, 64 * 1024
+#: How long a POST waits for its operation by default, and at most (seconds).
+WAIT_DEFAULT, WAIT_MAX = 5.0, 60.0
+_CREATABLE = (names.QUEUE, names.TOPIC)
+
+
+def error_body(status: int, code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"status": status, "code": code, "message": message, **extra}}
+
+
+def json_error(status: int, code: str, message: str, **extra: Any) -> web.Response:
+    return web.json_response(error_body(status, code, message, **extra), status=status)
+
+
+def _ops(request: web.Request) -> AdminOps:
+    ops: AdminOps = request.app[OPS_KEY]  # type: ignore[assignment]
+    return ops
+
+
+# -- parsing --------------------------------------------------------------------------
+
+
+def parse_destination(text: str) -> str:
+    """A STOMP destination name; a bare name is a queue.  Raises Invalid."""
+    text = text.strip()
+    if not text:
+        raise Invalid("empty destination name")
+    if not text.startswith("/"):
+        text = names.QUEUE + text
+    try:
+        parts = names.split_destination(text)
+    except InvalidDestination as exc:
+        raise Invalid(str(exc)) from None
+    if len(parts) != 1:
+        raise Invalid(f"{text} names several destinations; name one")
+    kind, bare = parts[0]
+    return kind + bare
+
+
+def parse_selector(text: Any) -> Selector | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise Invalid("selector must be a string")
+    if not text.strip():
+        return None
+    return compile_selector(text)  # InvalidSelector: a 400 with its position
+
+
+def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise Invalid(f"{name} must be an integer, got {value!r}") from None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Invalid(f"{name} must be an integer")
+    if value < lo or (hi is not None and value > hi):
+        raise Invalid(f"{name} must be {lo}..{hi}" if hi is not None else f"{name} must be at least {lo}")
+    return value
+
+
+def _wait(value: Any) -> float:
+    if value is None:
+        return WAIT_DEFAULT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise Invalid(f"wait must be a number of seconds, got {value!r}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise Invalid("wait must be 0 or more seconds")
+    return min(seconds, WAIT_MAX)
+
+
+async def _body(request: web.Request, allowed: set[str]) -> dict[str, Any]:
+    """The request's JSON object.  Only ``application/json``: a cross-site HTML form
+    cannot send that without a CORS preflight, which this server never grants."""
+    if request.content_type != "application/json":
+        raise Invalid("send the request body as JSON (Content-Type: application/json)")
+    raw = await request.read()
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise Invalid(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise Invalid("request body must be a JSON object")
+    unknown = set(body) - allowed
+    if unknown:
+        raise Invalid(f"unknown field(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(allowed))}")
+    return body
+
+
+# -- JSON views -----------------------------------------------------------------------
+
+
+def destination_json(info: DestinationInfo) -> dict[str, Any]:
+    out = asdict(info)
+    out["memory_percent"] = (
+        round(100.0 * info.memory_bytes / info.memory_limit, 2) if info.memory_limit else 0.0
+    )
+    return out
+
+
+def _meter_json(meter: Meter) -> dict[str, Any]:
+    return {"used": meter.used, "limit": meter.limit, "peak": meter.peak, "percent": round(meter.percent, 2)}
+
+
+def connection_json(info: ConnectionInfo) -> dict[str, Any]:
+    return asdict(info)
+
+
+# -- routes ---------------------------------------------------------------------------
+
+routes = web.RouteTableDef()
+
+
+@routes.get(PREFIX)
+async def index(request: web.Request) -> web.Response:
+    return web.json_response(
+        {
+            "api": "v1",
+            "destinations": f"{PREFIX}/destinations",
+            "connections": f"{PREFIX}/connections",
+            "subscriptions": f"{PREFIX}/subscriptions",
+            "operations": f"{PREFIX}/operations",
+            "usage": f"{PREFIX}/usage",
+            "health": "/health",
+        }
+    )
+
+
+@routes.get(PREFIX + "/destinations")
+async def list_destinations(request: web.Request) -> web.Response:
+    kind = request.query.get("kind")
+    infos = _ops(request).list_destinations()
+    if kind:
+        infos = [info for info in infos if info.kind == kind]
+    return web.json_response({"destinations": [destination_json(info) for info in infos]})
+
+
+@routes.post(PREFIX + "/destinations")
+async def create_destination(request: web.Request) -> web.Response:
+    body = await _body(request, {"name"})
+    raw = body.get("name")
+    if not isinstance(raw, str):
+        raise Invalid("name (a destination such as /queue/orders) is required")
+    name = parse_destination(raw)
+    if not name.startswith(_CREATABLE):
+        raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+    info = _ops(request).create(name)
+    return web.json_response(
+        destination_json(info), status=201, headers={"Location": f"{PREFIX}/destinations/{_quote(name)}"}
+    )
+
+
+@routes.get(PREFIX + "/destinations/{dest}")
+async def get_destination(request: web.Request) -> web.Response:
+    return web.json_response(destination_json(_ops(request).destination(_dest(request))))
+
+
+@routes.delete(PREFIX + "/destinations/{dest}")
+async def delete_destination(request: web.Request) -> web.Response:
+    name = _dest(request)
+    removed = await _ops(request).delete(name)
+    return web.json_response({"deleted": name, "removed": removed})
+
+
+@routes.get(PREFIX + "/destinations/{dest}/messages")
+async def browse(request: web.Request) -> web.Response:
+    name = _dest(request)
+    query = request.query
+    selector = parse_selector(query.get("selector"))
+    limit = _int(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
+    preview = _int(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
+    cursor = query.get("cursor") or None
+    page = await _ops(request).browse(name, selector, limit, cursor, preview)
+    messages = []
+    for message in page.messages:
+        body, encoding = _preview(message.preview)
+        messages.append(
+            {
+                "id": message.id,
+                "priority": message.priority,
+                "persistent": message.persistent,
+                "timestamp": message.timestamp,
+                "expires": message.expires,
+                "redelivered": message.redelivered,
+                "headers": message.headers,
+                "body_size": message.body_size,
+                "body": body,
+                "body_encoding": encoding,
+                "truncated": len(message.preview) < message.body_size,
+            }
+        )
+    return web.json_response({"destination": name, "messages": messages, "next": page.next})
+
+
+def _preview(data: bytes) -> tuple[str, str]:
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), "base64"
+
+
+@routes.post(PREFIX + "/destinations/{dest}/count")
+async def count(request: web.Request) -> web.Response:
+    name = _dest(request)
+    body = await _body(request, {"selector", "wait"})
+    selector = parse_selector(body.get("selector"))
+    ops = _ops(request)
+    operation = Operation(_new_id(request), "count", name, selector=_text(selector))
+    return await _start(request, operation, lambda p: ops.count(name, selector, p), body.get("wait"))
+
+
+@routes.post(PREFIX + "/destinations/{dest}/move")
+async def move(request: web.Request) -> web.Response:
+    return await _transfer(request, "move")
+
+
+@routes.post(PREFIX + "/destinations/{dest}/copy")
+async def copy(request: web.Request) -> web.Response:
+    return await _transfer(request, "copy")
+
+
+async def _transfer(request: web.Request, kind: str) -> web.Response:
+    source = _dest(request)
+    body = await _body(request, {"to", "selector", "max", "wait"})
+    raw_target = body.get("to")
+    if not isinstance(raw_target, str):
+        raise Invalid(f"to (the destination to {kind} messages to) is required")
+    target = parse_destination(raw_target)
+    if not target.startswith(_CREATABLE):
+        raise Invalid(f"messages can be {kind}d to a /queue/ or /topic/ destination, not {target}")
+    if target == source:
+        raise Invalid(f"source and target are both {source}")
+    selector = parse_selector(body.get("selector"))
+    limit = _limit(body.get("max"))
+    ops = _ops(request)
+    method = ops.move if kind == "move" else ops.copy
+    operation = Operation(
+        _new_id(request), kind, source, target=target, selector=_text(selector), limit=limit
+    )
+    return await _start(
+        request, operation, lambda p: method(source, target, selector, limit, p), body.get("wait")
+    )
+
+
+@routes.post(PREFIX + "/destinations/{dest}/remove")
+async def remove(request: web.Request) -> web.Response:
+    name = _dest(request)
+    body = await _body(request, {"selector", "max", "wait"})
+    selector = parse_selector(body.get("selector"))
+    limit = _limit(body.get("max"))
+    ops = _ops(request)
+    operation = Operation(_new_id(request), "remove", name, selector=_text(selector), limit=limit)
+    return await _start(request, operation, lambda p: ops.remove(name, selector, limit, p), body.get("wait"))
+
+
+@routes.post(PREFIX + "/destinations/{dest}/purge")
+async def purge(request: web.Request) -> web.Response:
+    name = _dest(request)
+    body = await _body(request, {"wait"})
+    ops = _ops(request)
+    operation = Operation(_new_id(request), "purge", name)
+    return await _start(request, operation, lambda p: ops.purge(name, p), body.get("wait"))
+
+
+def _limit(value: Any) -> int | None:
+    return None if value is None else _int(value, "max", 1)
+
+
+def _text(selector: Selector | None) -> str | None:
+    return selector.text if selector is not None else None
+
+
+def _new_id(request: web.Request) -> str:
+    return request.app[OPERATIONS_KEY].new_id()
+
+
+async def _start(
+    request: web.Request,
+    operation: Operation,
+    begin: Callable[[Progress], Awaitable[None]],
+    wait: Any,
+) -> web.Response:
+    seconds = _wait(wait)
+    operations = request.app[OPERATIONS_KEY]
+    operations.start(operation, begin)
+    await operations.wait(operation, seconds)
+    return _operation_response(operation)
+
+
+def _operation_response(operation: Operation) -> web.Response:
+    if operation.state == RUNNING:
+        return web.json_response(
+            operation.to_json(), status=202, headers={"Location": f"{PREFIX}/operations/{operation.id}"}
+        )
+    return web.json_response(operation.to_json())
+
+
+@routes.get(PREFIX + "/operations")
+async def list_operations(request: web.Request) -> web.Response:
+    return web.json_response({"operations": [op.to_json() for op in request.app[OPERATIONS_KEY]]})
+
+
+@routes.get(PREFIX + "/operations/{id}")
+async def get_operation(request: web.Request) -> web.Response:
+    operation = _operation(request)
+    wait = request.query.get("wait")
+    await Operations.wait(operation, _wait(wait) if wait is not None else 0.0)
+    return _operation_response(operation)
+
+
+@routes.delete(PREFIX + "/operations/{id}")
+async def cancel_operation(request: web.Request) -> web.Response:
+    operation = _operation(request)
+    request.app[OPERATIONS_KEY].cancel(operation)
+    return _operation_response(operation)
+
+
+def _operation(request: web.Request) -> Operation:
+    op_id = request.match_info["id"]
+    operation = request.app[OPERATIONS_KEY].get(op_id)
+    if operation is None:
+        raise NotFound(f"no operation {op_id} (finished ones are kept for a while only)")
+    return operation
+
+
+@routes.get(PREFIX + "/connections")
+async def list_connections(request: web.Request) -> web.Response:
+    infos = sorted(_ops(request).connections(), key=lambda info: info.connected_since)
+    return web.json_response({"connections": [connection_json(info) for info in infos]})
+
+
+@routes.get(PREFIX + "/connections/{id}")
+async def get_connection(request: web.Request) -> web.Response:
+    info, subs = _ops(request).connection(request.match_info["id"])
+    out = connection_json(info)
+    out["subscription_list"] = [asdict(sub) for sub in subs]
+    return web.json_response(out)
+
+
+@routes.delete(PREFIX + "/connections/{id}")
+async def close_connection(request: web.Request) -> web.Response:
+    connection_id = request.match_info["id"]
+    _ops(request).close_connection(connection_id)
+    return web.json_response({"closed": connection_id})
+
+
+@routes.get(PREFIX + "/subscriptions")
+async def list_subscriptions(request: web.Request) -> web.Response:
+    return web.json_response({"subscriptions": [asdict(sub) for sub in _ops(request).subscriptions()]})
+
+
+@routes.get(PREFIX + "/usage")
+async def usage(request: web.Request) -> web.Response:
+    info = _ops(request).usage()
+    return web.json_response(
+        {
+            "memory": _meter_json(info.memory),
+            "store": _meter_json(info.store),
+            "temp": _meter_json(info.temp),
+            "connections": info.connections,
+            "destinations": info.destinations,
+            "blocked_producers": info.blocked_producers,
+        }
+    )
+
+
+async def health(request: web.Request) -> web.Response:
+    info = _ops(request).health()
+    body = {"status": "ok" if info.ok else "failing", "problems": list(info.problems)}
+    return web.json_response(body, status=200 if info.ok else 503)
+
+
+def _dest(request: web.Request) -> str:
+    return parse_destination(request.match_info["dest"])
+
+
+def _quote(name: str) -> str:
+    return quote(name, safe="")
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+@web.middleware
+async def json_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every failure under /api/ is a JSON error with a fitting status, never a traceback."""
+    try:
+        return await handler(request)
+    except InvalidSelector as exc:
+        return json_error(
+            400,
+            "invalid_selector",
+            str(exc),
+            selector=exc.selector,
+            position=exc.position,
+            problem=exc.problem,
+        )
+    except AdminError as exc:
+        return json_error(exc.status, exc.code, str(exc))
+    except web.HTTPException as exc:
+        if not request.path.startswith(PREFIX) or exc.status < 400:
+            raise
+        response = json_error(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason)
+        if "Allow" in exc.headers:
+            response.headers["Allow"] = exc.headers["Allow"]
+        return response
+    except Exception as exc:
+        if not request.path.startswith(PREFIX):
+            raise
+        log.error("admin API: %s %s failed", request.method, request.path, exc_info=exc)
+        return json_error(500, "internal", "internal error (the broker logged it)")

@@ -1,0 +1,327 @@
+"""``AdminOps`` over the running engine.
+
+Runs on the broker's event loop, which owns every broker object, so reads are
+consistent snapshots.  What the engine answers today (statistics, connections, usage,
+closing a connection, creating a destination) is here; browse, count, move, copy,
+remove, purge and delete need the core's admin operations (one linear pass over a
+queue's memory and disk parts, applied in batches) and answer ``NotAvailable`` until
+they land: each is one method below.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core import names
+from broker.core.errors import BrokerError, InvalidDestination
+from broker.core.session import CONNECTED
+from broker.core.wildcards import is_wildcard
+from broker.http.ops import (
+    ConnectionInfo,
+    DestinationInfo,
+    Health,
+    Invalid,
+    Meter,
+    NotAvailable,
+    NotFound,
+    SubscriptionInfo,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from broker.core.engine import Engine
+    from broker.core.queue import Queue
+    from broker.core.selector import Selector
+    from broker.core.session import Session
+    from broker.core.subscription import Subscription
+    from broker.core.topic import Topic
+    from broker.core.usage import UsageMeter
+    from broker.http.ops import BrowsePage, Progress
+
+_KINDS = {
+    names.QUEUE: "queue",
+    names.TOPIC: "topic",
+    names.REMOTE_TEMP_QUEUE: "temp-queue",
+    names.REMOTE_TEMP_TOPIC: "temp-topic",
+}
+
+
+class ClosedByAdmin(BrokerError):
+    summary = "connection closed by an administrator"
+
+
+def _pending_core(operation: str) -> NotAvailable:
+    return NotAvailable(
+        f"{operation} is not available yet: it lands with the broker core's admin operations (issue 13)"
+    )
+
+
+class EngineAdminOps:
+    """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
+    the transports know those, the engine does not."""
+
+    def __init__(self, engine: Engine, peers: Callable[[], Mapping[str, tuple[str, float]]]) -> None:
+        self._engine = engine
+        self._peers = peers
+
+    # -- destinations ----------------------------------------------------------------
+
+    def list_destinations(self) -> list[DestinationInfo]:
+        engine = self._engine
+        infos = [self._queue_info(queue) for queue in engine.queues.values()]
+        infos.extend(self._topic_info(topic) for topic in engine.router.topics.values())
+        infos.sort(key=lambda info: (info.kind, info.name))
+        return infos
+
+    def destination(self, name: str) -> DestinationInfo:
+        queue = self._engine.queues.get(name)
+        if queue is not None:
+            return self._queue_info(queue)
+        topic = self._engine.router.topics.get(name)
+        if topic is not None:
+            return self._topic_info(topic)
+        raise NotFound(f"no destination {name}")
+
+    def create(self, name: str) -> DestinationInfo:
+        kind, bare = _split(name)
+        if kind not in (names.QUEUE, names.TOPIC):
+            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+        if is_wildcard(bare) and kind == names.TOPIC:
+            raise Invalid(f"{name} is a wildcard, not a destination")
+        destinations = self._engine.destinations
+        if kind == names.QUEUE:
+            return self._queue_info(destinations.queue(name))
+        return self._topic_info(destinations.topic(kind, bare))
+
+    def _queue_info(self, queue: Queue) -> DestinationInfo:
+        stats = queue.stats
+        cursor = queue.cursor
+        in_flight = 0
+        for sub in queue.consumers:
+            in_flight += sum(1 for message in sub.inflight.values() if message.destination == queue.name)
+        return DestinationInfo(
+            name=queue.name,
+            kind=_kind(queue.name),
+            depth=cursor.count,
+            enqueued=stats.enqueued,
+            dequeued=stats.dequeued,
+            dispatched=stats.dispatched,
+            expired=stats.expired,
+            in_flight=in_flight,
+            consumers=len(queue.consumers),
+            producers=None,
+            memory_bytes=_used(queue.meter),
+            memory_limit=_limit(queue.meter),
+            memory_messages=cursor.mem_count,
+            disk_messages=cursor.disk_total,
+            temporary=queue.owner is not None,
+        )
+
+    def _topic_info(self, topic: Topic) -> DestinationInfo:
+        subscribers = self._engine.router.subscribers(topic)
+        depth = memory = disk = in_flight = 0
+        for sub in subscribers:
+            in_flight += sum(1 for message in sub.inflight.values() if message.destination == topic.name)
+            # A subscription on this one topic waits in a cursor of its own for it;
+            # one across wildcards or several topics is counted where it subscribed.
+            if sub.topic_patterns == [(topic.kind, topic.bare)]:
+                depth += sub.cursor.count
+                memory += sub.cursor.mem_count
+                disk += sub.cursor.disk_total
+        return DestinationInfo(
+            name=topic.name,
+            kind=_kind(topic.name),
+            depth=depth,
+            enqueued=topic.stats.enqueued,
+            dequeued=None,
+            dispatched=topic.stats.dispatched,
+            expired=None,
+            in_flight=in_flight,
+            consumers=len(subscribers),
+            producers=None,
+            memory_bytes=_used(topic.meter),
+            memory_limit=_limit(topic.meter),
+            memory_messages=memory,
+            disk_messages=disk,
+            temporary=topic.owner is not None,
+        )
+
+    # -- connections and subscriptions -------------------------------------------------
+
+    def connections(self) -> list[ConnectionInfo]:
+        peers = self._peers()
+        return [self._connection_info(session, peers) for session in self._engine.sessions.values()]
+
+    def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
+        session = self._session(connection_id)
+        subs = [_subscription_info(sub) for sub in session.subscriptions.values()]
+        return self._connection_info(session, self._peers()), subs
+
+    def close_connection(self, connection_id: str) -> None:
+        session = self._session(connection_id)
+        # An ERROR frame first, so the client can tell an operator's close from a crash.
+        session.outbox.fail(ClosedByAdmin("the connection was closed by an administrator (admin API)"))
+        # Closing gave back what it held: write what that queued for the stores.
+        self._engine.flush()
+
+    def subscriptions(self) -> list[SubscriptionInfo]:
+        engine = self._engine
+        out = [
+            _subscription_info(sub)
+            for session in engine.sessions.values()
+            for sub in session.subscriptions.values()
+        ]
+        # Durable subscriptions whose subscriber is away still hold what they are owed.
+        out.extend(
+            SubscriptionInfo(
+                connection=None,
+                id=durable.name,
+                destination=durable.destination,
+                ack=None,
+                selector=durable.selector_text or None,
+                prefetch=None,
+                in_flight=0,
+                delivered=0,
+                pending=0,
+                durable=durable.name,
+                client_id=durable.client_id,
+            )
+            for durable in engine.durables.records.values()
+            if durable.sub is None
+        )
+        return out
+
+    def _session(self, connection_id: str) -> Session:
+        session = self._engine.sessions.get(connection_id)
+        if session is None:
+            raise NotFound(f"no connection {connection_id}")
+        return session
+
+    @staticmethod
+    def _connection_info(session: Session, peers: Mapping[str, tuple[str, float]]) -> ConnectionInfo:
+        peer, since = peers.get(session.id, ("?", 0.0))
+        return ConnectionInfo(
+            id=session.id,
+            peer=peer,
+            login=session.login,
+            client_id=session.client_id,
+            version=session.version if session.phase is CONNECTED else None,
+            connected_since=since,
+            subscriptions=len(session.subscriptions),
+            in_flight=sum(len(sub.inflight) for sub in session.subscriptions.values()),
+            blocked=session.blocked_since is not None,
+        )
+
+    # -- the broker ------------------------------------------------------------------
+
+    def usage(self) -> Usage:
+        engine = self._engine
+        usage = engine.usage
+        return Usage(
+            memory=_meter(usage.memory),
+            store=_meter(usage.store),
+            temp=_meter(usage.temp),
+            connections=len(engine.sessions),
+            destinations=len(engine.queues) + len(engine.router.topics),
+            blocked_producers=engine.blocked.stats.blocked_now,
+        )
+
+    def health(self) -> Health:
+        persistence = self._engine.persistence
+        if persistence is not None and persistence.failed is not None:
+            return Health(False, (f"message store failed: {persistence.failed}",))
+        return Health(True)
+
+    # -- the core's admin operations (not there yet) -----------------------------------
+
+    def delete(self, name: str) -> Awaitable[int]:
+        self.destination(name)
+        raise _pending_core("delete")
+
+    def browse(
+        self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
+    ) -> Awaitable[BrowsePage]:
+        self._queue(name)
+        raise _pending_core("browse")
+
+    def count(self, name: str, selector: Selector | None, progress: Progress) -> Awaitable[None]:
+        self._queue(name)
+        raise _pending_core("count")
+
+    def move(
+        self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Awaitable[None]:
+        self._queue(source)
+        raise _pending_core("move")
+
+    def copy(
+        self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Awaitable[None]:
+        self._queue(source)
+        raise _pending_core("copy")
+
+    def remove(
+        self, name: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Awaitable[None]:
+        self._queue(name)
+        raise _pending_core("remove")
+
+    def purge(self, name: str, progress: Progress) -> Awaitable[None]:
+        self._queue(name)
+        raise _pending_core("purge")
+
+    def _queue(self, name: str) -> Queue:
+        queue = self._engine.queues.get(name)
+        if queue is None:
+            if name in self._engine.router.topics:
+                raise Invalid(f"{name} is a topic: this operation works on queues")
+            raise NotFound(f"no queue {name}")
+        return queue
+
+
+def _subscription_info(sub: Subscription) -> SubscriptionInfo:
+    durable = sub.durable
+    return SubscriptionInfo(
+        connection=sub.session.id,
+        id=sub.id,
+        destination=sub.destination,
+        ack=sub.ack,
+        selector=durable.selector_text or None if durable is not None else None,
+        prefetch=sub.prefetch,
+        in_flight=len(sub.inflight),
+        delivered=sub.delivered,
+        pending=sub.cursor.count,
+        durable=durable.name if durable is not None else None,
+        client_id=sub.session.client_id,
+    )
+
+
+def _split(name: str) -> tuple[str, str]:
+    try:
+        parts = names.split_destination(name)
+    except InvalidDestination as exc:
+        raise Invalid(str(exc)) from None
+    if len(parts) != 1:
+        raise Invalid(f"{name} is a composite destination; name one destination")
+    return parts[0]
+
+
+def _kind(name: str) -> str:
+    for prefix, kind in _KINDS.items():
+        if name.startswith(prefix):
+            return kind
+    return "queue"
+
+
+def _meter(meter: UsageMeter) -> Meter:
+    return Meter(meter.used, meter.limit, meter.peak)
+
+
+def _used(meter: UsageMeter | None) -> int:
+    return meter.used if meter is not None else 0
+
+
+def _limit(meter: UsageMeter | None) -> int:
+    return meter.limit if meter is not None else 0

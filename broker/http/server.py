@@ -1,0 +1,118 @@
+"""The broker's one HTTP server: JSON API, console, ``/health`` (and later ``/metrics``,
+WebSocket STOMP), on aiohttp in the broker's own event loop.
+
+Other parts add what they serve before ``start``: ``server.app.router.add_get(...)``
+for a route, or ``server.app.add_subapp("/ws/", app)`` for a whole application; the
+security middleware covers them too (``open_paths`` lists what it lets through).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from broker.http import api
+from broker.http.auth import HttpSecurity, check
+from broker.http.operations import Operations
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from broker.http.ops import AdminOps
+
+log = logging.getLogger("stompd.http")
+
+CONSOLE_DIR = Path(__file__).parent / "console"
+#: Request bodies are small JSON objects; anything bigger is a mistake or an attack.
+MAX_BODY = 64 * 1024
+# The console is our own files only: no inline script, no framing (clickjacking of
+# its purge buttons), no sniffing.
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class AdminPortError(OSError):
+    """The admin server could not listen (port taken, address not ours)."""
+
+
+class HttpServer:
+    def __init__(self, ops: AdminOps, security: HttpSecurity | None = None) -> None:
+        self.security = security or HttpSecurity()
+        #: Paths answered without credentials or the loopback rule.
+        self.open_paths: set[str] = {"/health"}
+        self.operations = Operations()
+        self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
+        self.app[api.OPS_KEY] = ops
+        self.app[api.OPERATIONS_KEY] = self.operations
+        self.app.add_routes(api.routes)
+        self.app.router.add_get("/health", api.health)
+        self.app.router.add_get("/", _to_console)
+        self.app.router.add_get("/console", _to_console)
+        self.app.router.add_get("/console/", _console_index)
+        self.app.router.add_static("/console/", CONSOLE_DIR)
+        self.app.on_response_prepare.append(_add_security_headers)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen; returns the port actually bound (``port=0`` picks a free one)."""
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            self._runner = None
+            raise AdminPortError(
+                exc.errno, f"cannot listen on {host}:{port} (admin HTTP): {exc.strerror or exc}"
+            ) from None
+        self.port = int(self._runner.addresses[0][1])
+        return self.port
+
+    async def stop(self) -> None:
+        await self.operations.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @web.middleware
+    async def _guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.path in self.open_paths:
+            return await handler(request)
+        peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+        _, denied = check(
+            self.security,
+            peer[0] if isinstance(peer, tuple) else None,
+            request.headers.get("Host"),
+            request.headers.get("Authorization"),
+        )
+        if denied is None:
+            return await handler(request)
+        headers = {"WWW-Authenticate": 'Basic realm="stompd", charset="UTF-8"'} if denied.challenge else {}
+        code = "unauthorized" if denied.status == 401 else "forbidden"
+        return web.json_response(
+            api.error_body(denied.status, code, denied.reason), status=denied.status, headers=headers
+        )
+
+
+async def _to_console(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/console/")
+
+
+async def _console_index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(CONSOLE_DIR / "index.html")
+
+
+async def _add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
