@@ -1,0 +1,504 @@
+// stompd web console: plain JavaScript over the JSON API (/api/v1), no build step.
+// The page polls every POLL_MS; depth and rates per destination are kept here, in a
+// ring buffer of HISTORY samples, for the charts.
+"use strict";
+
+const API = "/api/v1";
+const POLL_MS = 2000;
+const HISTORY = 300; // 10 minutes at one sample every 2 s
+
+const state = {
+  history: new Map(), // name -> [{t, depth, enqueued, dequeued, inRate, outRate}]
+  destinations: [],
+  page: "overview",
+  current: null, // destination shown on its page
+  browseCursor: null,
+  browseNext: null,
+  timer: null,
+};
+
+// -- helpers --------------------------------------------------------------------------
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function svg(tag, attrs) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  return node;
+}
+
+function size(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+function num(n) {
+  return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
+}
+
+function rate(r) {
+  return r === null || r === undefined ? "–" : r.toFixed(1);
+}
+
+function when(seconds) {
+  return seconds ? new Date(seconds * 1000).toLocaleString() : "–";
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(API + path, init);
+  let payload = null;
+  try {
+    payload = await response.json();
+  } catch (e) {
+    payload = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, payload);
+  return payload;
+}
+
+const destPath = (name) => `/destinations/${encodeURIComponent(name)}`;
+
+function setStatus(text, bad) {
+  const status = $("status");
+  status.textContent = text;
+  status.classList.toggle("bad", Boolean(bad));
+}
+
+// -- history and charts ---------------------------------------------------------------
+
+function record(destinations, t) {
+  const seen = new Set();
+  for (const d of destinations) {
+    seen.add(d.name);
+    let samples = state.history.get(d.name);
+    if (!samples) state.history.set(d.name, (samples = []));
+    const last = samples[samples.length - 1];
+    let inRate = null;
+    let outRate = null;
+    if (last) {
+      const dt = (t - last.t) / 1000;
+      if (dt > 0) {
+        inRate = Math.max(d.enqueued - last.enqueued, 0) / dt;
+        outRate = d.dequeued === null ? null : Math.max(d.dequeued - last.dequeued, 0) / dt;
+      }
+    }
+    samples.push({ t, depth: d.depth, enqueued: d.enqueued, dequeued: d.dequeued, inRate, outRate });
+    if (samples.length > HISTORY) samples.shift();
+  }
+  for (const name of state.history.keys()) if (!seen.has(name)) state.history.delete(name);
+}
+
+// The x axis spans the samples kept, at least MIN_SPAN of them (a minute), newest at
+// the right edge, so a chart fills out as the page stays open.
+const MIN_SPAN = 30;
+
+function polyline(samples, key, width, height, max, cls) {
+  const n = samples.length;
+  const span = Math.max(n, MIN_SPAN) - 1;
+  const points = samples
+    .map((s, i) => {
+      const value = s[key] === null ? 0 : s[key];
+      const x = width - ((n - 1 - i) / span) * width;
+      const y = height - (max > 0 ? (value / max) * (height - 2) : 0) - 1;
+      return `${x.toFixed(1)},${y.toFixed(1)}`;
+    })
+    .join(" ");
+  return svg("polyline", { points, class: cls, fill: "none" });
+}
+
+function sparkline(name) {
+  const samples = state.history.get(name) || [];
+  const chart = svg("svg", { viewBox: "0 0 120 24", class: "spark", preserveAspectRatio: "none" });
+  const max = Math.max(1, ...samples.map((s) => s.depth));
+  chart.append(polyline(samples, "depth", 120, 24, max, "depth"));
+  chart.append(el("title", { text: `depth, max ${max} over the last ${samples.length} samples` }));
+  return chart;
+}
+
+function drawChart(name) {
+  const chart = $("dest-chart");
+  chart.replaceChildren();
+  const samples = state.history.get(name) || [];
+  const width = 600;
+  const height = 160;
+  const maxDepth = Math.max(1, ...samples.map((s) => s.depth));
+  const maxRate = Math.max(1, ...samples.map((s) => Math.max(s.inRate || 0, s.outRate || 0)));
+  chart.append(polyline(samples, "depth", width, height, maxDepth, "depth"));
+  chart.append(polyline(samples, "inRate", width, height, maxRate, "in"));
+  chart.append(polyline(samples, "outRate", width, height, maxRate, "out"));
+  $("dest-chart-scale").textContent = `scale: depth ${num(maxDepth)}, rate ${maxRate.toFixed(1)}/s at the top`;
+}
+
+// -- overview ---------------------------------------------------------------------------
+
+function gauge(label, meter) {
+  const pct = Math.min(meter.percent, 100);
+  const bar = el("div", { class: "bar" });
+  bar.style.width = `${pct}%`;
+  bar.classList.toggle("warn", pct >= 70);
+  bar.classList.toggle("full", pct >= 95);
+  return el(
+    "div",
+    { class: "gauge", "data-gauge": label },
+    el("div", { class: "gauge-label" }, `${label}: ${size(meter.used)} of ${size(meter.limit)} (${meter.percent.toFixed(1)}%)`),
+    el("div", { class: "track" }, bar),
+  );
+}
+
+function renderUsage(usage) {
+  $("gauges").replaceChildren(
+    gauge("memory", usage.memory),
+    gauge("store", usage.store),
+    gauge("temp", usage.temp),
+    el(
+      "div",
+      { class: "counts" },
+      `${usage.connections} connections · ${usage.destinations} destinations · ${usage.blocked_producers} blocked producers`,
+    ),
+  );
+}
+
+function latest(name) {
+  const samples = state.history.get(name) || [];
+  return samples[samples.length - 1] || {};
+}
+
+function renderDestinations() {
+  const kind = $("kind-filter").value;
+  const filter = $("name-filter").value.trim().toLowerCase();
+  const rows = [];
+  for (const d of state.destinations) {
+    if (kind && d.kind !== kind) continue;
+    if (filter && !d.name.toLowerCase().includes(filter)) continue;
+    const sample = latest(d.name);
+    const link = el("a", { href: `#/destination/${encodeURIComponent(d.name)}` }, d.name);
+    rows.push(
+      el(
+        "tr",
+        { "data-dest": d.name },
+        el("td", { class: "name" }, link, d.temporary ? el("span", { class: "tag" }, "temp") : null),
+        el("td", { class: "num depth" }, num(d.depth)),
+        el("td", { class: "num enqueued" }, num(d.enqueued)),
+        el("td", { class: "num dequeued" }, num(d.dequeued)),
+        el("td", { class: "num" }, num(d.in_flight)),
+        el("td", { class: "num consumers" }, num(d.consumers)),
+        el("td", { class: "num" }, num(d.producers)),
+        el("td", { class: "num", title: `${d.memory_percent}% of ${size(d.memory_limit)}` }, size(d.memory_bytes)),
+        el("td", { class: "num" }, num(d.disk_messages)),
+        el("td", { class: "num" }, rate(sample.inRate)),
+        el("td", { class: "num" }, rate(sample.outRate)),
+        el("td", {}, sparkline(d.name)),
+      ),
+    );
+  }
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 12, class: "empty" }, "no destinations")));
+  $("destinations").tBodies[0].replaceChildren(...rows);
+}
+
+// -- one destination -------------------------------------------------------------------
+
+function renderDestination(d) {
+  $("dest-title").textContent = `${d.name} (${d.kind})`;
+  const items = [
+    ["depth", num(d.depth)],
+    ["in memory", num(d.memory_messages)],
+    ["on disk", num(d.disk_messages)],
+    ["enqueued", num(d.enqueued)],
+    ["dequeued", num(d.dequeued)],
+    ["dispatched", num(d.dispatched)],
+    ["in flight", num(d.in_flight)],
+    ["expired", num(d.expired)],
+    ["consumers", num(d.consumers)],
+    ["producers", num(d.producers)],
+    ["memory", `${size(d.memory_bytes)} (${d.memory_percent}%)`],
+  ];
+  $("dest-stats").replaceChildren(
+    ...items.map(([k, v]) => el("div", { class: "stat", "data-stat": k }, el("span", { class: "k" }, k), el("span", { class: "v" }, v))),
+  );
+  drawChart(d.name);
+}
+
+function showError(target, error) {
+  target.replaceChildren(el("div", { class: "error" }, error.message));
+}
+
+async function browse(cursor) {
+  const name = state.current;
+  const params = new URLSearchParams({ limit: $("browse-limit").value || "25" });
+  const selector = $("browse-selector").value.trim();
+  if (selector) params.set("selector", selector);
+  if (cursor) params.set("cursor", cursor);
+  const out = $("browse-result");
+  try {
+    const page = await api("GET", `${destPath(name)}/messages?${params}`);
+    state.browseNext = page.next;
+    $("browse-next").disabled = !page.next;
+    if (!page.messages.length) {
+      out.replaceChildren(el("p", { class: "empty" }, "no messages"));
+      return;
+    }
+    const rows = page.messages.map((m) =>
+      el(
+        "tr",
+        {},
+        el("td", { class: "mono" }, m.id),
+        el("td", { class: "num" }, m.priority),
+        el("td", {}, m.persistent ? "yes" : "no"),
+        el("td", {}, m.redelivered ? "yes" : "no"),
+        el("td", {}, m.timestamp ? new Date(m.timestamp).toLocaleString() : "–"),
+        el("td", { class: "mono headers" }, Object.entries(m.headers).map(([k, v]) => `${k}:${v}`).join("\n")),
+        el("td", { class: "mono body" }, (m.body_encoding === "base64" ? "(base64) " : "") + m.body + (m.truncated ? "…" : ""), el("span", { class: "size" }, ` ${size(m.body_size)}`)),
+      ),
+    );
+    const head = ["Message ID", "Priority", "Persistent", "Redelivered", "Timestamp", "Headers", "Body"];
+    out.replaceChildren(
+      el("table", { class: "messages" }, el("thead", {}, el("tr", {}, ...head.map((h) => el("th", {}, h)))), el("tbody", {}, ...rows)),
+    );
+  } catch (error) {
+    $("browse-next").disabled = true;
+    showError(out, error);
+  }
+}
+
+function confirmDialog(text) {
+  const dialog = $("confirm");
+  $("confirm-text").textContent = text;
+  return new Promise((resolve) => {
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.showModal();
+  });
+}
+
+const APPLIED = { move: "moved", copy: "copied", remove: "removed", purge: "removed" };
+
+function describe(op) {
+  const applied = APPLIED[op.kind];
+  const parts = [`${op.kind} ${op.destination}${op.target ? " → " + op.target : ""}: ${op.state}`];
+  parts.push(`scanned ${num(op.scanned)}${op.total ? " of " + num(op.total) : ""}`);
+  parts.push(`matched ${num(op.matched)}`);
+  if (applied) parts.push(`${applied} ${num(op[applied])}`);
+  parts.push(`${(op.elapsed_ms / 1000).toFixed(1)} s`);
+  return parts.join(", ");
+}
+
+async function runOperation(path, body) {
+  const out = $("op-result");
+  out.replaceChildren(el("div", { class: "progress" }, "starting…"));
+  try {
+    let op = await api("POST", path, { ...body, wait: 1 });
+    while (op.state === "running") {
+      out.replaceChildren(el("div", { class: "progress" }, describe(op)));
+      op = await api("GET", `/operations/${op.id}?wait=1`);
+    }
+    const cls = op.state === "done" ? "done" : "error";
+    const text = op.error ? `${describe(op)}: ${op.error.message}` : describe(op);
+    out.replaceChildren(el("div", { class: cls }, text));
+  } catch (error) {
+    showError(out, error);
+  }
+  refresh();
+}
+
+async function submitOperation(event) {
+  event.preventDefault();
+  const name = state.current;
+  const kind = $("op-kind").value;
+  const selector = $("op-selector").value.trim() || null;
+  const maxText = $("op-max").value.trim();
+  const body = { selector };
+  if (kind !== "count" && maxText) body.max = Number(maxText);
+  let question = null;
+  if (kind === "move" || kind === "copy") {
+    const target = $("op-target").value.trim();
+    if (!target) {
+      showError($("op-result"), new Error("name the target destination"));
+      return;
+    }
+    body.to = target;
+    question = `${kind} ${maxText ? "up to " + maxText : "every"} message${selector ? " matching " + selector : ""} from ${name} to ${target}?`;
+  } else if (kind === "remove") {
+    question = `Remove ${maxText ? "up to " + maxText : "every"} message${selector ? " matching " + selector : ""} from ${name}? This cannot be undone.`;
+  }
+  if (question && !(await confirmDialog(question))) return;
+  runOperation(`${destPath(name)}/${kind}`, body);
+}
+
+async function purge() {
+  const name = state.current;
+  if (!(await confirmDialog(`Purge ${name}: remove every message not in flight? This cannot be undone.`))) return;
+  runOperation(`${destPath(name)}/purge`, {});
+}
+
+async function deleteDestination() {
+  const name = state.current;
+  if (!(await confirmDialog(`Delete ${name} and every message it holds? This cannot be undone.`))) return;
+  const out = $("op-result");
+  try {
+    const result = await api("DELETE", destPath(name));
+    out.replaceChildren(el("div", { class: "done" }, `deleted ${result.deleted} (${num(result.removed)} messages dropped)`));
+  } catch (error) {
+    showError(out, error);
+  }
+}
+
+// -- connections -----------------------------------------------------------------------
+
+async function closeConnection(id) {
+  if (!(await confirmDialog(`Close connection ${id}? The client gets an ERROR frame.`))) return;
+  try {
+    await api("DELETE", `/connections/${encodeURIComponent(id)}`);
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+  refresh();
+}
+
+function renderConnections(connections, subscriptions) {
+  const rows = connections.map((c) =>
+    el(
+      "tr",
+      { "data-connection": c.id },
+      el("td", { class: "mono" }, c.id),
+      el("td", {}, c.peer),
+      el("td", {}, c.login || "–"),
+      el("td", {}, c.client_id || "–"),
+      el("td", {}, c.version || "–"),
+      el("td", { class: "num" }, num(c.subscriptions)),
+      el("td", { class: "num" }, num(c.in_flight)),
+      el("td", {}, when(c.connected_since)),
+      el("td", {}, el("button", { type: "button", class: "close", onclick: () => closeConnection(c.id) }, "Close")),
+    ),
+  );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "empty" }, "no connections")));
+  $("connections").tBodies[0].replaceChildren(...rows);
+  const subRows = subscriptions.map((s) =>
+    el(
+      "tr",
+      {},
+      el("td", { class: "mono" }, s.connection || "(offline)"),
+      el("td", {}, s.id),
+      el("td", {}, s.destination),
+      el("td", {}, s.ack || "–"),
+      el("td", { class: "mono" }, s.selector || "–"),
+      el("td", {}, s.durable || "–"),
+      el("td", { class: "num" }, num(s.in_flight)),
+      el("td", { class: "num" }, num(s.pending)),
+      el("td", { class: "num" }, num(s.delivered)),
+    ),
+  );
+  if (!subRows.length) subRows.push(el("tr", {}, el("td", { colspan: 9, class: "empty" }, "no subscriptions")));
+  $("subscriptions").tBodies[0].replaceChildren(...subRows);
+}
+
+// -- polling and routing ---------------------------------------------------------------
+
+async function refresh() {
+  try {
+    const [list, usage] = await Promise.all([api("GET", "/destinations"), api("GET", "/usage")]);
+    state.destinations = list.destinations;
+    record(list.destinations, Date.now());
+    if (state.page === "overview") {
+      renderUsage(usage);
+      renderDestinations();
+    } else if (state.page === "destination") {
+      const d = list.destinations.find((x) => x.name === state.current);
+      if (d) renderDestination(d);
+      else $("dest-stats").replaceChildren(el("div", { class: "error" }, `${state.current} does not exist (any more)`));
+    } else if (state.page === "connections") {
+      const [connections, subscriptions] = await Promise.all([api("GET", "/connections"), api("GET", "/subscriptions")]);
+      renderConnections(connections.connections, subscriptions.subscriptions);
+    }
+    setStatus(`updated ${new Date().toLocaleTimeString()}`);
+  } catch (error) {
+    setStatus(error.status ? error.message : "broker unreachable", true);
+  }
+}
+
+function route() {
+  const hash = location.hash || "#/";
+  let page = "overview";
+  if (hash.startsWith("#/destination/")) {
+    page = "destination";
+    const name = decodeURIComponent(hash.slice("#/destination/".length));
+    if (name !== state.current) {
+      state.current = name;
+      $("browse-result").replaceChildren();
+      $("op-result").replaceChildren();
+      $("browse-next").disabled = true;
+    }
+  } else if (hash.startsWith("#/connections")) {
+    page = "connections";
+  }
+  state.page = page;
+  for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
+  for (const link of document.querySelectorAll("[data-nav]")) link.classList.toggle("active", link.dataset.nav === page);
+  refresh();
+}
+
+function setup() {
+  window.addEventListener("hashchange", route);
+  $("kind-filter").addEventListener("change", renderDestinations);
+  $("name-filter").addEventListener("input", renderDestinations);
+  $("create-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("POST", "/destinations", { name: $("create-name").value.trim() });
+      $("create-name").value = "";
+      refresh();
+    } catch (error) {
+      setStatus(error.message, true);
+    }
+  });
+  $("browse-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    browse(null);
+  });
+  $("browse-next").addEventListener("click", () => browse(state.browseNext));
+  $("op-kind").addEventListener("change", () => {
+    const kind = $("op-kind").value;
+    $("op-target-label").hidden = !(kind === "move" || kind === "copy");
+  });
+  $("op-form").addEventListener("submit", submitOperation);
+  $("purge").addEventListener("click", purge);
+  $("delete").addEventListener("click", deleteDestination);
+  route();
+  state.timer = setInterval(refresh, POLL_MS);
+}
+
+document.addEventListener("DOMContentLoaded", setup);

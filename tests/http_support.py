@@ -1,0 +1,91 @@
+"""Helpers for the admin HTTP tests: a broker with its HTTP server on port 0, plain HTTP calls."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from broker.app import BrokerOptions, BrokerThread
+from broker.core.settings import CoreSettings
+from broker.http.auth import HttpSecurity
+
+
+def start_http_broker(
+    data_dir: Path,
+    security: HttpSecurity | None = None,
+    http_host: str = "127.0.0.1",
+    core: CoreSettings | None = None,
+) -> BrokerThread:
+    options = BrokerOptions(
+        host="127.0.0.1",
+        port=0,
+        data_dir=data_dir,
+        core=core or CoreSettings(),
+        http_host=http_host,
+        http_port=0,
+        http_security=security or HttpSecurity(),
+    )
+    return BrokerThread(options).start()
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: Any
+
+    @property
+    def error(self) -> dict[str, Any]:
+        error: dict[str, Any] = self.body["error"]
+        return error
+
+
+def call(
+    base: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    auth: tuple[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    raw: bytes | None = None,
+) -> Reply:
+    """One HTTP request; any status comes back as a Reply (no exception for 4xx/5xx)."""
+    sent = dict(headers or {})
+    data = raw
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent.setdefault("Content-Type", "application/json")
+    if auth is not None:
+        sent["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    request = urllib.request.Request(base + path, data=data, method=method, headers=sent)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return Reply(response.status, dict(response.headers), _decode(response.read()))
+    except urllib.error.HTTPError as exc:
+        return Reply(exc.code, dict(exc.headers), _decode(exc.read()))
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def non_loopback_address() -> str | None:
+    """An address of this machine that is not loopback (None if it has none)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            # No packet is sent: connecting a UDP socket only picks the outgoing interface.
+            s.connect(("192.0.2.1", 9))
+            address: str = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address

@@ -1,0 +1,251 @@
+"""``stompd-admin`` end to end: a real process against a real broker (and, for the
+operations the core does not have yet, against the real HTTP server over FakeOps)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.app import BrokerThread
+from broker.http.auth import HttpSecurity, InMemoryAuthenticator
+from tests.clients import Client, client
+from tests.fake_admin import FakeOps, FakeServer, messages
+from tests.http_support import start_http_broker
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+PENDING = "it lands with the broker core's admin operations (issue 13)"
+
+
+def admin(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "adminctl", "--url", url, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+def last_json(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    parsed: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
+    return parsed
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    thread = start_http_broker(tmp_path / "data")
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+def url_of(thread: BrokerThread) -> str:
+    return f"http://127.0.0.1:{thread.http_port}"
+
+
+def test_list_and_stat_as_tables_and_json(broker: BrokerThread) -> None:
+    with client(broker.port) as producer:
+        for i in range(7):
+            producer.send("/queue/orders.eu", f"o{i}", sync=True)
+        producer.send("/topic/ticks", "t", sync=True)
+    table = admin(url_of(broker), "list")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:4] == ["Name", "Depth", "Producers", "Consumers"]
+    row = next(line for line in lines if line.startswith("/queue/orders.eu"))
+    assert row.split()[1:6] == ["7", "-", "0", "7", "0"]
+    assert any(line.startswith("/topic/ticks") for line in lines)
+
+    listed = last_json(admin(url_of(broker), "list", "--json"))
+    assert {d["name"]: d["depth"] for d in listed["destinations"]} == {  # type: ignore[index, union-attr]
+        "/queue/orders.eu": 7,
+        "/topic/ticks": 0,
+    }
+    # --json before the command works too.
+    assert (
+        last_json(admin(url_of(broker), "--json", "list", "--kind", "topic"))["destinations"][0]["name"]
+        == "/topic/ticks"
+    )  # type: ignore[index]
+
+    stat = admin(url_of(broker), "stat", "orders.eu")
+    assert stat.returncode == 0
+    assert "name         /queue/orders.eu" in stat.stdout
+    assert "depth        7" in stat.stdout
+    assert last_json(admin(url_of(broker), "stat", "/queue/orders.eu", "--json"))["enqueued"] == 7
+
+
+def test_connections_and_close_connection(broker: BrokerThread) -> None:
+    doomed = Client(broker.port, "1.2", username="bob", passcode="x", headers={"client-id": "billing"})
+    try:
+        doomed.subscribe("/queue/invoices", "inv")
+        table = admin(url_of(broker), "connections")
+        assert table.returncode == 0
+        row = next(line for line in table.stdout.splitlines() if "billing" in line)
+        assert "bob" in row and "127.0.0.1:" in row and " 1.2 " in row
+        listed = last_json(admin(url_of(broker), "connections", "--json"))["connections"]
+        (info,) = listed  # type: ignore[misc]
+        subs = admin(url_of(broker), "subscriptions")
+        assert "/queue/invoices" in subs.stdout
+
+        closed = admin(url_of(broker), "close-connection", info["id"])
+        assert closed.returncode == 0
+        assert closed.stdout.strip() == f"closed connection {info['id']}"
+        assert doomed.listener.disconnected.wait(5)
+        again = admin(url_of(broker), "close-connection", info["id"])
+        assert again.returncode == 1
+        assert again.stderr.strip() == f"stompd-admin: no connection {info['id']}"
+    finally:
+        doomed.close()
+
+
+def test_usage(broker: BrokerThread) -> None:
+    result = admin(url_of(broker), "usage")
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[0].split() == ["Usage", "Used", "Limit", "%", "Peak"]
+    assert "memory" in result.stdout and "1.0 GiB" in result.stdout
+    assert last_json(admin(url_of(broker), "usage", "--json"))["memory"]["limit"] == 1 << 30  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["stat", "missing"], "stompd-admin: no destination /queue/missing"),
+        (["count", "missing"], "stompd-admin: no queue /queue/missing"),
+        (
+            ["browse", "present", "--selector", "a ="],
+            "stompd-admin: selector error at position 3 (at end of selector): expected an expression",
+        ),
+        (
+            ["move", "present", "other", "--selector", "n > 1"],
+            "stompd-admin: move is not available yet: " + PENDING,
+        ),
+        (
+            ["purge", "present"],
+            "stompd-admin: purge is not available yet: " + PENDING,
+        ),
+    ],
+)
+def test_failures_are_one_line_and_exit_1(broker: BrokerThread, args: list[str], message: str) -> None:
+    with client(broker.port) as producer:
+        producer.send("/queue/present", "x", sync=True)
+    result = admin(url_of(broker), *args)
+    assert result.returncode == 1
+    assert result.stderr == message + "\n"
+    assert result.stdout == ""
+    as_json = admin(url_of(broker), *args, "--json")
+    assert as_json.returncode == 1
+    assert last_json(as_json)["error"]["message"] == message.removeprefix("stompd-admin: ")  # type: ignore[index]
+
+
+def test_broker_down_is_a_one_line_error(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Nothing listens there now.
+    result = admin(f"http://127.0.0.1:{port}", "list")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"stompd-admin: cannot reach the broker at http://127.0.0.1:{port}: "
+        "connection refused (is stompd running, with its admin server on?)\n"
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_usage_exits_2() -> None:
+    result = admin("http://127.0.0.1:1", "move", "a", "b")  # --selector is required
+    assert result.returncode == 2
+    assert "--selector" in result.stderr
+
+
+def test_credentials_from_flags_or_environment(tmp_path: Path) -> None:
+    users = InMemoryAuthenticator({"admin": ("pw", {"admins"})})
+    thread = start_http_broker(tmp_path / "data", HttpSecurity(users))
+    try:
+        url = url_of(thread)
+        refused = admin(url, "list")
+        assert (refused.returncode, refused.stderr) == (1, "stompd-admin: authentication required\n")
+        assert admin(url, "--user", "admin", "--password", "pw", "list").returncode == 0
+        env = {"STOMPD_ADMIN_USER": "admin", "STOMPD_ADMIN_PASSWORD": "pw", "PATH": "/usr/bin:/bin"}
+        assert admin(url, "list", env=env).returncode == 0
+    finally:
+        thread.stop()
+
+
+# -- the operations, over the real HTTP server and FakeOps ----------------------------------
+
+
+def test_move_shows_progress_and_prints_the_result() -> None:
+    ops = FakeOps({"/queue/big": messages(60)}, batch=10, pause=0.25)
+    with FakeServer(ops) as server:
+        result = admin(
+            server.url, "move", "big", "/queue/small", "--selector", "n >= 50", "--max", "5", "--json"
+        )
+    assert result.returncode == 0, result.stderr
+    final = last_json(result)
+    assert (final["matched"], final["moved"], final["scanned"], final["state"]) == (5, 5, 60, "done")
+    # It ran past the first wait, so progress was shown (a line per update off a terminal).
+    assert "move /queue/big, scanned " in result.stderr
+    assert len(ops.queues["/queue/small"]) == 5
+
+    with FakeServer(FakeOps({"/queue/big": messages(60)})) as server:
+        human = admin(server.url, "move", "big", "small", "--selector", "kind = 'even'")
+    assert human.returncode == 0
+    assert human.stdout.startswith("moved 30 of 30 matching message(s) (60 scanned, ")
+    assert human.stdout.rstrip().endswith("from /queue/big to /queue/small")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["copy", "a", "b", "--selector", "n < 4"], "copied 4 of 4 matching message(s)"),
+        (["remove", "a", "--selector", "n < 4", "--max", "2"], "removed 2 of 2 matching message(s)"),
+        (["count", "a", "--selector", "kind = 'odd'"], "5 message(s) on /queue/a matching \"kind = 'odd'\""),
+        (["count", "a"], "10 message(s) on /queue/a"),
+        (["purge", "a"], "purged /queue/a: 10 message(s) removed"),
+        (["delete", "a"], "deleted /queue/a (10 message(s) dropped)"),
+    ],
+)
+def test_other_operations(args: list[str], expected: str) -> None:
+    with FakeServer(FakeOps({"/queue/a": messages(10)})) as server:
+        result = admin(server.url, *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(expected)
+
+
+def test_a_failed_operation_exits_1() -> None:
+    from broker.http.ops import Conflict
+
+    ops = FakeOps({"/queue/a": messages(30)}, fail_with=Conflict("store full"))
+    with FakeServer(ops) as server:
+        result = admin(server.url, "remove", "a", "--selector", "n > 0", "--json")
+    assert result.returncode == 1
+    assert result.stderr == "stompd-admin: remove failed: store full\n"
+    assert last_json(result)["state"] == "failed"
+
+
+def test_browse_pages_through_the_queue() -> None:
+    ops = FakeOps({"/queue/a": messages(12)})
+    with FakeServer(ops) as server:
+        shown = admin(server.url, "browse", "a", "--limit", "5")
+        everything = admin(server.url, "browse", "a", "--json", "--limit", "1000")
+        odd = admin(server.url, "browse", "a", "--selector", "kind = 'odd'", "--json")
+    assert shown.returncode == 0
+    assert shown.stdout.count("\n--- ") + shown.stdout.startswith("--- ") == 5
+    assert "--- 1: m-0  priority 4, non-persistent" in shown.stdout
+    assert "n:0\nkind:even\n\nbody 0\n" in shown.stdout
+    assert shown.stdout.rstrip().endswith("5 message(s) browsed on /queue/a (more follow; raise --limit)")
+    page = last_json(everything)
+    assert [m["id"] for m in page["messages"]] == [f"m-{i}" for i in range(12)]  # type: ignore[union-attr, index]
+    assert page["next"] is None
+    assert [m["id"] for m in last_json(odd)["messages"]] == ["m-1", "m-3", "m-5", "m-7", "m-9", "m-11"]  # type: ignore[union-attr, index]
+    assert len(ops.queues["/queue/a"]) == 12
