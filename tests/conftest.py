@@ -54,3 +54,15 @@ def broker_server(tmp_path: Path) -> Iterator[BrokerServer]:
         yield BrokerServer("127.0.0.1", thread.port, thread)
     finally:
         thread.stop()
+
+
+@pytest.fixture
+def http_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    """A broker with its admin HTTP server on an ephemeral port too (``.http_port``)."""
+    from tests.http_support import start_http_broker
+
+    thread = start_http_broker(tmp_path / "data")
+    try:
+        yield thread
+    finally:
+        thread.stop()

@@ -48,8 +48,10 @@ class FakeOps:
     pause: float = 0.0
     #: Fail with this after the first batch (None: never).
     fail_with: Exception | None = None
-    #: While set, operations hold before each batch until it is cleared.
+    #: Operations wait for this before each batch (None: they don't).
     gate: asyncio.Event | None = None
+    #: Each batch takes one permit (None: no limit): a test lets batches through one by one.
+    permits: asyncio.Semaphore | None = None
 
     def _queue(self, name: str) -> list[FakeMessage]:
         if name not in self.queues:
@@ -145,6 +147,8 @@ class FakeOps:
         while index < len(source):
             if self.gate is not None:
                 await self.gate.wait()
+            if self.permits is not None:
+                await self.permits.acquire()
             if progress.cancelled:
                 kept.extend(source[index:])
                 break

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.core.selector import Selector
-    from broker.http.ops import AdminOps, ConnectionInfo, DestinationInfo, Meter, Progress
+    from broker.http.ops import AdminOps, DestinationInfo, Meter, Progress
 
 log = logging.getLogger("stompd.http")
 
@@ -141,10 +141,6 @@ def destination_json(info: DestinationInfo) -> dict[str, Any]:
 
 def _meter_json(meter: Meter) -> dict[str, Any]:
     return {"used": meter.used, "limit": meter.limit, "peak": meter.peak, "percent": round(meter.percent, 2)}
-
-
-def connection_json(info: ConnectionInfo) -> dict[str, Any]:
-    return asdict(info)
 
 
 # -- routes ---------------------------------------------------------------------------
@@ -367,13 +363,13 @@ def _operation(request: web.Request) -> Operation:
 @routes.get(PREFIX + "/connections")
 async def list_connections(request: web.Request) -> web.Response:
     infos = sorted(_ops(request).connections(), key=lambda info: info.connected_since)
-    return web.json_response({"connections": [connection_json(info) for info in infos]})
+    return web.json_response({"connections": [asdict(info) for info in infos]})
 
 
 @routes.get(PREFIX + "/connections/{id}")
 async def get_connection(request: web.Request) -> web.Response:
     info, subs = _ops(request).connection(request.match_info["id"])
-    out = connection_json(info)
+    out = asdict(info)
     out["subscription_list"] = [asdict(sub) for sub in subs]
     return web.json_response(out)
 

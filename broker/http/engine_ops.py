@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core import names
-from broker.core.errors import BrokerError, InvalidDestination
+from broker.core.errors import BrokerError
 from broker.core.session import CONNECTED
 from broker.core.wildcards import is_wildcard
 from broker.http.ops import (
@@ -85,15 +85,15 @@ class EngineAdminOps:
         raise NotFound(f"no destination {name}")
 
     def create(self, name: str) -> DestinationInfo:
-        kind, bare = _split(name)
-        if kind not in (names.QUEUE, names.TOPIC):
-            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
-        if is_wildcard(bare) and kind == names.TOPIC:
-            raise Invalid(f"{name} is a wildcard, not a destination")
         destinations = self._engine.destinations
-        if kind == names.QUEUE:
+        if name.startswith(names.QUEUE):
             return self._queue_info(destinations.queue(name))
-        return self._topic_info(destinations.topic(kind, bare))
+        bare = name.removeprefix(names.TOPIC)
+        if bare == name:
+            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+        if is_wildcard(bare):
+            raise Invalid(f"{name} is a wildcard, not a destination")
+        return self._topic_info(destinations.topic(names.TOPIC, bare))
 
     def _queue_info(self, queue: Queue) -> DestinationInfo:
         stats = queue.stats
@@ -296,16 +296,6 @@ def _subscription_info(sub: Subscription) -> SubscriptionInfo:
         durable=durable.name if durable is not None else None,
         client_id=sub.session.client_id,
     )
-
-
-def _split(name: str) -> tuple[str, str]:
-    try:
-        parts = names.split_destination(name)
-    except InvalidDestination as exc:
-        raise Invalid(str(exc)) from None
-    if len(parts) != 1:
-        raise Invalid(f"{name} is a composite destination; name one destination")
-    return parts[0]
 
 
 def _kind(name: str) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from broker.http.ops import AdminError, Progress
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Iterator
 
 log = logging.getLogger("stompd.http")
 
@@ -102,7 +102,7 @@ class Operations:
         self._ids = itertools.count(1)
         self._all: OrderedDict[str, Operation] = OrderedDict()
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Operation]:
         return iter(list(self._all.values()))
 
     def get(self, op_id: str) -> Operation | None:

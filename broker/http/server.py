@@ -90,13 +90,14 @@ class HttpServer:
         if request.path in self.open_paths:
             return await handler(request)
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-        _, denied = check(
-            self.security,
-            peer[0] if isinstance(peer, tuple) else None,
-            request.headers.get("Host"),
-            request.headers.get("Authorization"),
+        address = peer[0] if isinstance(peer, tuple) else None
+        user, denied = check(
+            self.security, address, request.headers.get("Host"), request.headers.get("Authorization")
         )
         if denied is None:
+            if request.method not in ("GET", "HEAD"):
+                # Who changed what, for the operator's log (moves, purges, closed connections).
+                log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)
             return await handler(request)
         headers = {"WWW-Authenticate": 'Basic realm="stompd", charset="UTF-8"'} if denied.challenge else {}
         code = "unauthorized" if denied.status == 401 else "forbidden"

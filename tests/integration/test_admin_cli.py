@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,25 +37,16 @@ def last_json(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
     return parsed
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    thread = start_http_broker(tmp_path / "data")
-    try:
-        yield thread
-    finally:
-        thread.stop()
-
-
 def url_of(thread: BrokerThread) -> str:
     return f"http://127.0.0.1:{thread.http_port}"
 
 
-def test_list_and_stat_as_tables_and_json(broker: BrokerThread) -> None:
-    with client(broker.port) as producer:
+def test_list_and_stat_as_tables_and_json(http_broker: BrokerThread) -> None:
+    with client(http_broker.port) as producer:
         for i in range(7):
             producer.send("/queue/orders.eu", f"o{i}", sync=True)
         producer.send("/topic/ticks", "t", sync=True)
-    table = admin(url_of(broker), "list")
+    table = admin(url_of(http_broker), "list")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0].split()[:4] == ["Name", "Depth", "Producers", "Consumers"]
@@ -64,54 +54,54 @@ def test_list_and_stat_as_tables_and_json(broker: BrokerThread) -> None:
     assert row.split()[1:6] == ["7", "-", "0", "7", "0"]
     assert any(line.startswith("/topic/ticks") for line in lines)
 
-    listed = last_json(admin(url_of(broker), "list", "--json"))
+    listed = last_json(admin(url_of(http_broker), "list", "--json"))
     assert {d["name"]: d["depth"] for d in listed["destinations"]} == {  # type: ignore[index, union-attr]
         "/queue/orders.eu": 7,
         "/topic/ticks": 0,
     }
     # --json before the command works too.
     assert (
-        last_json(admin(url_of(broker), "--json", "list", "--kind", "topic"))["destinations"][0]["name"]
+        last_json(admin(url_of(http_broker), "--json", "list", "--kind", "topic"))["destinations"][0]["name"]
         == "/topic/ticks"
     )  # type: ignore[index]
 
-    stat = admin(url_of(broker), "stat", "orders.eu")
+    stat = admin(url_of(http_broker), "stat", "orders.eu")
     assert stat.returncode == 0
     assert "name         /queue/orders.eu" in stat.stdout
     assert "depth        7" in stat.stdout
-    assert last_json(admin(url_of(broker), "stat", "/queue/orders.eu", "--json"))["enqueued"] == 7
+    assert last_json(admin(url_of(http_broker), "stat", "/queue/orders.eu", "--json"))["enqueued"] == 7
 
 
-def test_connections_and_close_connection(broker: BrokerThread) -> None:
-    doomed = Client(broker.port, "1.2", username="bob", passcode="x", headers={"client-id": "billing"})
+def test_connections_and_close_connection(http_broker: BrokerThread) -> None:
+    doomed = Client(http_broker.port, "1.2", username="bob", passcode="x", headers={"client-id": "billing"})
     try:
         doomed.subscribe("/queue/invoices", "inv")
-        table = admin(url_of(broker), "connections")
+        table = admin(url_of(http_broker), "connections")
         assert table.returncode == 0
         row = next(line for line in table.stdout.splitlines() if "billing" in line)
         assert "bob" in row and "127.0.0.1:" in row and " 1.2 " in row
-        listed = last_json(admin(url_of(broker), "connections", "--json"))["connections"]
+        listed = last_json(admin(url_of(http_broker), "connections", "--json"))["connections"]
         (info,) = listed  # type: ignore[misc]
-        subs = admin(url_of(broker), "subscriptions")
+        subs = admin(url_of(http_broker), "subscriptions")
         assert "/queue/invoices" in subs.stdout
 
-        closed = admin(url_of(broker), "close-connection", info["id"])
+        closed = admin(url_of(http_broker), "close-connection", info["id"])
         assert closed.returncode == 0
         assert closed.stdout.strip() == f"closed connection {info['id']}"
         assert doomed.listener.disconnected.wait(5)
-        again = admin(url_of(broker), "close-connection", info["id"])
+        again = admin(url_of(http_broker), "close-connection", info["id"])
         assert again.returncode == 1
         assert again.stderr.strip() == f"stompd-admin: no connection {info['id']}"
     finally:
         doomed.close()
 
 
-def test_usage(broker: BrokerThread) -> None:
-    result = admin(url_of(broker), "usage")
+def test_usage(http_broker: BrokerThread) -> None:
+    result = admin(url_of(http_broker), "usage")
     assert result.returncode == 0
     assert result.stdout.splitlines()[0].split() == ["Usage", "Used", "Limit", "%", "Peak"]
     assert "memory" in result.stdout and "1.0 GiB" in result.stdout
-    assert last_json(admin(url_of(broker), "usage", "--json"))["memory"]["limit"] == 1 << 30  # type: ignore[index]
+    assert last_json(admin(url_of(http_broker), "usage", "--json"))["memory"]["limit"] == 1 << 30  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -133,14 +123,14 @@ def test_usage(broker: BrokerThread) -> None:
         ),
     ],
 )
-def test_failures_are_one_line_and_exit_1(broker: BrokerThread, args: list[str], message: str) -> None:
-    with client(broker.port) as producer:
+def test_failures_are_one_line_and_exit_1(http_broker: BrokerThread, args: list[str], message: str) -> None:
+    with client(http_broker.port) as producer:
         producer.send("/queue/present", "x", sync=True)
-    result = admin(url_of(broker), *args)
+    result = admin(url_of(http_broker), *args)
     assert result.returncode == 1
     assert result.stderr == message + "\n"
     assert result.stdout == ""
-    as_json = admin(url_of(broker), *args, "--json")
+    as_json = admin(url_of(http_broker), *args, "--json")
     assert as_json.returncode == 1
     assert last_json(as_json)["error"]["message"] == message.removeprefix("stompd-admin: ")  # type: ignore[index]
 

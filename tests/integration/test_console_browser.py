@@ -19,7 +19,6 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from broker.app import BrokerThread
 from tests.clients import client
-from tests.http_support import start_http_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -59,26 +58,17 @@ def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
         driver.quit()
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    thread = start_http_broker(tmp_path / "data")
-    try:
-        yield thread
-    finally:
-        thread.stop()
-
-
 def cell(driver: webdriver.Chrome, dest: str, column: str) -> str:
     found = driver.find_elements(By.CSS_SELECTOR, f'#destinations tr[data-dest="{dest}"] td.{column}')
     return found[0].text if found else ""
 
 
 def test_the_console_shows_depth_changes_and_runs_operations(
-    broker: BrokerThread, browser: webdriver.Chrome
+    http_broker: BrokerThread, browser: webdriver.Chrome
 ) -> None:
-    url = f"http://127.0.0.1:{broker.http_port}/console/"
+    url = f"http://127.0.0.1:{http_broker.http_port}/console/"
     wait = WebDriverWait(browser, SEE_WITHIN)
-    with client(broker.port) as producer:
+    with client(http_broker.port) as producer:
         for i in range(3):
             producer.send("/queue/console.test", f"m{i}", sync=True, n=str(i))
         browser.get(url)
@@ -93,7 +83,7 @@ def test_the_console_shows_depth_changes_and_runs_operations(
         for i in range(3, 8):
             producer.send("/queue/console.test", f"m{i}", sync=True, n=str(i))
         wait.until(lambda d: cell(d, "/queue/console.test", "depth") == "8")
-        with client(broker.port) as consumer:
+        with client(http_broker.port) as consumer:
             consumer.subscribe("/queue/console.test", "c", ack="auto", **{"activemq.prefetchSize": "1"})
             consumer.listener.wait_messages(8)
             wait.until(lambda d: cell(d, "/queue/console.test", "depth") == "0")
@@ -131,7 +121,7 @@ def test_the_console_shows_depth_changes_and_runs_operations(
 
     # Connections page: listed, and closed with the row's button (after a confirmation).
     browser.get(url + "#/connections")
-    with client(broker.port, headers={"client-id": "from-the-test"}) as watched:
+    with client(http_broker.port, headers={"client-id": "from-the-test"}) as watched:
         wait.until(lambda d: "from-the-test" in d.find_element(By.ID, "connections").text)
         row = next(
             r for r in browser.find_elements(By.CSS_SELECTOR, "#connections tr") if "from-the-test" in r.text
@@ -155,11 +145,11 @@ def stat(driver: webdriver.Chrome, name: str) -> str:
 
 
 def test_a_destination_page_can_be_opened_by_its_address(
-    broker: BrokerThread, browser: webdriver.Chrome
+    http_broker: BrokerThread, browser: webdriver.Chrome
 ) -> None:
-    with client(broker.port) as producer:
+    with client(http_broker.port) as producer:
         producer.send("/queue/deep.link", "x", sync=True)
     browser.get(
-        f"http://127.0.0.1:{broker.http_port}/console/#/destination/{quote('/queue/deep.link', safe='')}"
+        f"http://127.0.0.1:{http_broker.http_port}/console/#/destination/{quote('/queue/deep.link', safe='')}"
     )
     WebDriverWait(browser, SEE_WITHIN).until(lambda d: stat(d, "depth") == "1")

@@ -96,24 +96,21 @@ def test_a_long_operation_is_polled_until_done() -> None:
 def test_a_running_operation_can_be_cancelled_between_batches() -> None:
     ops = FakeOps({"/queue/deep": messages(100)}, batch=10)
     with FakeServer(ops) as server:
-        gate = asyncio.Event()
-        ops.gate = gate
-        server.call(gate.set)
-        op_id = call(
-            server.url, "POST", "/api/v1/destinations/deep/move", {"to": "x", "selector": "n >= 0", "wait": 0}
-        ).body["id"]
-        # Let a batch or more through, then hold it and cancel.
-        eventually(lambda: call(server.url, "GET", f"/api/v1/operations/{op_id}").body["scanned"] >= 10)
-        server.call(gate.clear)
+        permits = asyncio.Semaphore(2)
+        ops.permits = permits
+        body = {"to": "x", "selector": "n >= 0", "wait": 0}
+        op_id = call(server.url, "POST", "/api/v1/destinations/deep/move", body).body["id"]
+        # Two batches go through, then it waits for a third permit: cancel it there.
+        eventually(lambda: call(server.url, "GET", f"/api/v1/operations/{op_id}").body["scanned"] == 20)
         cancelled = call(server.url, "DELETE", f"/api/v1/operations/{op_id}")
-        assert cancelled.status in (200, 202)
-        server.call(gate.set)
+        assert cancelled.status == 202
+        server.call(lambda: [permits.release() for _ in range(10)])
         final = call(server.url, "GET", f"/api/v1/operations/{op_id}?wait=10").body
     assert final["state"] == "cancelled"
-    assert 10 <= final["moved"] < 100
+    assert (final["moved"], final["scanned"]) == (20, 20)
     # Nothing lost, nothing duplicated: what was not moved is still there.
-    assert len(ops.queues["/queue/deep"]) + len(ops.queues["/queue/x"]) == 100
-    assert final["moved"] == len(ops.queues["/queue/x"])
+    assert len(ops.queues["/queue/deep"]) == 80
+    assert len(ops.queues["/queue/x"]) == 20
 
 
 def test_an_operation_that_fails_half_way_says_why() -> None:

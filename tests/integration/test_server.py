@@ -62,7 +62,7 @@ def test_slow_consumer_does_not_make_the_broker_buffer_in_sockets(broker_server:
     assert queue.cursor.count == 0
 
 
-def run_broker(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+def run_broker(port: int, data_dir: Path, http_port: int = 0) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -73,7 +73,7 @@ def run_broker(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
             "--data-dir",
             str(data_dir),
             "--http-port",
-            "0",
+            str(http_port),
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
