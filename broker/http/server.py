@@ -63,7 +63,8 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
+        # Requests still running at shutdown get a few seconds, not aiohttp's default minute.
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)
         try:
