@@ -198,8 +198,14 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
             config = replace(config, redelivery=redelivery)
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))
-    elif any(connector.tls for connector in config.connectors):
-        ctx.error(node, "a TLS listener (stomp+ssl, wss) needs an <sslContext> with its certificate")
+    else:
+        for connector in config.connectors:
+            if connector.tls:
+                ctx.issues.error(
+                    connector.source.line,
+                    "broker/transportConnectors/transportConnector",
+                    f"{connector.scheme}:// needs an <sslContext> in <broker> with its certificate",
+                )
     if "httpServer" in seen:
         config = replace(config, http=_http(ctx, seen["httpServer"]))
     if "export" in seen:

@@ -15,9 +15,12 @@ command-line defaults and, where noted, differ from ActiveMQ's.
 Matching a destination to its entries (config/wildcards.py):
 
 - policies (``PolicyMap.entries``) and redelivery policies (``RedeliveryPlugin.entries``):
-  exactly one entry applies, the most specific match (:func:`config.wildcards.choose`);
-  none matching -> the map's ``default``.  An entry's attributes it does not set are the
-  ``default`` entry's (already filled in at load: read any field directly).
+  exactly one entry applies, the most specific match (:func:`config.wildcards.choose`,
+  called with the destination's kind and its name without the ``/queue/`` prefix);
+  none matching -> the map's ``default``.  As in ActiveMQ, kinds never mix: a ``queue=">"``
+  entry does not apply to temporary queues, which match ``tempQueue="true"`` entries only.
+  An entry's attributes it does not set are the ``default`` entry's (already filled in at
+  load: read any field directly).
 - authorization entries: *every* matching entry applies; the allowed groups are the union
   of their groups plus the ``default_entry``'s, as ActiveMQ's DefaultAuthorizationMap does.
 """

@@ -212,10 +212,6 @@ def percent(text: str) -> int:
     return integer(1, 100)(text)
 
 
-def text(value: str) -> str:
-    return value
-
-
 def nonempty(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be empty")
