@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from broker.app import run
-from broker.settings_bridge import CannotRun, broker_options, not_applied
+from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config import overrides, passwords
 from config.issues import ConfigError
 from config.loader import load
@@ -200,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for warning in warnings:
         log.warning("%s", warning)
+    pending = not_applied_in_file(config)
+    if pending:
+        log.warning("checked but not applied yet (see stompd --check-config): %s", ", ".join(pending))
     try:
         run(options)
     except StoreError as exc:

@@ -138,5 +138,14 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
-    out |= {"authentication", "authorization", "ssl", "http", "export"}
+    out |= {name for name in ("authentication", "authorization", "ssl") if getattr(config, name) is not None}
+    # No HTTP server or exporter exists yet, whatever their settings.
+    out |= {"http", "export"}
     return out
+
+
+def not_applied_in_file(config: BrokerConfig) -> list[str]:
+    """What a configuration asks for that the broker will not do yet (for a start-up warning)."""
+    defaults = BrokerConfig()
+    unchanged = {name for name in ("http", "export") if getattr(config, name) == getattr(defaults, name)}
+    return sorted(not_applied(config) - unchanged)

@@ -179,7 +179,7 @@ def load_destination_policy(ctx: Context, node: Node) -> PolicyMap:
     for child in policy_map.child_elements("defaultEntry"):
         for entry_node in child.children:
             if entry_node.tag == "policyEntry":
-                fields = _policy_fields(ctx, entry_node, PolicyEntry())
+                fields = _policy_fields(ctx, entry_node)
                 for attr in ("queue", "topic", "tempQueue", "tempTopic"):
                     if attr in entry_node.attrs:
                         ctx.warn(
@@ -197,7 +197,7 @@ def load_destination_policy(ctx: Context, node: Node) -> PolicyMap:
                 if entry_node.tag != "policyEntry":
                     ctx.unexpected(entry_node, "policyEntries")
                     continue
-                fields = _policy_fields(ctx, entry_node, default)
+                fields = _policy_fields(ctx, entry_node)
                 where = destination(ctx, fields)
                 fields.finish()
                 if where is not None:
@@ -208,7 +208,7 @@ def load_destination_policy(ctx: Context, node: Node) -> PolicyMap:
     return PolicyMap(entries=tuple(entries), default=default)
 
 
-def _policy_fields(ctx: Context, node: Node, default: PolicyEntry) -> Fields:
+def _policy_fields(ctx: Context, node: Node) -> Fields:
     fields = Fields(ctx, node, "policyEntry")
     for attr, (name, convert) in _POLICY_ATTRIBUTES.items():
         fields.get(attr, name, convert)
@@ -220,7 +220,7 @@ def _policy_fields(ctx: Context, node: Node, default: PolicyEntry) -> Fields:
                 fields.values[name] = cursor
                 fields.origins[name] = ctx.origin(child)
         elif child.tag == "deadLetterStrategy":
-            strategy = _dead_letter(ctx, child, default.dead_letter)
+            strategy = _dead_letter(ctx, child)
             if strategy is not None:
                 fields.values["dead_letter"] = strategy
                 fields.origins["dead_letter"] = strategy.origins.get("kind", ctx.origin(child))
@@ -243,7 +243,7 @@ def _cursor(ctx: Context, node: Node) -> Cursor | None:
     return chosen
 
 
-def _dead_letter(ctx: Context, node: Node, inherited: DeadLetterStrategy) -> DeadLetterStrategy | None:
+def _dead_letter(ctx: Context, node: Node) -> DeadLetterStrategy | None:
     chosen: DeadLetterStrategy | None = None
     for child in node.children:
         kind = _DEAD_LETTER_ELEMENTS.get(child.tag)

@@ -175,6 +175,7 @@ def test_stompd_config_runs_a_real_broker_process(tmp_path: Path) -> None:
                 break
         assert port, "".join(lines)
         assert any("OpenWire is not STOMP" in line for line in lines)
+        assert not any("not applied yet" in line for line in lines)
         with client(port) as c:
             c.subscribe("/topic/configured")
             c.send("/topic/configured", "from a file", sync=True)
