@@ -9,6 +9,7 @@ what people type on a command line.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?b?|[kmgt]i?b)?\s*$", re.IGNORECASE)
 _FACTORS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -49,7 +50,7 @@ def parse_duration(text: str) -> int:
     if match is None:
         raise InvalidSize(f"{text!r} is not a duration: use milliseconds, or a number with ms, s, min or h")
     number, unit = match.groups()
-    value = float(number) * _MS[(unit or "").lower()]
-    if value != int(value):
+    value = Fraction(number) * _MS[(unit or "").lower()]
+    if value.denominator != 1:
         raise InvalidSize(f"{text!r} is not a whole number of milliseconds")
     return int(value)

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from config.issues import ConfigError
 from config.loader import load
@@ -543,3 +545,14 @@ def test_broker_attributes(tmp_path: Path) -> None:
     assert (config.broker.broker_name, config.broker.data_directory) == ("b1", tmp_path / "d")
     assert (config.broker.persistent, config.broker.scheduler_support) == (False, False)
     assert config.store_directory == tmp_path / "d" / "store"
+
+
+@given(size=st.integers(1, 1 << 45), spelling=st.sampled_from(["{b}", "{kb} kb", "{mb}mb", "{gb} GB"]))
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_size_as_activemq_writes_it(tmp_path: Path, size: int, spelling: str) -> None:
+    units = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30}
+    key = spelling[1:].split("}")[0]
+    text = spelling.format(**{key: max(1, size // units[key])})
+    expected = max(1, size // units[key]) * units[key]
+    config = load_body(tmp_path, usage("storeUsage", f'limit="{text}"') + "\n").config
+    assert config.system_usage.store_limit == expected
