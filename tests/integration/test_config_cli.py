@@ -36,6 +36,7 @@ SMALL = """<beans xmlns="http://www.springframework.org/schema/beans">
       <transportConnector name="openwire" uri="tcp://127.0.0.1:61616"/>
       <transportConnector name="stomp" uri="stomp://127.0.0.1:0?wireFormat.maxFrameSize=1mb"/>
     </transportConnectors>
+    <persistenceAdapter><levelDB directory="${data}/leveldb"/></persistenceAdapter>
   </broker>
 </beans>
 """
@@ -140,7 +141,8 @@ def test_a_broker_runs_from_a_file_in_process(tmp_path: Path) -> None:
             c.subscribe("/queue/configured")
             c.send("/queue/configured", "hello", sync=True)
             assert c.listener.wait_messages(1)[0].body == "hello"
-        assert (tmp_path / "d" / "store").is_dir()
+        assert (tmp_path / "d" / "leveldb").is_dir() and not (tmp_path / "d" / "store").exists()
+        assert (tmp_path / "d" / "tmp_storage").is_dir()
     finally:
         thread.stop()
 
