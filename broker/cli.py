@@ -103,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-header-length", type=int, help="bytes per header line (default 10240)")
     http = parser.add_argument_group("admin HTTP server (JSON API, web console, /health)")
     http.add_argument("--http-host", help="address to listen on (default 127.0.0.1)")
-    http.add_argument("--http-port", type=int, help="port (default 8161, ActiveMQ's console port); 0 turns it off")
+    http.add_argument(
+        "--http-port", type=int, help="port (default 8161, ActiveMQ's console port); 0 turns it off"
+    )
     http.add_argument(
         "--http-allow-remote",
         action="store_true",
