@@ -28,6 +28,7 @@ from protocol.frames import ALL_COMMANDS, CLIENT_COMMANDS, SERVER_COMMANDS, UNES
 _HEARTBEATS = re.compile(rb"(?:\r?\n)+")
 _HEADER_END = re.compile(rb"\n\r?\n")
 _CR = 13
+_LF = 10
 _CONTENT_LENGTH = "content-length"
 # A content-length with more digits than this is over any sane max_frame_size; not
 # calling int() on it also avoids Python's 4300-digit int-parsing limit.
@@ -200,7 +201,12 @@ class FrameParser:
                     f"{self.max_frame_size} bytes"
                 )
         self._headers = None
-        self._pos = self._scan = nul + 1
+        end = nul + 1
+        # The EOL that most peers (ActiveMQ, PHP's client, stompd itself) write after the
+        # NUL is skipped here: one comparison instead of the heart-beat regex per frame.
+        if end < len(buf) and buf[end] == _LF:
+            end += 1
+        self._pos = self._scan = end
         # ``b"" + bytearray`` makes bytes with one copy, faster than bytes(buf[a:b]).
         return Frame(command, headers, b"" + buf[body_start:nul])
 

@@ -24,7 +24,6 @@ DEFAULT_PRIORITY: Final = 4
 # and strings), so that the memory limit tracks RSS rather than only body bytes.
 OBJECT_OVERHEAD: Final = 450
 HEADER_OVERHEAD: Final = 110
-NUL: Final = b"\0"
 
 # Headers a producer may not set: they are the broker's (ActiveMQ strips the same
 # ones, so a consumer can trust them).
@@ -153,7 +152,7 @@ class Message:
 
     def wire(self, version: str) -> tuple[bytes, bytes]:
         """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
-        them, and the body and a NUL after.  The body is never copied here."""
+        them, and the body and ``FRAME_END`` after.  The body is never copied here."""
         wire = self._wire
         if wire is not None and self._wire_version == version:
             return wire
