@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from broker.core import names
+from broker.core import names, scheduler
 from broker.core.clock import Clock
 from broker.core.cursor import Cursor
 from broker.core.destinations import Destination, Destinations
@@ -37,7 +37,7 @@ from broker.core.persistence import (
     SubscriptionSource,
 )
 from broker.core.queue import Queue
-from broker.core.scheduler import Schedule, Scheduler, schedule_of
+from broker.core.scheduler import Jobs, timing_of
 from broker.core.selector import compile_selector
 from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
 from broker.core.settings import CoreSettings
@@ -97,12 +97,16 @@ class Engine:
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
         self.destinations.on_expired = self._expired
         self.durables = Durables()
-        #: With a store, scheduled messages wait there rather than in ``scheduler``.
-        self.stored_schedule: StoredSchedule | None = None
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
-        self.scheduler = Scheduler()
+        self.jobs = Jobs(
+            self.clock,
+            self.usage.memory,
+            self._route_all,
+            lambda destination: self.destinations.send_targets(None, destination),
+            self._next_seq,
+        )
         #: Messages given back, waiting out the redelivery delay: (due ms, queue, messages).
         self._redeliveries: deque[tuple[int, Queue, list[Message]]] = deque()
         self.sessions: dict[str, Session] = {}
@@ -184,7 +188,7 @@ class Engine:
             )
         for sub_id in recovery.draining:
             persistence.drain(sub_id)
-        self.stored_schedule = StoredSchedule(persistence, recovery.next_due_ms)
+        self.jobs.stored = StoredSchedule(persistence, recovery.next_due_ms)
         for record in recovery.destinations:
             if record.kind == TOPIC_KIND:
                 # Read back through durable subscriptions' pointers; the store knows its id.
@@ -212,10 +216,7 @@ class Engine:
 
     def tick(self) -> None:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
-        if self.scheduler:
-            self._run_schedules()
-        if self.stored_schedule is not None:
-            self.stored_schedule.poll(self.clock.ms, self._fire_stored, self._next_seq)
+        self.jobs.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
@@ -335,6 +336,7 @@ class Engine:
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
         message = self._build_message(session, destination, headers, frame.body)
+        scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
 
     def _orphan_send(self, session: Session, frame: f.Frame) -> ParkedSend | None:
@@ -355,17 +357,9 @@ class Engine:
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
         """Route a SEND; ``sender``'s later frames wait until what it stored is durable."""
-        schedule = schedule_of(message.headers)
-        if schedule is not None:
-            delay, period, repeat = schedule
-            if self.stored_schedule is not None and not any(t.owner is not None for t in targets):
-                self.stored_schedule.add(
-                    self.clock.ms + delay, self._next_seq(), message, period, repeat, sender
-                )
-                return
-            message.meter = self.usage.memory
-            message.hold()
-            self.scheduler.add(self.clock.ms + delay, Schedule(message, targets, period, repeat))
+        timing = timing_of(message.headers)
+        if timing is not None:
+            self.jobs.add(timing, message, targets, sender)
             return
         self._route_all(message, targets, sender)
 
@@ -424,29 +418,9 @@ class Engine:
                 return False
         return True
 
-    def _run_schedules(self) -> None:
-        for due, schedule in self.scheduler.pop_due(self.clock.ms):
-            template = schedule.message
-            # Every delivery of a scheduled message is a message of its own (ActiveMQ).
-            self._route_all(template.copy_to(0, "", template.destination), schedule.targets)
-            if schedule.repeats_left:
-                schedule.repeats_left -= 1
-                self.scheduler.add(due + schedule.period, schedule)
-            else:
-                template.drop()
-
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
-
-    def _fire_stored(self, message: Message, destination: str) -> None:
-        """A stored schedule came due: route this delivery of it (a message of its own)."""
-        try:
-            targets = self.destinations.send_targets(None, destination)
-        except StompError as exc:
-            log.warning("dropping a scheduled message for %s: %s", destination, exc)
-            return
-        self._route_all(message, targets)
 
     def _why_full(self) -> str:
         usage = self.usage

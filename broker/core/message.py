@@ -122,13 +122,16 @@ class Message:
         if not self.holders and self.meter is not None:
             self.meter.release(self.size)
 
-    def copy_to(self, seq: int, message_id: str, destination: str) -> Message:
-        """The same payload routed to another destination (composite sends)."""
+    def copy_to(
+        self, seq: int, message_id: str, destination: str, headers: dict[str, str] | None = None
+    ) -> Message:
+        """The same payload routed to another destination (composite sends), with other
+        headers if given."""
         clone = Message(
             seq,
             message_id,
             destination,
-            self.headers,
+            self.headers if headers is None else headers,
             self.body,
             priority=self.priority,
             expires=self.expires,
