@@ -336,7 +336,8 @@ class Engine:
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
         message = self._build_message(session, destination, headers, frame.body)
-        scheduler.check(headers)
+        if not scheduler.HEADERS.isdisjoint(headers):
+            scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
 
     def _orphan_send(self, session: Session, frame: f.Frame) -> ParkedSend | None:
@@ -357,10 +358,11 @@ class Engine:
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
         """Route a SEND; ``sender``'s later frames wait until what it stored is durable."""
-        timing = timing_of(message.headers)
-        if timing is not None:
-            self.jobs.add(timing, message, targets, sender)
-            return
+        if not scheduler.HEADERS.isdisjoint(message.headers):
+            timing = timing_of(message.headers)
+            if timing is not None:
+                self.jobs.add(timing, message, targets, sender)
+                return
         self._route_all(message, targets, sender)
 
     def _route_all(
