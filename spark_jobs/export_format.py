@@ -86,6 +86,8 @@ def _problem(f: Field, value: object) -> str | None:
             pattern = _PATTERNS.setdefault(f.pattern, re.compile(f.pattern))
             if not pattern.fullmatch(value):
                 return f"{value!r} does not match {f.pattern}"
+        if f.prefix is not None and (len(value) <= len(f.prefix) or not value.startswith(f.prefix)):
+            return f"{value!r} is not {f.prefix!r} followed by a name"
         return None
     if f.type == "bool":
         return None if isinstance(value, bool) else "not a boolean"

@@ -110,6 +110,8 @@ def _field_ok(f: Field, col: Column, what: Column) -> Column:
         checks.append(col <= f.maximum)
     if f.pattern is not None:
         checks.append(col.rlike(_java_pattern(f.pattern)))
+    if f.prefix is not None:
+        checks.append(col.startswith(f.prefix) & (F.length(col) > len(f.prefix)))
     if f.nonempty:
         checks.append(F.length(col) > 0)
     ok = col.isNull() | _all(checks) if checks else F.lit(True)
@@ -149,6 +151,9 @@ class Quality:
     #: seq numbers missing inside each run's [min, max]: records the exporter dropped.
     lost: int = 0
     runs: list[str] = field(default_factory=list)
+    #: Earliest and latest ts of the lines kept (epoch ms), None when there are none.
+    first_ms: int | None = None
+    last_ms: int | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -208,7 +213,7 @@ def load(
     cached, though every field is checked.
     """
     names = list(columns or [f.name for f in fields(kind)])
-    for key in ("run", "seq"):
+    for key in ("run", "seq", "ts"):
         if key not in names:
             names.append(key)
     if not paths:
@@ -219,9 +224,16 @@ def load(
     )
     quality = Quality(files=len(paths), bytes=size)
     by_run: dict[str, tuple[int, int, int]] = {}
+    ts = F.when(F.col("status") == OK, F.col("ts"))
     for row in (
         classified.groupBy("status", F.when(F.col("status") == OK, F.col("run")).alias("run"))
-        .agg(F.count(F.lit(1)).alias("n"), F.min("seq").alias("lo"), F.max("seq").alias("hi"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("seq").alias("lo"),
+            F.max("seq").alias("hi"),
+            F.min(ts).alias("first"),
+            F.max(ts).alias("last"),
+        )
         .collect()
     ):
         quality.lines += row["n"]
@@ -231,6 +243,8 @@ def load(
             quality.late += row["n"]
         else:
             by_run[row["run"]] = (row["n"], row["lo"], row["hi"])
+            quality.first_ms = min(quality.first_ms or row["first"], row["first"])
+            quality.last_ms = max(quality.last_ms or row["last"], row["last"])
     ok = classified.where(F.col("status") == OK)
     duplicates = (
         ok.groupBy("run", "seq")

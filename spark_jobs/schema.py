@@ -10,7 +10,7 @@ this module by ``python -m spark_jobs.schema`` and a test checks they agree):
   broker-wide line, all with the same ``ts``.
 
 Every rule a reader applies to decide that a line is *corrupt* is data here (types,
-required-ness per event or row type, ranges, allowed values, patterns), so the
+required-ness per event or row type, ranges, allowed values, patterns, prefixes), so the
 pure-Python validator (``spark_jobs.export_format``) and the Spark job's column
 expressions (``spark_jobs.lines``) cannot drift apart. This module imports nothing
 outside the standard library: pyspark is imported only by ``spark_struct``.
@@ -57,7 +57,6 @@ DESTINATION_TYPES: Final = ("queue", "topic")
 ROW_TYPES: Final = (*DESTINATION_TYPES, "broker")
 
 RUN_PATTERN: Final = r"[A-Za-z0-9_.]{1,64}"
-DESTINATION_PATTERN: Final = r"/.+"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +77,8 @@ class Field:
     minimum: int | None = None
     maximum: int | None = None
     pattern: str | None = None
+    #: The value starts with this and has at least one character more.
+    prefix: str | None = None
     nonempty: bool = False
 
 
@@ -123,7 +124,7 @@ EVENT_FIELDS: Final = (
         "For move and dead-letter the one the message left; for flow events the one the blocked "
         "SEND was for.",
         ALWAYS,
-        pattern=DESTINATION_PATTERN,
+        prefix="/",
     ),
     Field(
         "message_id",
@@ -187,7 +188,7 @@ EVENT_FIELDS: Final = (
         "Where the message went: the destination of a move, the dead-letter queue of a "
         "dead-letter or of an expired message sent to one.",
         ("move", "dead-letter"),
-        pattern=DESTINATION_PATTERN,
+        prefix="/",
     ),
     Field(
         "wait_ms",
@@ -224,7 +225,7 @@ METRIC_FIELDS: Final = (
         "str",
         "The destination as STOMP writes it; null on the broker row.",
         _DEST,
-        pattern=DESTINATION_PATTERN,
+        prefix="/",
     ),
     _counter(
         "enqueued_total",
@@ -390,6 +391,8 @@ def _checks_text(f: Field) -> str:
         checks.append(f">= {f.minimum}")
     if f.pattern is not None:
         checks.append(f"matches `^{f.pattern}$`")
+    if f.prefix is not None:
+        checks.append(f"starts with `{f.prefix}`, then at least one character")
     if f.nonempty:
         checks.append("not empty")
     return " Valid: " + "; ".join(checks) + "." if checks else ""
