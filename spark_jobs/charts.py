@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 WIDTH: Final = 9.0
 #: rcParams for every chart (typed Any: matplotlib types rc keys as a Literal of every name).
-STYLE: Final[Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+STYLE: Final[Any] = {
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
 
 
 def _svg(figure: Figure) -> str:

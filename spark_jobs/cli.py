@@ -124,7 +124,6 @@ def build_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM binds loopback, not the host's address
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
-        settings["spark.sql.shuffle.partitions"] = str(max(4, 2 * (os.cpu_count() or 1)))
     settings.update(conf or {})
     builder: Any = SparkSession.builder
     for key, value in settings.items():

@@ -14,13 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pyspark.sql import DataFrame, SparkSession
 
 
 class Output:
     def __init__(self, spark: SparkSession, root: str) -> None:
         self.spark = spark
+        self.cached: list[DataFrame] = []
         self.root = root.rstrip("/") or "/"
         self._jvm: Any = spark.sparkContext._jvm
         conf = spark.sparkContext._jsc.hadoopConfiguration()
@@ -35,13 +41,24 @@ class Output:
     def uri(self, relative: str) -> str:
         return f"{self.root}/{relative}"
 
-    def table(self, name: str, frame: DataFrame) -> DataFrame:
-        """Write ``frame`` as ``parquet/NAME`` and ``csv/NAME.csv``; return it read back."""
-        parquet = self.uri(f"parquet/{name}")
-        frame.coalesce(1).write.mode("overwrite").parquet(parquet)
-        written = self.spark.read.parquet(parquet)
+    def table(self, name: str, frame: DataFrame, order: Sequence[str] = ()) -> DataFrame:
+        """Write ``frame`` as ``parquet/NAME`` and ``csv/NAME.csv``, sorted by ``order``
+        (``-column``: descending); return it, cached, for the report page.
+
+        One file per table: the rows are gathered into one partition and sorted there,
+        which costs no range-partitioning pass (tables are aggregates, small next to the
+        event log).
+        """
+        single = frame.coalesce(1)
+        if order:
+            single = single.sortWithinPartitions(
+                *(F.desc(c[1:]) if c.startswith("-") else F.asc(c) for c in order)
+            )
+        table = single.persist(StorageLevel.MEMORY_AND_DISK_DESER)
+        self.cached.append(table)
+        table.write.mode("overwrite").parquet(self.uri(f"parquet/{name}"))
         staging = self.uri(f"csv/.{name}.tmp")
-        written.coalesce(1).write.mode("overwrite").option("header", True).csv(staging)
+        table.write.mode("overwrite").option("header", True).csv(staging)
         parts = [
             s.getPath()
             for s in self._fs.listStatus(self._path(staging))
@@ -53,9 +70,14 @@ class Output:
             self._fs.rename(parts[0], target)
             self._fs.delete(self._path(self.uri(f"csv/.{name}.csv.crc")), False)
         else:  # Spark writes no part file for an empty frame: a header line still tells the columns
-            self.text(f"csv/{name}.csv", ",".join(written.columns) + "\n")
+            self.text(f"csv/{name}.csv", ",".join(table.columns) + "\n")
         self._fs.delete(self._path(staging), True)
-        return written
+        return table
+
+    def release(self) -> None:
+        for table in self.cached:
+            table.unpersist()
+        self.cached.clear()
 
     def text(self, relative: str, content: str) -> str:
         uri = self.uri(relative)

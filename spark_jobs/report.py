@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
-
-from pyspark.sql import functions as F
 
 from spark_jobs import sections, tables
 from spark_jobs.htmlpage import page
@@ -20,7 +19,7 @@ from spark_jobs.lines import Quality, list_inputs, load
 from spark_jobs.output import Output
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from pyspark.sql import DataFrame, SparkSession
 
@@ -49,7 +48,10 @@ DESTINATION_KEYS: Final = (
     "flow_waits",
     "flow_wait_ms",
 )
-CHART_DESTINATIONS: Final = 8
+
+
+#: Tables written at the same time.
+TABLE_THREADS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,7 @@ def run_report(
     files = list_inputs(spark, settings.inputs)
     for kind, paths in files.paths.items():
         progress(f"{len(paths)} {kind} files, {files.bytes[kind] / 1e6:,.1f} MB")
+    _size_shuffles(spark, sum(files.bytes.values()))
     out = Output(spark, settings.output)
     progress("reading and checking event lines")
     events = load(
@@ -93,26 +96,34 @@ def run_report(
     )
     progress(_quality_line("metrics", metrics.quality))
     try:
-        written = _write_tables(
-            spark,
-            out,
-            events.rows,
-            metrics.rows,
-            settings,
-            progress,
-            {"events": events.quality, "metrics": metrics.quality},
-        )
+        quality: dict[str, Quality] = {"events": events.quality, "metrics": metrics.quality}
+        written = _write_tables(spark, out, events.rows, metrics.rows, settings, progress, quality)
+        dests = [row.asDict() for row in written["destinations"].collect()]
+        summary = _summary(dests, events.quality, metrics.quality)
+        progress("writing report.html")
+        out.text("report.html", _render(written, dests, quality, summary))
     finally:
         events.release()
         metrics.release()
-    summary = _summary(written["destinations"], events.quality, metrics.quality)
-    progress("writing report.html")
-    out.text("report.html", _render(written, summary))
+        out.release()
     summary["output"] = settings.output
     summary["seconds"] = round(time.monotonic() - started, 3)
     out.text("summary.json", json.dumps(summary, indent=1) + "\n")
     progress(f"done in {summary['seconds']:.1f} s: {out.uri('report.html')}")
     return summary
+
+
+def _size_shuffles(spark: SparkSession, input_bytes: int) -> None:
+    """Shuffle partitions from the input size, unless the user chose a number.
+
+    Spark's default of 200 costs seconds of empty tasks per table on a small export and
+    is rarely right for a big one: about one partition per 16 MB of (mostly gzipped)
+    input, at least two per core.
+    """
+    if spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        return
+    wanted = max(2 * spark.sparkContext.defaultParallelism, min(200, input_bytes // (16 << 20)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(wanted))
 
 
 def _quality_line(kind: str, q: Quality) -> str:
@@ -129,28 +140,36 @@ def _write_tables(
     metrics: DataFrame,
     settings: ReportSettings,
     progress: Callable[[str], None],
-    quality: dict[str, Quality],
+    quality: Mapping[str, Quality],
 ) -> dict[str, DataFrame]:
-    written: dict[str, DataFrame] = {}
-    plan: list[tuple[str, Callable[[], DataFrame]]] = [
-        ("flow_waits", lambda: tables.flow_waits(events)),
-        ("destinations", lambda: tables.destinations(events, metrics, written["flow_waits"])),
-        ("throughput_per_minute", lambda: tables.throughput_per_minute(events)),
-        ("causes", lambda: tables.causes(events)),
-        ("flow_episodes", lambda: tables.flow_episodes(written["flow_waits"])),
-        ("depth_per_minute", lambda: tables.depth_per_minute(metrics)),
-        ("broker_per_minute", lambda: tables.broker_per_minute(metrics)),
-        ("producers", lambda: tables.producers(events, settings.top)),
-        ("consumers", lambda: tables.consumers(events, settings.top)),
-        ("input_quality", lambda: _quality_frame(spark, quality)),
-    ]
-    for i, (name, build) in enumerate(plan, 1):
-        progress(f"table {i}/{len(plan)}: {name}")
-        written[name] = out.table(name, build())
+    waits = out.table("flow_waits", tables.flow_waits(events), tables.ORDER["flow_waits"])
+    plan: dict[str, Callable[[], DataFrame]] = {
+        "destinations": lambda: tables.destinations(events, metrics, waits),
+        "throughput_per_minute": lambda: tables.throughput_per_minute(events),
+        "causes": lambda: tables.causes(events),
+        "flow_episodes": lambda: tables.flow_episodes(waits),
+        "depth_per_minute": lambda: tables.depth_per_minute(metrics),
+        "broker_per_minute": lambda: tables.broker_per_minute(metrics),
+        "producers": lambda: tables.producers(events, settings.top),
+        "consumers": lambda: tables.consumers(events, settings.top),
+        "input_quality": lambda: _quality_frame(spark, quality),
+    }
+    written = {"flow_waits": waits}
+    progress(f"table 1/{len(plan) + 1} written: flow_waits")
+    # Several Spark jobs at once: on small inputs each table is mostly scheduling latency,
+    # on big ones the jobs simply share the executors' cores.
+    with ThreadPoolExecutor(TABLE_THREADS, thread_name_prefix="table") as pool:
+        futures = {
+            pool.submit(out.table, name, build(), tables.ORDER.get(name, ())): name
+            for name, build in plan.items()
+        }
+        for i, done in enumerate(as_completed(futures), 2):
+            written[futures[done]] = done.result()
+            progress(f"table {i}/{len(plan) + 1} written: {futures[done]}")
     return written
 
 
-def _quality_frame(spark: SparkSession, quality: dict[str, Quality]) -> DataFrame:
+def _quality_frame(spark: SparkSession, quality: Mapping[str, Quality]) -> DataFrame:
     rows = [{"kind": kind, **q.as_dict()} for kind, q in quality.items()]
     counts = ", ".join(f"{name} long" for name in Quality().as_dict())
     return spark.createDataFrame(rows, f"kind string, {counts}")
@@ -162,10 +181,9 @@ def _json_value(value: object) -> object:
     return value
 
 
-def _summary(dests: DataFrame, events: Quality, metrics: Quality) -> dict[str, Any]:
-    rows = dests.collect()
-    first = [r["first_ts"] for r in rows if r["first_ts"] is not None]
-    last = [r["last_ts"] for r in rows if r["last_ts"] is not None]
+def _summary(dests: list[dict[str, Any]], events: Quality, metrics: Quality) -> dict[str, Any]:
+    first = [r["first_ts"] for r in dests if r["first_ts"] is not None]
+    last = [r["last_ts"] for r in dests if r["last_ts"] is not None]
     bad = {k: getattr(events, k) + getattr(metrics, k) for k in ("corrupt", "late", "duplicate")}
     return {
         "events": events.kept,
@@ -180,27 +198,24 @@ def _summary(dests: DataFrame, events: Quality, metrics: Quality) -> dict[str, A
         "first_ts": _json_value(min(first)) if first else None,
         "last_ts": _json_value(max(last)) if last else None,
         "input": {"events": events.as_dict(), "metrics": metrics.as_dict()},
-        "destinations": {r["destination"]: {k: _json_value(r[k]) for k in DESTINATION_KEYS} for r in rows},
+        "destinations": {r["destination"]: {k: _json_value(r[k]) for k in DESTINATION_KEYS} for r in dests},
     }
 
 
-def _render(written: dict[str, DataFrame], summary: dict[str, Any]) -> str:
-    dests = written["destinations"]
-    busiest = [
-        r["destination"] for r in dests.orderBy(F.desc("enqueued")).limit(CHART_DESTINATIONS).collect()
-    ]
-    deepest = [
-        r["destination"]
-        for r in dests.where(F.col("depth_max") > 0)
-        .orderBy(F.desc("depth_max"))
-        .limit(CHART_DESTINATIONS)
-        .collect()
-    ]
+def _render(
+    written: dict[str, DataFrame],
+    dests: list[dict[str, Any]],
+    quality: dict[str, Quality],
+    summary: dict[str, Any],
+) -> str:
+    firsts = [q.first_ms for q in quality.values() if q.first_ms is not None]
+    lasts = [q.last_ms for q in quality.values() if q.last_ms is not None]
+    step = sections.chart_step(min(firsts, default=None), max(lasts, default=None))
     facts = [
         ("period (UTC)", f"{summary['first_ts'] or '-'} to {summary['last_ts'] or '-'}", False),
         ("events", f"{summary['events']:,} from {summary['files']:,} files", False),
         ("metric snapshot rows", f"{summary['metric_rows']:,}", False),
-        ("destinations", f"{len(summary['destinations']):,}", False),
+        ("destinations", f"{len(dests):,}", False),
         (
             "skipped lines",
             f"{summary['corrupt_lines']:,} corrupt, {summary['late_lines']:,} late, "
@@ -210,14 +225,14 @@ def _render(written: dict[str, DataFrame], summary: dict[str, Any]) -> str:
         ("events lost by the exporter", f"{summary['lost_events']:,}", summary["lost_events"] > 0),
     ]
     parts = [
-        sections.destinations_section(dests, len(summary["destinations"])),
-        sections.throughput_section(written["throughput_per_minute"], busiest),
+        sections.destinations_section(dests),
+        sections.throughput_section(written["throughput_per_minute"], dests, step),
         sections.latency_section(dests),
         sections.failures_section(dests, written["causes"]),
-        sections.flow_section(written["flow_episodes"], written["flow_waits"]),
-        sections.swap_section(written["broker_per_minute"]),
-        sections.depth_section(written["depth_per_minute"], deepest),
+        sections.flow_section(written["flow_episodes"], dests),
+        sections.swap_section(written["broker_per_minute"], step),
+        sections.depth_section(written["depth_per_minute"], dests, step),
         sections.busiest_section(written["producers"], written["consumers"]),
-        sections.input_section(written["input_quality"]),
+        sections.input_section([{"kind": kind, **q.as_dict()} for kind, q in quality.items()]),
     ]
     return page("stompd report", facts, parts)

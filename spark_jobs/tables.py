@@ -36,6 +36,16 @@ EVENT_COLUMNS: Final = (
     "target",
     "wait_ms",
 )
+#: How each table's rows are sorted in its file ("-": descending); the top-N tables sort themselves.
+ORDER: Final[dict[str, tuple[str, ...]]] = {
+    "destinations": ("-enqueued", "destination"),
+    "throughput_per_minute": ("destination", "minute"),
+    "causes": ("-messages", "destination", "event", "cause"),
+    "flow_waits": ("start_ms", "destination", "producer"),
+    "flow_episodes": ("start", "destination"),
+    "depth_per_minute": ("destination", "minute"),
+    "broker_per_minute": ("minute",),
+}
 MINUTE_MS: Final = 60_000
 PERCENTILES: Final = (0.5, 0.95, 0.99)
 #: (column, event) pairs counted per destination, in table order.
@@ -167,7 +177,7 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
         "depth_max",
         utc(F.col("first_ms")).alias("first_ts"),
         utc(F.col("last_ms")).alias("last_ts"),
-    ).orderBy(F.desc("enqueued"), "destination")
+    )
 
 
 def throughput_per_minute(events: DataFrame) -> DataFrame:
@@ -176,7 +186,6 @@ def throughput_per_minute(events: DataFrame) -> DataFrame:
         events.where(F.col("event").isin(*MESSAGE_EVENTS))
         .groupBy("destination", minute_of(F.col("ts")).alias("minute"))
         .agg(*_counts())
-        .orderBy("destination", "minute")
     )
 
 
@@ -192,9 +201,7 @@ def causes(events: DataFrame) -> DataFrame:
         .agg(F.count("*").alias("messages"))
     )
     share = F.col("messages") / F.sum("messages").over(Window.partitionBy("destination", "event"))
-    return counted.select("*", share.alias("share")).orderBy(
-        F.desc("messages"), "destination", "event", "cause"
-    )
+    return counted.select("*", share.alias("share"))
 
 
 def flow_waits(events: DataFrame) -> DataFrame:
@@ -222,21 +229,17 @@ def flow_waits(events: DataFrame) -> DataFrame:
     limit = F.when(released & (F.col("prev_event") == "flow-block"), F.col("prev_cause")).when(
         ~released, F.col("cause")
     )
-    return (
-        marked.where(released | still_open)
-        .select(
-            "destination",
-            "producer",
-            utc(start).alias("start"),
-            utc(end).alias("end"),
-            start.alias("start_ms"),
-            end.alias("end_ms"),
-            (end - start).alias("wait_ms"),
-            limit.alias("limit"),
-            F.when(released, F.col("cause")).alias("outcome"),
-            still_open.alias("open"),
-        )
-        .orderBy("start_ms", "destination", "producer")
+    return marked.where(released | still_open).select(
+        "destination",
+        "producer",
+        utc(start).alias("start"),
+        utc(end).alias("end"),
+        start.alias("start_ms"),
+        end.alias("end_ms"),
+        (end - start).alias("wait_ms"),
+        limit.alias("limit"),
+        F.when(released, F.col("cause")).alias("outcome"),
+        still_open.alias("open"),
     )
 
 
@@ -270,7 +273,6 @@ def flow_episodes(waits: DataFrame) -> DataFrame:
             "limits",
             "open",
         )
-        .orderBy("start", "destination")
     )
 
 
@@ -285,7 +287,6 @@ def depth_per_minute(metrics: DataFrame) -> DataFrame:
             F.max("messages").alias("messages_max"),
             F.count("*").alias("snapshots"),
         )
-        .orderBy("destination", "minute")
     )
 
 
@@ -309,16 +310,12 @@ def broker_per_minute(metrics: DataFrame) -> DataFrame:
         deltas.append(delta.alias(increase))
     stepped = broker.select("ts", "seq", "producers_blocked", *BROKER_GAUGES, *deltas)
     last = F.struct("ts", "seq")
-    return (
-        stepped.groupBy(minute_of(F.col("ts")).alias("minute"))
-        .agg(
-            *(F.sum(increase).alias(increase) for increase in BROKER_COUNTERS.values()),
-            F.max("producers_blocked").alias("producers_blocked_max"),
-            *(F.max_by(g, last).alias(g) for g in BROKER_GAUGES),
-            F.max("memory_used_bytes").alias("memory_used_bytes_max"),
-            F.max("temp_used_bytes").alias("temp_used_bytes_max"),
-        )
-        .orderBy("minute")
+    return stepped.groupBy(minute_of(F.col("ts")).alias("minute")).agg(
+        *(F.sum(increase).alias(increase) for increase in BROKER_COUNTERS.values()),
+        F.max("producers_blocked").alias("producers_blocked_max"),
+        *(F.max_by(g, last).alias(g) for g in BROKER_GAUGES),
+        F.max("memory_used_bytes").alias("memory_used_bytes_max"),
+        F.max("temp_used_bytes").alias("temp_used_bytes_max"),
     )
 
 
