@@ -169,10 +169,13 @@ def _write_tables(
     return written
 
 
+def _quality_rows(quality: Mapping[str, Quality]) -> list[dict[str, Any]]:
+    return [{"kind": kind, **q.as_dict()} for kind, q in quality.items()]
+
+
 def _quality_frame(spark: SparkSession, quality: Mapping[str, Quality]) -> DataFrame:
-    rows = [{"kind": kind, **q.as_dict()} for kind, q in quality.items()]
     counts = ", ".join(f"{name} long" for name in Quality().as_dict())
-    return spark.createDataFrame(rows, f"kind string, {counts}")
+    return spark.createDataFrame(_quality_rows(quality), f"kind string, {counts}")
 
 
 def _json_value(value: object) -> object:
@@ -205,7 +208,7 @@ def _summary(dests: list[dict[str, Any]], events: Quality, metrics: Quality) -> 
 def _render(
     written: dict[str, DataFrame],
     dests: list[dict[str, Any]],
-    quality: dict[str, Quality],
+    quality: Mapping[str, Quality],
     summary: dict[str, Any],
 ) -> str:
     firsts = [q.first_ms for q in quality.values() if q.first_ms is not None]
@@ -233,6 +236,6 @@ def _render(
         sections.swap_section(written["broker_per_minute"], step),
         sections.depth_section(written["depth_per_minute"], dests, step),
         sections.busiest_section(written["producers"], written["consumers"]),
-        sections.input_section([{"kind": kind, **q.as_dict()} for kind, q in quality.items()]),
+        sections.input_section(_quality_rows(quality)),
     ]
     return page("stompd report", facts, parts)

@@ -164,21 +164,9 @@ def flow_section(episodes: DataFrame, dests: Sequence[Row]) -> Section:
             (r["destination"], r["start"].replace(tzinfo=UTC), r["end"].replace(tzinfo=UTC)) for r in longest
         ]
         section.charts.append(charts.timeline("Flow-control episodes", spans))
-    columns = (
-        "destination",
-        "start",
-        "end",
-        "duration_ms",
-        "waits",
-        "producers",
-        "total_wait_ms",
-        "max_wait_ms",
-        "limits",
-        "open",
-    )
     first = sorted(longest, key=lambda r: (r["start"], r["destination"]))[:TABLE_ROWS]
     note = "Open: still waiting when the log ends. All episodes: csv/flow_episodes.csv."
-    section.tables.append(Table("Episodes (the longest, in time order)", columns, first, note))
+    section.tables.append(Table("Episodes (the longest, in time order)", episodes.columns, first, note))
     return section
 
 
@@ -218,32 +206,18 @@ def depth_section(depth: DataFrame, dests: Sequence[Row], step: int) -> Section:
 
 def busiest_section(producers: DataFrame, consumers: DataFrame) -> Section:
     section = Section("Busiest producers and consumers", "Connection ids as the broker names them.")
-    shown = {"producer": (_rows(producers, 20), "messages"), "consumer": (_rows(consumers, 20), "acked")}
-    for key, (rows, value) in shown.items():
+    for frame, key, value in ((producers, "producer", "messages"), (consumers, "consumer", "acked")):
+        rows = _rows(frame, 20)
         if rows:
             top = rows[:15]
-            section.charts.append(
-                charts.bar_chart(
-                    f"{key.title()}s by {value}",
-                    "messages",
-                    [r[key] for r in top],
-                    {value: [r[value] for r in top]},
-                )
+            chart = charts.bar_chart(
+                f"{key.title()}s by {value}",
+                "messages",
+                [r[key] for r in top],
+                {value: [r[value] for r in top]},
             )
-    section.tables.append(
-        Table(
-            "Producers",
-            ("producer", "messages", "bytes", "destinations", "first_ts", "last_ts"),
-            shown["producer"][0],
-        )
-    )
-    section.tables.append(
-        Table(
-            "Consumers",
-            ("consumer", "acked", "acked_bytes", "dispatched", "nacked", "destinations", "mean_latency_ms"),
-            shown["consumer"][0],
-        )
-    )
+            section.charts.append(chart)
+        section.tables.append(Table(f"{key.title()}s", frame.columns, rows))
     return section
 
 

@@ -6,11 +6,17 @@ import csv
 import json
 import re
 import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+from spark_jobs.report import ReportSettings, run_report
 from tests.spark.conftest import Report
 from tests.spark.workload import CORRUPT_LINES, DLQ, Workload, duplicated_lines
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 
@@ -194,3 +200,15 @@ def test_report_html_is_self_contained(report: Report) -> None:
     # offline: no scripts, stylesheets or images fetched from anywhere
     assert not re.search(r"<script|<link|<img|src=|@import|url\((?!#)", page)
     assert not re.search(r'href="(?!#)', page)
+
+
+def test_an_export_with_nothing_usable_still_gives_a_report(spark: SparkSession, tmp_path: Path) -> None:
+    """Only corrupt lines and no metric files: every table is empty, nothing fails."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "events-1767225600000-r1-000001.jsonl").write_text("not json\n{}\n")
+    summary = run_report(spark, ReportSettings((str(tmp_path / "in"),), str(tmp_path / "out")))
+    assert (summary["events"], summary["corrupt_lines"], summary["metric_rows"]) == (0, 2, 0)
+    assert summary["destinations"] == {} and summary["first_ts"] is None
+    assert "Destinations" in (tmp_path / "out" / "report.html").read_text()
+    header = (tmp_path / "out" / "csv" / "destinations.csv").read_text().splitlines()
+    assert header[0].startswith("destination,enqueued,")
