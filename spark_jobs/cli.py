@@ -5,7 +5,8 @@
 Runs on ``local[*]`` by default; ``--master spark://HOST:PORT`` runs the same job on a
 Spark standalone cluster, and under ``spark-submit`` the master spark-submit was given
 is used. Progress goes to stderr; with ``--json`` the last line on stdout is the
-summary as one JSON object. Exit status: 0 done, 1 Spark failed, 2 bad arguments or input.
+summary as one JSON object. Exit status: 0 done, 1 Spark failed, 2 bad arguments or
+input, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # Spark's errors (lost cluster, unwritable output) as one line
         print(f"{PROG}: the job failed: {_first_line(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
     finally:
         spark.stop()
     if args.json:

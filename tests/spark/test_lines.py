@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.spark
+# The first test to use the shared session also pays for the JVM start and the workload report.
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 T0 = 1_767_225_600_000
 
 

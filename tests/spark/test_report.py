@@ -18,7 +18,8 @@ from tests.spark.workload import CORRUPT_LINES, DLQ, Workload, duplicated_lines
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.spark
+# The first test to use the shared session also pays for the JVM start and the workload report.
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 
 
 def test_every_line_is_counted_once(report: Report, workload: Workload) -> None:
