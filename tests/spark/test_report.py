@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import re
 import statistics
@@ -204,11 +205,14 @@ def test_report_html_is_self_contained(report: Report) -> None:
 
 
 def test_an_export_with_nothing_usable_still_gives_a_report(spark: SparkSession, tmp_path: Path) -> None:
-    """Only corrupt lines and no metric files: every table is empty, nothing fails."""
+    """Only corrupt lines, a cut-off gzip file and no metric files: every table is empty, nothing fails."""
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "events-1767225600000-r1-000001.jsonl").write_text("not json\n{}\n")
+    whole = gzip.compress(b"not json either\n" * 5000)
+    (tmp_path / "in" / "events-1767225600000-r1-000002.jsonl.gz").write_bytes(whole[: len(whole) // 2])
     summary = run_report(spark, ReportSettings((str(tmp_path / "in"),), str(tmp_path / "out")))
-    assert (summary["events"], summary["corrupt_lines"], summary["metric_rows"]) == (0, 2, 0)
+    assert (summary["events"], summary["metric_rows"]) == (0, 0)
+    assert 2 < summary["corrupt_lines"] < 2 + 5000  # the gzip file is read up to where it was cut
     assert summary["destinations"] == {} and summary["first_ts"] is None
     assert "Destinations" in (tmp_path / "out" / "report.html").read_text()
     header = (tmp_path / "out" / "csv" / "destinations.csv").read_text().splitlines()
