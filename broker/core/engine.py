@@ -488,7 +488,14 @@ class Engine:
             session.outbox.resume_reading()
 
     def _run_unparked(self, session: Session, frame: f.Frame) -> None:
+        parked = session.parked
+        waiting = len(parked)
         self._invoke(self._handlers[frame.command], session, frame)
+        if len(parked) > waiting:
+            # A SEND that still does not fit was parked again: at the head, where it
+            # was, not behind the frames that came after it (whose RECEIPTs would
+            # otherwise overtake it).
+            parked.appendleft(parked.pop())
         if session.phase is CLOSING:
             session.outbox.close()
 
