@@ -46,6 +46,13 @@ class NoSpace(BrokerError):
     summary = "resource limit reached"
 
 
+class StoreFull(NoSpace):
+    """The message store has no room (storeUsage, or the disk under it): ActiveMQ's
+    "Persistent store is Full" under sendFailIfNoSpace."""
+
+    summary = "store full"
+
+
 class StoreFailed(BrokerError):
     summary = "message store failed"
 

@@ -32,6 +32,9 @@ class Outbox(Protocol):
 
     def release(self) -> None: ...
 
+    def drop_held(self) -> None:
+        """Throw away what was pushed since the oldest hold: it will never be durable."""
+
     def pause_reading(self) -> None: ...
 
     def resume_reading(self) -> None: ...

@@ -17,6 +17,7 @@ class Outbox:
         "_close",
         "_fail",
         "_finish",
+        "_held_from",
         "_holds",
         "_limit",
         "_loop",
@@ -47,6 +48,8 @@ class Outbox:
         #: While above zero nothing is written: the store has not yet made durable what
         #: the queued frames acknowledge (see broker.core.persistence).
         self._holds = 0
+        #: Where the oldest hold began in ``_chunks`` (what ``drop_held`` drops).
+        self._held_from = 0
         self._finish: Callable[[], None] | None = None
         #: Loop time of the last flush, so heart-beats go out only on idle connections.
         self.wrote_at = loop.time()
@@ -79,6 +82,8 @@ class Outbox:
         self.wrote_at = self._loop.time()
 
     def hold(self) -> None:
+        if not self._holds:
+            self._held_from = len(self._chunks)
         self._holds += 1
 
     def release(self) -> None:
@@ -89,6 +94,13 @@ class Outbox:
         finish, self._finish = self._finish, None
         if finish is not None:
             finish()
+
+    def drop_held(self) -> None:
+        """Throw away what was pushed while held: what it acknowledged never became durable."""
+        if self._holds:
+            dropped = self._chunks[self._held_from :]
+            del self._chunks[self._held_from :]
+            self._pending -= sum(map(len, dropped))
 
     def finish(self, then: Callable[[], None]) -> None:
         """Write what is queued, then ``then()`` (closing): after any hold is released."""

@@ -30,6 +30,9 @@ class ListOutbox:
             self.parser.feed(b"".join(self.held))
             self.held.clear()
 
+    def drop_held(self) -> None:
+        self.held.clear()
+
     def frames(self) -> list[Frame]:
         out = []
         while (frame := self.parser.next_frame()) is not None:
