@@ -55,11 +55,10 @@ class ParkedSend:
 
 def no_space_error(why: str, *, store: bool = False) -> NoSpace:
     """The ERROR for a refused SEND; ``store``: the message store is what is full."""
+    if store:
+        why = f"the message store is full ({why})"
     kind = StoreFull if store else NoSpace
-    head = "store full: " if store else ""
-    return kind(
-        f"{head}{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost"
-    )
+    return kind(f"{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost")
 
 
 class Blocked:

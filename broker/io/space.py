@@ -8,9 +8,9 @@ are held back (or refused with "store full" under sendFailIfNoSpace) before the 
 fills, whatever else fills it.
 
 LevelDB frees the space of deleted records only when it compacts the tables that
-hold them, which a store that no longer grows may never do: when the room runs out
-while the store's files hold far more than its live records, a compaction is run on
-a thread of its own, so that producers resume once consumers have drained.
+hold them, which a store that no longer grows may never do: when the store's files
+hold more dead records than the room left, a compaction is run on a thread of its
+own, so that producers resume once consumers have drained.
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.space")
 
 #: Seconds between two compactions started for lack of room.
-COMPACT_EVERY = 10.0
+COMPACT_EVERY = 2.0
+#: A store's files may hold this much beyond twice its live records before a lack of
+#: room makes it compact (LevelDB's own overhead, and a log not yet flushed).
+RECLAIM_SLACK = 1 << 20
 
 
 class Watched:
@@ -64,18 +67,18 @@ class DiskWatch:
         for store in self._stores:
             room = space.room(store.path)
             store.meter.bound(room)
-            if not room:
-                self._reclaim(store)
+            self._reclaim(store, room)
 
-    def _reclaim(self, store: Watched) -> None:
+    def _reclaim(self, store: Watched, room: int) -> None:
         if store.compacting or time.monotonic() - store.compacted_at < COMPACT_EVERY:
             return
         on_disk = space.used_bytes(store.path)
-        if on_disk <= space.AMPLIFICATION * store.meter.used + space.RESERVE:
+        # What a compaction would give back is worth it once it is more than the room left.
+        if on_disk - space.AMPLIFICATION * store.meter.used - RECLAIM_SLACK <= room:
             return
         store.compacting = True
         log.info(
-            "%s: no room left on the disk and %d mb of files for %d mb of records: compacting",
+            "%s: little room left on the disk and %d mb of files for %d mb of records: compacting",
             store.name,
             on_disk >> 20,
             store.meter.used >> 20,

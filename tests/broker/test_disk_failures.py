@@ -208,7 +208,7 @@ def test_send_fail_if_no_space_says_store_full_while_the_store_cannot_write(tmp_
         p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r1"}, b"1")
         assert disks.db.failed.wait(10)
         disks.settle(durable=False)
-        with pytest.raises(Exception, match="store full") as refused:
+        with pytest.raises(Exception, match="the message store is full") as refused:
             p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r2"}, b"2")
         assert type(refused.value).__name__ == "StoreFull"
         assert refused.value.summary == "store full"  # type: ignore[attr-defined]
