@@ -739,9 +739,14 @@ class MessageStore:
         return int(_TIMED.unpack(rows[0][0])[1]) if rows else None
 
 
+_SMALL_COUNTS: Final = tuple(bytes((n,)) for n in range(256))
+
+
 def _count(deliveries: int) -> bytes:
     """A delivery count as the fewest big-endian bytes (format 1 wrote a lone 1 byte: one)."""
-    return deliveries.to_bytes(max((deliveries.bit_length() + 7) // 8, 1))
+    if deliveries < 256:
+        return _SMALL_COUNTS[deliveries]
+    return deliveries.to_bytes((deliveries.bit_length() + 7) // 8)
 
 
 def _deliveries(mark: bytes) -> int:

@@ -137,8 +137,3 @@ class Disk:
         self._retrying_temp = False
         if isinstance(outcome, Failed):
             log.error("retrying the temp store's held writes failed", exc_info=outcome.error)
-
-    @property
-    def waiting(self) -> int:
-        """Retries scheduled and not yet run."""
-        return len(self._retries)

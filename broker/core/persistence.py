@@ -199,8 +199,7 @@ class Persistence:
         self.hold(session.outbox)
         if auto:
             # Deleted only once this batch (and so its mark) is durable: ``flush`` passes
-            # ``_later`` to the batch's completion, which needs a hold to have one.
-            self.hold(session.outbox)
+            # ``_later`` to the batch's completion (the hold above gives it one).
             self._later.append(message)
 
     def remove(self, message: Message) -> None:

@@ -5,7 +5,7 @@ Everything pushed in one loop turn goes out in one write.  What waits to be writ
 client's pending bytes (client.go ``queueOutbound``: the producer stalls at 75 % of
 ``max_pending``, the connection is cut at 100 %):
 
-* past ``high_water`` bytes the connection stops being writable: the engine stops
+* past ``limit`` bytes (the high-water mark) the connection stops being writable: the engine stops
   dispatching to it (messages wait in their cursors, where the memory and temp limits
   hold producers back).  A held outbox (see ``hold``) counts too: it writes nothing,
   so without this an auto-ack subscription would empty a whole backlog into it.
