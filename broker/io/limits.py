@@ -16,5 +16,9 @@ class ConnectionLimits:
     max_header_length: int = 10 * 1024
     #: ActiveMQ's transport.connectAttemptTimeout is 30 s.
     connect_timeout: float = 30.0
-    #: Above this many bytes queued in the transport, dispatch to the connection stops.
+    #: Above this many bytes queued in the transport (or held for the store), dispatch
+    #: to the connection stops.
     write_high_water: int = 256 * 1024
+    #: Above this many bytes waiting to be written, the client is a slow consumer and
+    #: is closed with an ERROR (nats-server's max_pending, and its default).
+    max_pending: int = 64 << 20
