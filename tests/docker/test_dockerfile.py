@@ -4,25 +4,16 @@ what the file says the images contain and run."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 import tomllib
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import pytest
 
 from tests.docker.image import DOCKER, DOCKERFILE, ROOT, Dockerfile, exec_args, seconds
+from tests.test_static import tool
 
 DOCKERIGNORE = ROOT / ".dockerignore"
-
-
-def tool(name: str) -> str:
-    path = Path(sys.executable).parent / name
-    found = str(path) if path.exists() else shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: bash scripts/setup-tests.sh")
-    return found
 
 
 @pytest.fixture(scope="module")
