@@ -13,6 +13,7 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.errors import to_error_frame
 from broker.core.session import Session
+from broker.core.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.ops import ConnectionInfo, DestinationInfo
 from broker.io.connection import StompConnection
@@ -75,8 +76,9 @@ class Peer:
         return self.outbox.frames()
 
 
-def new_engine(ms: int = 1_000_000) -> Engine:
-    return Engine(clock=Clock(ms))
+def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
+    """An engine without stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
+    return Engine(CoreSettings(**settings), clock=Clock(ms))
 
 
 class _Timer:
