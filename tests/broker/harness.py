@@ -75,6 +75,10 @@ class Peer:
     def received(self) -> list[Frame]:
         return self.outbox.frames()
 
+    def messages(self) -> list[Frame]:
+        """The MESSAGE frames received since the last call (anything else is dropped)."""
+        return [frame for frame in self.outbox.frames() if frame.command == "MESSAGE"]
+
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
     """An engine without stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
