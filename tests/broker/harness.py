@@ -15,7 +15,7 @@ from broker.core.errors import to_error_frame
 from broker.core.session import Session
 from broker.core.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
-from broker.http.ops import ConnectionInfo, DestinationInfo
+from broker.http.ops import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.io.connection import StompConnection
 from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox
@@ -277,5 +277,15 @@ def destination_info(engine: Engine, name: str) -> DestinationInfo:
     return EngineAdminOps(engine, dict).destination(name)
 
 
+def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
+    """Every destination's statistics, by name."""
+    return {info.name: info for info in EngineAdminOps(engine, dict).list_destinations()}
+
+
 def connection_infos(engine: Engine) -> list[ConnectionInfo]:
     return EngineAdminOps(engine, dict).connections()
+
+
+def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
+    """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
+    return EngineAdminOps(engine, dict).subscriptions()
