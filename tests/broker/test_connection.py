@@ -107,7 +107,9 @@ def test_connection_lost_gives_back_what_the_client_held() -> None:
 
 def test_pause_writing_stops_dispatch_to_the_connection_until_resume_writing() -> None:
     engine = new_engine()
-    peer = connected(engine)
+    peer = connected(engine, ConnectionLimits(write_high_water=64 * KB))
+    # The transport says pause_writing past the connection's high-water mark.
+    assert peer.transport.high_water == 64 * KB
     peer.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     peer.connection.pause_writing()
     producer = Peer(engine)
