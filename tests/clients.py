@@ -59,11 +59,17 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
                     raise AssertionError(f"no RECEIPT {receipt}")
                 self._cond.wait(remaining)
 
-    def quiet(self, wait: float = 0.3) -> list[StompPyFrame]:
-        """What arrived after a short wait (to check that nothing more does)."""
-        time.sleep(wait)
+    def wait_mark(self, mark: str, timeout: float = 5.0) -> tuple[list[StompPyFrame], StompPyFrame]:
+        """Wait for the MESSAGE whose body is ``mark``; drop it; (what came before, it)."""
+        deadline = time.monotonic() + timeout
         with self._cond:
-            return list(self.messages)
+            while (found := next((m for m in self.messages if m.body == mark), None)) is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise AssertionError(f"the mark never arrived ({len(self.messages)} messages)")
+                self._cond.wait(remaining)
+            self.messages.remove(found)
+            return list(self.messages), found
 
     def bodies(self) -> list[str]:
         with self._cond:
@@ -72,6 +78,8 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
 
 class Client:
     """A connected stomp.py client and its collector."""
+
+    _marks = 0
 
     def __init__(self, port: int, version: str = "1.2", **connect: Any) -> None:
         self.version = version
@@ -107,6 +115,37 @@ class Client:
         self.conn.send_frame("BEGIN", {"transaction": receipt})
         self.conn.send_frame("ABORT", {"transaction": receipt, "receipt": receipt})
         self.listener.wait_receipt(receipt)
+
+    def settled(self) -> list[StompPyFrame]:
+        """The messages received once the broker has answered a round trip on this connection.
+
+        A barrier, not a wait: the broker writes to a connection in order, so whatever it
+        had already dispatched to this client arrived before the RECEIPT.  Enough for an
+        absence check when every frame that could dispatch more has been answered (sent
+        with a receipt, or followed by a ``sync``) and what it would dispatch is in memory;
+        for a backlog the store may still be paging in, use ``through_mark``.
+        """
+        self.sync()
+        with self.listener._cond:
+            return list(self.listener.messages)
+
+    def through_mark(self, destination: str, *, ack: bool = False) -> list[StompPyFrame]:
+        """The messages received before a mark this client sends to ``destination`` now.
+
+        A barrier, not a wait: a destination hands out priority first, then in the order
+        messages came, so whatever it held, or had been sent before the mark, reaches its
+        consumer before the mark (sent at priority 0).  Once the mark is here nothing more
+        of that is to come.  This client must be the destination's only consumer, without a
+        selector.  The mark is dropped from the messages; ``ack`` acknowledges it (for a
+        client-individual subscription: in client mode an ACK covers all before it too).
+        """
+        Client._marks += 1
+        mark = f"mark-{Client._marks}"
+        self.conn.send(destination, mark, headers={"priority": "0"})
+        before, frame = self.listener.wait_mark(mark)
+        if ack:
+            self.ack(frame)
+        return before
 
     def ack(self, frame: StompPyFrame, transaction: str | None = None) -> None:
         headers = frame.headers

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from broker.app import BrokerOptions, BrokerThread
 from broker.core.settings import CoreSettings
+from broker.http.engine_ops import EngineAdminOps
 from broker.io.limits import ConnectionLimits
+
+T = TypeVar("T")
 
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -29,6 +34,23 @@ class BrokerServer:
     def engine(self):  # type: ignore[no-untyped-def]
         assert self.thread.broker is not None
         return self.thread.broker.engine
+
+
+def on_broker(thread: BrokerThread, ask: Callable[[EngineAdminOps], T]) -> T:
+    """What the running broker's admin API answers (asked on the broker's own loop, which
+    owns every broker object), e.g. ``on_broker(t, lambda ops: ops.connections())``."""
+    assert thread.broker is not None
+    ops = EngineAdminOps(thread.broker.engine, thread.broker.server.peers)
+    answer: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            answer.set_result(ask(ops))
+        except BaseException as exc:
+            answer.set_exception(exc)
+
+    thread.call(run)
+    return answer.result(timeout=10)
 
 
 def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:

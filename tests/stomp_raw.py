@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
@@ -14,6 +15,8 @@ OPEN: list[socket.socket] = []
 
 
 class RawClient:
+    _marks = 0
+
     def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> None:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         OPEN.append(self.sock)
@@ -54,12 +57,35 @@ class RawClient:
     def recv_all(self, n: int, timeout: float | None = None) -> list[Frame]:
         return [self.recv(timeout) for _ in range(n)]
 
-    def expect_nothing(self, wait: float = 0.3) -> None:
-        try:
-            frame = self.recv(wait)
-        except TimeoutError:
-            return
-        raise AssertionError(f"unexpected frame {frame}")
+    def sync(self) -> list[Frame]:
+        """The frames that arrive before the RECEIPT of a BEGIN/ABORT round trip.
+
+        A barrier, not a wait: the broker writes to a connection in order, so what it had
+        dispatched to this one before it handled the ABORT arrives before the RECEIPT.
+        """
+        RawClient._marks += 1
+        receipt = f"sync-{RawClient._marks}"
+        self.send("BEGIN", {"transaction": receipt})
+        self.send("ABORT", {"transaction": receipt, "receipt": receipt})
+        return self._until(lambda f: f.command == "RECEIPT" and f.headers.get("receipt-id") == receipt)
+
+    def through_mark(self, destination: str) -> list[Frame]:
+        """The frames that arrive before a mark sent to ``destination`` now, at priority 0.
+
+        A barrier for what a destination still holds: it hands out priority first, then in
+        arrival order, so all it held reaches its one consumer (this client, without a
+        selector) before the mark.  The mark is not acknowledged.
+        """
+        RawClient._marks += 1
+        mark = f"mark-{RawClient._marks}".encode()
+        self.send("SEND", {"destination": destination, "priority": "0"}, mark)
+        return self._until(lambda f: f.command == "MESSAGE" and f.body == mark)
+
+    def _until(self, last: Callable[[Frame], bool]) -> list[Frame]:
+        before = []
+        while not last(frame := self.recv()):
+            before.append(frame)
+        return before
 
     def closed_by_peer(self, timeout: float = 5.0) -> bool:
         """True once the broker has closed the connection (after reading what is left)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +13,11 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.errors import to_error_frame
 from broker.core.session import Session
+from broker.core.settings import CoreSettings
+from broker.http.engine_ops import EngineAdminOps
+from broker.http.ops import ConnectionInfo, DestinationInfo, SubscriptionInfo
+from broker.io.connection import StompConnection
+from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
@@ -67,39 +75,85 @@ class Peer:
     def received(self) -> list[Frame]:
         return self.outbox.frames()
 
+    def messages(self) -> list[Frame]:
+        """The MESSAGE frames received since the last call (anything else is dropped)."""
+        return [frame for frame in self.outbox.frames() if frame.command == "MESSAGE"]
 
-def new_engine(ms: int = 1_000_000) -> Engine:
-    return Engine(clock=Clock(ms))
+
+def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
+    """An engine without stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
+    return Engine(CoreSettings(**settings), clock=Clock(ms))
+
+
+class _Timer:
+    __slots__ = ("args", "callback", "cancelled", "when")
+
+    def __init__(self, when: float, callback: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.when = when
+        self.callback = callback
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 class MockLoop:
-    """The little of an event loop an ``Outbox`` uses; ``run`` runs what is scheduled."""
+    """The little of an event loop that ``Outbox`` and ``StompConnection`` use; its time
+    moves only when a test calls ``advance`` (uvicorn's MockLoop, with a clock).
+    ``run`` runs what is scheduled to run now."""
 
     def __init__(self) -> None:
         self.ready: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self.now = 0.0
+        self.timers: list[tuple[float, int, _Timer]] = []
+        self._order = itertools.count()
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         self.ready.append((callback, args))
 
+    def call_later(self, delay: float, callback: Callable[..., Any], *args: Any) -> _Timer:
+        timer = _Timer(self.now + delay, callback, args)
+        heapq.heappush(self.timers, (timer.when, next(self._order), timer))
+        return timer
+
     def time(self) -> float:
-        return 0.0
+        return self.now
 
     def run(self) -> None:
         while self.ready:
             callback, args = self.ready.popleft()
             callback(*args)
 
+    def advance(self, seconds: float) -> None:
+        """Move time on by ``seconds``, running each timer at its own time, in order."""
+        end = self.now + seconds
+        self.run()
+        while self.timers and self.timers[0][0] <= end:
+            timer = heapq.heappop(self.timers)[2]
+            if timer.cancelled:
+                continue
+            self.now = timer.when
+            timer.callback(*timer.args)
+            self.run()
+        self.now = end
+
 
 class MockTransport:
-    """Keeps what is written; ``unread`` bytes stay in its buffer until ``drain``."""
+    """Keeps what is written (``writes``, one entry per write; ``parser`` reads it back);
+    ``keep``: the bytes stay in its buffer, as with a client that does not read."""
 
     def __init__(self) -> None:
         self.parser = FrameParser()
+        self.writes: list[bytes] = []
         self.buffered = 0
         self.closed = False
         self.keep = False
+        self.reading = True
+        self.high_water: int | None = None
 
     def write(self, data: bytes) -> None:
+        self.writes.append(data)
         self.parser.feed(data)
         if self.keep:
             self.buffered += len(data)
@@ -107,17 +161,32 @@ class MockTransport:
     def get_write_buffer_size(self) -> int:
         return self.buffered
 
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self.high_water = high
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 50000) if name == "peername" else default
+
     def is_closing(self) -> bool:
         return self.closed
 
     def close(self) -> None:
         self.closed = True
 
+    def abort(self) -> None:
+        self.closed = True
+
     def pause_reading(self) -> None:
-        return None
+        self.reading = False
 
     def resume_reading(self) -> None:
-        return None
+        self.reading = True
+
+    def frames(self) -> list[Frame]:
+        out = []
+        while (frame := self.parser.next_frame()) is not None:
+            out.append(frame)
+        return out
 
 
 class WirePeer:
@@ -160,7 +229,63 @@ class WirePeer:
 
     def received(self) -> list[Frame]:
         self.loop.run()
-        out = []
-        while (frame := self.transport.parser.next_frame()) is not None:
-            out.append(frame)
-        return out
+        return self.transport.frames()
+
+
+class ConnectionPeer:
+    """The real ``StompConnection`` (the asyncio protocol) on a mock transport and a
+    ``MockLoop``: bytes in through ``data_received``, writes recorded, timers run only
+    when the test moves the loop's time."""
+
+    def __init__(self, engine: Engine, limits: ConnectionLimits | None = None) -> None:
+        self.engine = engine
+        self.loop = MockLoop()
+        self.transport = MockTransport()
+        self.registry: set[StompConnection] = set()
+        # StompConnection takes the loop it runs on from asyncio, as under a real server.
+        asyncio.events._set_running_loop(self.loop)  # type: ignore[arg-type]
+        try:
+            self.connection = StompConnection(engine, limits or ConnectionLimits(), self.registry)
+        finally:
+            asyncio.events._set_running_loop(None)
+        self.connection.connection_made(self.transport)  # type: ignore[arg-type]
+        self.session: Session = engine.sessions[str(self.connection.session_id)]
+
+    def feed(self, data: bytes) -> None:
+        """``data`` arrives in one read; the loop then runs what that scheduled."""
+        self.connection.data_received(data)
+        self.loop.run()
+
+    def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
+        version = self.transport.parser.version
+        self.feed(encode_frame(Frame(command, dict(headers or {}), body), version))
+
+    def connect(self, **headers: str) -> Frame:
+        self.send_frame("CONNECT", {"accept-version": "1.2", **headers})
+        (connected,) = self.received()
+        assert connected.command == "CONNECTED", connected
+        self.transport.parser.version = connected.headers.get("version", "1.0")
+        return connected
+
+    def received(self) -> list[Frame]:
+        self.loop.run()
+        return self.transport.frames()
+
+
+def destination_info(engine: Engine, name: str) -> DestinationInfo:
+    """A destination's statistics as the admin API reports them (depth, in flight, expired...)."""
+    return EngineAdminOps(engine, dict).destination(name)
+
+
+def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
+    """Every destination's statistics, by name."""
+    return {info.name: info for info in EngineAdminOps(engine, dict).list_destinations()}
+
+
+def connection_infos(engine: Engine) -> list[ConnectionInfo]:
+    return EngineAdminOps(engine, dict).connections()
+
+
+def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
+    """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
+    return EngineAdminOps(engine, dict).subscriptions()

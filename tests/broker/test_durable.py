@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from protocol.errors import StompError
 from protocol.frames import Frame
-from tests.broker.harness import Peer
+from tests.broker.harness import Peer, subscription_infos
 from tests.broker.test_persistence import KB, StoredEngine
 from tests.broker.test_swap import bodies, send
 
@@ -152,5 +153,138 @@ def test_non_persistent_messages_do_not_outlive_the_broker(tmp_path: Path) -> No
         second.settle()
         back = subscriber(second)
         assert [f.body for f in messages(back)] == [b"stored"]
+    finally:
+        second.close()
+
+
+def publish(peer: Peer, *bodies: bytes, **headers: str) -> None:
+    for body in bodies:
+        peer.send_frame("SEND", {"destination": "/topic/t", "persistent": "true", **headers}, body)
+
+
+def refused(peer: Peer, command: str, headers: dict[str, str]) -> str:
+    """The ERROR a frame gets: its ``message`` header (the summary)."""
+    with pytest.raises(StompError) as info:
+        peer.send_frame(command, headers)
+    return info.value.summary
+
+
+def test_a_durable_subscription_needs_a_client_id_and_a_topic(stored: StoredEngine) -> None:
+    anonymous = Peer(stored.engine)
+    assert refused(anonymous, "SUBSCRIBE", DURABLE) == "invalid header"
+    named = Peer(stored.engine, **{"client-id": "c1"})
+    assert refused(named, "SUBSCRIBE", {**DURABLE, "destination": "/queue/q"}) == "invalid header"
+    assert not [s for s in subscription_infos(stored.engine) if s.durable]
+
+
+def test_persistent_messages_wait_for_an_offline_subscription_one_stored_copy_for_all(
+    stored: StoredEngine,
+) -> None:
+    for client_id in ("c1", "c2"):
+        peer = Peer(stored.engine, **{"client-id": client_id})
+        peer.send_frame("SUBSCRIBE", DURABLE)
+        stored.engine.close_session(peer.session)
+    offline = [(s.client_id, s.connection) for s in subscription_infos(stored.engine)]
+    assert sorted(offline) == [("c1", None), ("c2", None)]
+    producer = Peer(stored.engine)
+    publish(producer, b"x" * 4000, b"y" * 4000)
+    stored.settle()
+    store = stored.engine.usage.store
+    one_copy = store.used
+    assert 8000 < one_copy < 12_000
+    back = subscriber(stored)
+    assert [f.body[:1] for f in messages(back)] == [b"x", b"y"]
+    stored.settle()
+    assert store.used == one_copy  # c2 still owes them
+    second = Peer(stored.engine, **{"client-id": "c2"})
+    second.send_frame("SUBSCRIBE", DURABLE)
+    stored.settle()
+    assert [f.body[:1] for f in messages(second)] == [b"x", b"y"]
+    stored.settle()
+    assert store.used == 0
+
+
+@pytest.mark.parametrize(
+    ("selector", "owed", "then"),
+    [
+        # The same selector: the same subscription, with what it was owed.
+        ("kind = 'a'", [b"a while away"], [b"a now"]),
+        # Another one makes a new subscription, as in ActiveMQ: the old one's backlog goes.
+        ("kind = 'b'", [], [b"b now"]),
+    ],
+)
+def test_resubscribing_with_another_selector_makes_a_new_subscription(
+    stored: StoredEngine, selector: str, owed: list[bytes], then: list[bytes]
+) -> None:
+    sub = subscriber(stored, selector="kind = 'a'")
+    stored.engine.close_session(sub.session)
+    producer = Peer(stored.engine)
+    publish(producer, b"a while away", kind="a")
+    publish(producer, b"b while away", kind="b")
+    stored.settle()
+    again = subscriber(stored, selector=selector)
+    assert [f.body for f in messages(again)] == owed
+    publish(producer, b"a now", kind="a")
+    publish(producer, b"b now", kind="b")
+    stored.settle()
+    assert [f.body for f in messages(again)] == then
+    stored.settle()
+    assert stored.engine.usage.store.used == 0
+
+
+def test_a_second_subscriber_to_an_active_durable_subscription_is_refused(stored: StoredEngine) -> None:
+    first = subscriber(stored)
+    intruder = Peer(stored.engine, **{"client-id": "c1"})
+    assert refused(intruder, "SUBSCRIBE", DURABLE) == "duplicate subscription"
+    # Nor may another connection end it while it is active.
+    other = Peer(stored.engine, **{"client-id": "c1"})
+    unsubscribe = {"id": "1", "activemq.subscriptionName": "s"}
+    assert refused(other, "UNSUBSCRIBE", unsubscribe) == "duplicate subscription"
+    publish(Peer(stored.engine), b"still mine")
+    stored.settle()
+    assert [f.body for f in messages(first)] == [b"still mine"]
+
+
+def test_unsubscribe_with_the_name_ends_it_and_deletes_what_it_was_owed(stored: StoredEngine) -> None:
+    sub = subscriber(stored)
+    stored.engine.close_session(sub.session)
+    publish(Peer(stored.engine), b"owed", b"owed too")
+    stored.settle()
+    assert stored.engine.usage.store.used > 0
+    owner = Peer(stored.engine, **{"client-id": "c1"})
+    owner.send_frame("UNSUBSCRIBE", {"id": "1", "activemq.subscriptionName": "s", "receipt": "r"})
+    stored.settle()
+    assert [f.command for f in owner.received()] == ["RECEIPT"]
+    assert stored.engine.usage.store.used == 0
+    assert not subscription_infos(stored.engine)
+    # Gone: a new subscription under the name starts empty, and the name is unknown now.
+    assert refused(owner, "UNSUBSCRIBE", {"id": "1", "activemq.subscriptionName": "s"}) == (
+        "unknown subscription"
+    )
+    assert messages(subscriber(stored)) == []
+
+
+def test_a_plain_unsubscribe_keeps_the_durable_subscription(stored: StoredEngine) -> None:
+    sub = subscriber(stored)
+    sub.send_frame("UNSUBSCRIBE", {"id": "1"})
+    publish(Peer(stored.engine), b"kept")
+    stored.settle()
+    stored.engine.close_session(sub.session)
+    assert [f.body for f in messages(subscriber(stored))] == [b"kept"]
+
+
+def test_the_selector_of_an_offline_subscription_survives_a_restart(tmp_path: Path) -> None:
+    first = StoredEngine(tmp_path / "store")
+    sub = subscriber(first, selector="kind = 'a'")
+    first.engine.close_session(sub.session)
+    first.close()
+    second = StoredEngine(tmp_path / "store")
+    try:
+        producer = Peer(second.engine)
+        publish(producer, b"1", kind="a")
+        publish(producer, b"2", kind="b")
+        second.settle()
+        back = subscriber(second, selector="kind = 'a'")
+        assert [f.body for f in messages(back)] == [b"1"]
     finally:
         second.close()

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from broker.core.errors import SlowConsumer
-from tests.broker.harness import Peer, WirePeer, new_engine
+from broker.core.usage import UsageMeter
+from broker.io.outbox import Outbox
+from tests.broker.harness import MockLoop, MockTransport, Peer, WirePeer, new_engine
 from tests.broker.test_persistence import StoredEngine
 from tests.broker.test_swap import send
 
@@ -71,3 +73,149 @@ def test_a_client_that_never_reads_its_receipts_is_cut_as_a_slow_consumer() -> N
     # The broker carries on for everyone else, and what the flood sent was kept.
     other.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     assert len([f for f in other.received() if f.command == "MESSAGE"]) == i + 1
+
+
+class Wired:
+    """An ``Outbox`` alone on a mock loop and transport, recording what it reports."""
+
+    def __init__(self, limit: int = 1000, max_pending: int = 10_000) -> None:
+        self.loop = MockLoop()
+        self.transport = MockTransport()
+        self.meter = UsageMeter("memory", 1 << 30)
+        self.failed: list[BaseException] = []
+        self.closed = 0
+        self.writable: list[bool] = []
+        self.outbox = Outbox(
+            self.loop,  # type: ignore[arg-type]
+            self.transport,  # type: ignore[arg-type]
+            self.failed.append,
+            self._close,
+            limit,
+            max_pending=max_pending,
+            on_writable=self.writable.append,
+            meter=self.meter,
+        )
+
+    def _close(self) -> None:
+        self.closed += 1
+
+    def push(self, *chunks: bytes) -> None:
+        self.outbox.push(chunks)
+
+
+def test_what_is_pushed_in_one_loop_turn_goes_out_in_one_write() -> None:
+    w = Wired()
+    w.push(b"a", b"b")
+    w.push(b"c")
+    assert w.transport.writes == []
+    w.loop.run()
+    assert w.transport.writes == [b"abc"]
+    w.push(b"d")
+    w.loop.run()
+    assert w.transport.writes == [b"abc", b"d"]
+
+
+def test_a_turn_past_the_high_water_mark_is_written_at_once() -> None:
+    w = Wired(limit=10)
+    w.push(b"x" * 6)
+    w.push(b"y" * 6)
+    assert w.transport.writes == [b"x" * 6 + b"y" * 6]
+
+
+def test_what_is_pushed_while_held_waits_for_the_last_release_and_keeps_its_order() -> None:
+    w = Wired()
+    w.push(b"1")
+    w.outbox.hold()
+    w.push(b"2")
+    w.outbox.hold()
+    w.push(b"3")
+    w.loop.run()
+    w.outbox.release()
+    w.loop.run()
+    assert w.transport.writes == []
+    w.outbox.release()
+    assert w.transport.writes == [b"123"]
+
+
+def test_drop_held_drops_what_was_pushed_since_the_oldest_hold_only() -> None:
+    w = Wired()
+    w.push(b"kept")
+    w.outbox.hold()
+    w.push(b"never durable")
+    assert w.meter.used == len(b"never durable")
+    w.outbox.drop_held()
+    assert w.meter.used == 0
+    w.outbox.release()
+    w.loop.run()
+    assert w.transport.writes == [b"kept"]
+
+
+def test_held_bytes_are_charged_to_memory_until_written() -> None:
+    w = Wired()
+    w.outbox.hold()
+    w.push(b"x" * 100)
+    assert (w.outbox.held_bytes, w.meter.used) == (100, 100)
+    w.outbox.release()
+    assert (w.outbox.held_bytes, w.meter.used) == (0, 0)
+
+
+def test_held_past_the_high_water_mark_it_stops_dispatch_until_written() -> None:
+    w = Wired(limit=100)
+    w.outbox.hold()
+    w.push(b"x" * 100)
+    assert w.writable == []
+    w.push(b"x")
+    assert w.writable == [False]
+    assert not w.outbox.writable
+    w.push(b"x" * 50)
+    assert w.writable == [False]  # said once
+    w.outbox.release()
+    assert w.writable == [False, True]
+    assert w.transport.writes == [b"x" * 151]
+
+
+def test_pause_and_resume_writing_stop_and_restart_dispatch() -> None:
+    w = Wired()
+    w.outbox.pause_writing()
+    w.outbox.pause_writing()
+    assert w.writable == [False]
+    w.outbox.resume_writing()
+    assert w.writable == [False, True]
+
+
+def test_finish_waits_for_the_last_release_writes_then_closes() -> None:
+    w = Wired()
+    w.outbox.hold()
+    w.outbox.hold()
+    w.push(b"RECEIPT")
+    w.outbox.finish(w.outbox.close)
+    w.outbox.release()
+    assert (w.transport.writes, w.closed) == ([], 0)
+    w.outbox.release()
+    assert (w.transport.writes, w.closed) == ([b"RECEIPT"], 1)
+
+
+def test_past_max_pending_in_the_transport_the_client_is_cut_once_at_the_end_of_the_turn() -> None:
+    w = Wired(limit=100, max_pending=1000)
+    w.transport.keep = True
+    for _ in range(16):
+        w.push(b"x" * 60)
+        w.loop.run()
+    assert w.failed == []
+    assert w.transport.get_write_buffer_size() == 960
+    w.push(b"x" * 60)
+    w.outbox.flush()
+    assert w.failed == []  # not in the middle of a dispatch loop
+    assert w.writable == [False]
+    w.push(b"dropped")
+    w.loop.run()
+    assert len(w.failed) == 1 and isinstance(w.failed[0], SlowConsumer)
+    assert b"dropped" not in b"".join(w.transport.writes)
+
+
+def test_nothing_is_written_to_a_closing_transport() -> None:
+    w = Wired()
+    w.transport.closed = True
+    w.push(b"late")
+    w.loop.run()
+    assert w.transport.writes == []

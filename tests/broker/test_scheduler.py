@@ -276,3 +276,98 @@ def test_a_cron_job_that_came_due_while_the_broker_was_down_fires_once_then_keep
         ]
     finally:
         broker.close()
+
+
+def test_a_delayed_message_is_due_exactly_its_delay_after_the_send(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, b"later", AMQ_SCHEDULED_DELAY="30000")
+    Peer(broker.engine).send_frame("SEND", {"destination": "/queue/jobs"}, b"now")
+    broker.settle()
+    assert [f.body for f in messages(peer)] == [b"now"]
+    assert times(broker, peer, ["10:02:59", "10:03:00", "10:30:00"]) == [
+        ("10:02:59", 0),
+        ("10:03:00", 1),
+        ("10:30:00", 0),
+    ]
+
+
+def test_a_zero_delay_is_no_delay(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_DELAY="0")
+    assert len(messages(peer)) == 1
+
+
+def test_delay_period_and_repeat_deliver_repeat_plus_one_times_each_a_new_message(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_DELAY="10000", AMQ_SCHEDULED_PERIOD="5000", AMQ_SCHEDULED_REPEAT="2")
+    got = []
+    for checkpoint in ["10:02:39", "10:02:40", "10:02:44", "10:02:45", "10:02:50", "10:02:55", "11:00:00"]:
+        broker.advance(at(checkpoint))
+        frames = messages(peer)
+        got.append((checkpoint, len(frames)))
+        assert not [name for f in frames for name in f.headers if name.startswith("AMQ_SCHEDULED")]
+    assert got == [
+        ("10:02:39", 0),
+        ("10:02:40", 1),
+        ("10:02:44", 0),
+        ("10:02:45", 1),
+        ("10:02:50", 1),
+        ("10:02:55", 0),
+        ("11:00:00", 0),
+    ]
+
+
+def test_a_scheduled_message_to_a_topic_reaches_those_subscribed_when_it_is_due(broker: Broker) -> None:
+    early = Peer(broker.engine)
+    early.send_frame("SUBSCRIBE", {"destination": "/topic/news", "id": "1"})
+    headers = {"destination": "/topic/news", "AMQ_SCHEDULED_DELAY": "60000"}
+    Peer(broker.engine).send_frame("SEND", headers, b"n")
+    broker.settle()
+    late = Peer(broker.engine)
+    late.send_frame("SUBSCRIBE", {"destination": "/topic/news", "id": "1"})
+    assert messages(early) == messages(late) == []
+    broker.advance(at("10:03:30"))
+    assert [f.body for f in messages(early)] == [b"n"]
+    assert [f.body for f in messages(late)] == [b"n"]
+
+
+def test_a_scheduled_send_in_a_transaction_is_scheduled_at_commit_and_never_on_abort(broker: Broker) -> None:
+    peer = consumer(broker)
+    producer = Peer(broker.engine)
+    for tx in ("kept", "aborted"):
+        producer.send_frame("BEGIN", {"transaction": tx})
+        producer.send_frame(
+            "SEND",
+            {"destination": "/queue/jobs", "transaction": tx, "AMQ_SCHEDULED_DELAY": "60000"},
+            tx.encode(),
+        )
+    broker.advance(at("10:03:00"))
+    producer.send_frame("COMMIT", {"transaction": "kept"})
+    producer.send_frame("ABORT", {"transaction": "aborted"})
+    broker.settle()
+    # Due a minute after the COMMIT, not after the SEND.
+    assert times(broker, peer, ["10:03:30", "10:03:59", "10:04:00", "11:00:00"]) == [
+        ("10:03:30", 0),
+        ("10:03:59", 0),
+        ("10:04:00", 1),
+        ("11:00:00", 0),
+    ]
+
+
+def test_a_repeating_job_keeps_its_count_across_a_restart(tmp_path: Path) -> None:
+    """Stored jobs wait in the store, non-persistent ones too, and resume where they were."""
+    broker = Broker("store", tmp_path / "store")
+    try:
+        peer = consumer(broker)
+        schedule(broker, AMQ_SCHEDULED_PERIOD="10000", AMQ_SCHEDULED_REPEAT="3")
+        broker.advance(at("10:02:40"))
+        broker.advance(at("10:02:50"))
+        assert len(messages(peer)) == 2
+        broker.restart()
+        peer = consumer(broker)
+        got = times(broker, peer, ["10:02:59", "10:03:00", "10:03:10", "10:03:20", "12:00:00"])
+        assert got == [("10:02:59", 0), ("10:03:00", 1), ("10:03:10", 1), ("10:03:20", 0), ("12:00:00", 0)]
+        broker.settle()
+        assert broker.engine.usage.store.used == 0
+    finally:
+        broker.close()

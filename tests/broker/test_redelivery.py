@@ -1,0 +1,204 @@
+"""NACK, redelivery and the dead-letter queue in the engine (no sockets); the redelivery
+delay runs on the engine's clock.  tests/integration/test_acks.py checks the same over TCP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.core.engine import Engine
+from protocol.frames import Frame
+from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
+from tests.broker.test_persistence import StoredEngine
+
+CLIENT_INDIVIDUAL = {"ack": "client-individual"}
+
+
+def consumer(engine: Engine, destination: str, version: str = "1.2", **headers: str) -> Peer:
+    peer = Peer(engine, version)
+    peer.send_frame("SUBSCRIBE", {"destination": destination, "id": "1", **CLIENT_INDIVIDUAL, **headers})
+    return peer
+
+
+def nack(peer: Peer, frame: Frame, **headers: str) -> None:
+    if peer.session.version == "1.2":
+        peer.send_frame("NACK", {"id": frame.headers["ack"], **headers})
+    else:
+        ids = {"message-id": frame.headers["message-id"], "subscription": frame.headers["subscription"]}
+        peer.send_frame("NACK", {**ids, **headers})
+
+
+def nack_until_dead(peer: Peer) -> int:
+    """NACK each delivery until none comes back; how many deliveries there were."""
+    deliveries = 0
+    while got := peer.messages():
+        (frame,) = got
+        deliveries += 1
+        nack(peer, frame)
+        assert deliveries < 100, "never dead-lettered"
+    return deliveries
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_a_nacked_message_comes_back_redelivered_with_its_id(version: str) -> None:
+    engine = new_engine()
+    c = consumer(engine, "/queue/q", version)
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q"}, b"m")
+    (first,) = c.messages()
+    assert "redelivered" not in first.headers
+    nack(c, first)
+    (again,) = c.messages()
+    assert again.headers["message-id"] == first.headers["message-id"]
+    assert again.headers["redelivered"] == "true"
+    assert again.body == b"m"
+
+
+def test_past_maximum_redeliveries_a_message_goes_to_the_dlq_saying_why_and_from_where() -> None:
+    engine = new_engine(max_redeliveries=2)
+    c = consumer(engine, "/queue/orders")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/orders", "color": "red"}, b"poison")
+    # The first delivery and two redeliveries; the third NACK dead-letters it.
+    assert nack_until_dead(c) == 3
+    orders = destination_info(engine, "/queue/orders")
+    assert (orders.depth, orders.in_flight) == (0, 0)
+    assert destination_info(engine, "/queue/ActiveMQ.DLQ").depth == 1
+    dlq = Peer(engine)
+    dlq.send_frame("SUBSCRIBE", {"destination": "/queue/ActiveMQ.DLQ", "id": "1"})
+    (dead,) = dlq.messages()
+    assert dead.body == b"poison"
+    assert dead.headers["destination"] == "/queue/ActiveMQ.DLQ"
+    assert dead.headers["original-destination"] == "/queue/orders"
+    assert dead.headers["dlqDeliveryFailureCause"] == (
+        "Delivery[3] exceeds redelivery policy limit (maximumRedeliveries=2)"
+    )
+    assert dead.headers["original-message-id"] != dead.headers["message-id"]
+    assert dead.headers["color"] == "red"
+
+
+def test_maximum_redeliveries_zero_dead_letters_at_the_first_nack() -> None:
+    engine = new_engine(max_redeliveries=0)
+    c = consumer(engine, "/queue/q")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q"}, b"m")
+    assert nack_until_dead(c) == 1
+    assert destination_info(engine, "/queue/ActiveMQ.DLQ").depth == 1
+
+
+def test_maximum_redeliveries_minus_one_redelivers_for_ever() -> None:
+    engine = new_engine(max_redeliveries=-1)
+    c = consumer(engine, "/queue/q")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q"}, b"m")
+    for _ in range(50):
+        (frame,) = c.messages()
+        nack(c, frame)
+    assert len(c.messages()) == 1
+    assert "/queue/ActiveMQ.DLQ" not in destination_infos(engine)
+
+
+def test_an_individual_dead_letter_strategy_names_a_dlq_per_queue_and_per_topic() -> None:
+    engine = new_engine(max_redeliveries=0, individual_dead_letter_prefix="ActiveMQ.DLQ.Queue.")
+    q = consumer(engine, "/queue/orders")
+    t = consumer(engine, "/topic/prices")
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/orders"}, b"q")
+    producer.send_frame("SEND", {"destination": "/topic/prices"}, b"t")
+    nack_until_dead(q)
+    nack_until_dead(t)
+    depths = {name: info.depth for name, info in destination_infos(engine).items()}
+    assert depths["/queue/ActiveMQ.DLQ.Queue.orders"] == 1
+    # ActiveMQ's individualDeadLetterStrategy topicPrefix default.
+    assert depths["/queue/ActiveMQ.DLQ.Topic.prices"] == 1
+    assert "/queue/ActiveMQ.DLQ" not in depths
+
+
+def test_a_topic_nack_redelivers_to_that_subscriber_only() -> None:
+    engine = new_engine()
+    a, b = consumer(engine, "/topic/t"), consumer(engine, "/topic/t")
+    Peer(engine).send_frame("SEND", {"destination": "/topic/t"}, b"x")
+    (got_a,) = a.messages()
+    assert len(b.messages()) == 1
+    nack(a, got_a)
+    (again,) = a.messages()
+    assert again.headers["redelivered"] == "true"
+    assert b.messages() == []
+
+
+def test_the_redelivery_delay_runs_on_the_engine_clock() -> None:
+    engine = new_engine(ms=50_000, redelivery_delay_ms=1000)
+    c = consumer(engine, "/queue/later")
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/later"}, b"again")
+    (first,) = c.messages()
+    nack(c, first)
+    engine.clock.ms = 50_999
+    engine.tick()
+    assert c.messages() == []
+    # Meanwhile other messages are not held up behind it.
+    producer.send_frame("SEND", {"destination": "/queue/later"}, b"other")
+    assert [f.body for f in c.messages()] == [b"other"]
+    engine.clock.ms = 51_000
+    engine.tick()
+    (again,) = c.messages()
+    assert (again.body, again.headers["redelivered"]) == (b"again", "true")
+
+
+def test_a_nack_in_a_transaction_takes_effect_at_commit() -> None:
+    engine = new_engine()
+    c = consumer(engine, "/queue/q")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q"}, b"m")
+    (frame,) = c.messages()
+    c.send_frame("BEGIN", {"transaction": "t"})
+    nack(c, frame, transaction="t")
+    assert c.messages() == []
+    c.send_frame("COMMIT", {"transaction": "t"})
+    (again,) = c.messages()
+    assert again.headers["redelivered"] == "true"
+
+
+def test_a_dead_lettered_persistent_message_stays_stored_in_the_dlq(tmp_path: Path) -> None:
+    first = StoredEngine(tmp_path / "store", max_redeliveries=1)
+    c = consumer(first.engine, "/queue/poison")
+    Peer(first.engine).send_frame("SEND", {"destination": "/queue/poison", "persistent": "true"}, b"bad")
+    for _ in range(2):
+        first.settle()
+        (frame,) = c.messages()
+        nack(c, frame)
+    first.settle()
+    assert c.messages() == []
+    first.close()
+
+    second = StoredEngine(tmp_path / "store")
+    try:
+        assert second.recovered == 1
+        assert destination_info(second.engine, "/queue/poison").depth == 0
+        dlq = Peer(second.engine)
+        dlq.send_frame("SUBSCRIBE", {"destination": "/queue/ActiveMQ.DLQ", "id": "1"})
+        second.settle()
+        (dead,) = dlq.messages()
+        assert (dead.body, dead.headers["original-destination"]) == (b"bad", "/queue/poison")
+        assert dead.headers["persistent"] == "true"
+    finally:
+        second.close()
+
+
+def test_the_delivery_count_survives_a_restart(tmp_path: Path) -> None:
+    """A delivery cut short by the connection (and the broker) going away still counts."""
+    first = StoredEngine(tmp_path / "store", max_redeliveries=1)
+    c = consumer(first.engine, "/queue/poison")
+    Peer(first.engine).send_frame("SEND", {"destination": "/queue/poison", "persistent": "true"}, b"bad")
+    first.settle()
+    assert len(c.messages()) == 1  # delivery 1, never acknowledged
+    first.close()
+
+    second = StoredEngine(tmp_path / "store", max_redeliveries=1)
+    try:
+        c = consumer(second.engine, "/queue/poison")
+        second.settle()
+        (frame,) = c.messages()  # delivery 2
+        assert frame.headers["redelivered"] == "true"
+        nack(c, frame)
+        second.settle()
+        assert c.messages() == []
+        assert destination_info(second.engine, "/queue/ActiveMQ.DLQ").depth == 1
+    finally:
+        second.close()
