@@ -17,6 +17,7 @@ from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
+from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketConnector, WebSocketListeners
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
 from store.leveldb import LevelDB
@@ -46,6 +47,13 @@ class BrokerOptions:
     http_host: str = "127.0.0.1"
     http_port: int | None = None
     http_security: HttpSecurity = field(default_factory=HttpSecurity)
+    #: A directory the admin server also serves, openly, at /static/.
+    http_static_dir: Path | None = None
+    #: STOMP over WebSocket listeners (ActiveMQ's ws:// and wss:// transportConnectors);
+    #: the admin server's /stomp is the same endpoint.
+    ws_connectors: tuple[WebSocketConnector, ...] = ()
+    #: Origins whose pages may open a STOMP WebSocket; none: same-origin pages only.
+    ws_allowed_origins: tuple[str, ...] = ()
 
 
 class Broker:
@@ -57,6 +65,9 @@ class Broker:
         #: The port the HTTP server is bound to (0: it is off).
         self.http_port = 0
         self.http: HttpServer | None = None
+        #: The ports the WebSocket listeners are bound to, in ``ws_connectors`` order.
+        self.ws_ports: list[int] = []
+        self.ws: WebSocketListeners | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -92,10 +103,21 @@ class Broker:
             (time.perf_counter() - started) * 1000,
         )
         self.server = StompServer(self.engine, options.limits)
+        endpoint = StompWebSocketEndpoint(
+            self.server, options.limits.max_frame_size, options.ws_allowed_origins
+        )
         if options.http_port is not None:
-            self.http = HttpServer(EngineAdminOps(self.engine, self.server.peers), options.http_security)
+            self.http = HttpServer(
+                EngineAdminOps(self.engine, self.server.peers), options.http_security, options.http_static_dir
+            )
+            self.http.add_websocket(PATH, endpoint.handle)
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
+        if options.ws_connectors:
+            self.ws = WebSocketListeners(endpoint)
+            self.ws_ports = await self.ws.start(options.ws_connectors)
+            for connector, port in zip(options.ws_connectors, self.ws_ports, strict=True):
+                log.info("STOMP over WebSocket on %s://%s:%d/", connector.scheme, connector.host, port)
         self.port = await self.server.start(options.host, options.port)
         self._tick = loop.call_later(TICK_S, self._on_tick)
         log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
@@ -120,10 +142,14 @@ class Broker:
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:
+        # Ticks go on while connections close: they flush what closing them stored.
+        # STOMP first, WebSocket clients included, so the HTTP servers find no handler
+        # still running when they stop.
+        await self.server.stop()
+        if self.ws is not None:
+            await self.ws.stop()
         if self.http is not None:
             await self.http.stop()
-        # Ticks go on while connections close: they flush what closing them stored.
-        await self.server.stop()
         if self._tick is not None:
             self._tick.cancel()
         self.engine.flush()
@@ -195,6 +221,7 @@ class BrokerThread:
         self.ready = threading.Event()
         self.port = 0
         self.http_port = 0
+        self.ws_ports: list[int] = []
         self._error: BaseException | None = None
         self._stopped: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
@@ -222,6 +249,7 @@ class BrokerThread:
         self.broker = Broker(self.options)
         self.port = await self.broker.start()
         self.http_port = self.broker.http_port
+        self.ws_ports = self.broker.ws_ports
         self.ready.set()
         await self._stopped.wait()
         await self.broker.stop()

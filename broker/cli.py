@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 from pathlib import Path
 
 from broker.app import BrokerOptions, run
 from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
+from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.http.server import AdminPortError
+from broker.http.ws import WebSocketConnector, WebSocketPortError
 from broker.io.limits import DEFAULT_MAX_FRAME_SIZE, ConnectionLimits
 from config.units import InvalidSize, parse_size
 from store.errors import StoreError
@@ -98,6 +101,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with no users configured, accept admin clients not on loopback (default: loopback only)",
     )
+    http.add_argument(
+        "--http-static-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also serve DIR at /static/, to anyone who can reach the port (say, a web app using /stomp)",
+    )
+    ws = parser.add_argument_group("STOMP over WebSocket (also at /stomp on the admin server)")
+    ws.add_argument("--ws-host", default="127.0.0.1", help="address of the ws:// and wss:// listeners")
+    ws.add_argument("--ws-port", type=int, default=None, help="ws:// port (ActiveMQ's is 61614; default off)")
+    ws.add_argument("--wss-port", type=int, default=None, help="wss:// port (needs --wss-cert; default off)")
+    ws.add_argument("--wss-cert", type=Path, default=None, metavar="PEM", help="certificate chain for wss://")
+    ws.add_argument(
+        "--wss-key", type=Path, default=None, metavar="PEM", help="its private key (default: in --wss-cert)"
+    )
+    ws.add_argument(
+        "--ws-allowed-origins",
+        type=_origins,
+        default=(),
+        metavar="ORIGINS",
+        help="comma-separated origins (https://app.example.com) whose pages may connect, or *; "
+        "default: pages from the same host and port only",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -109,6 +135,30 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _origins(text: str) -> tuple[str, ...]:
+    try:
+        return tuple(normalize_origin(origin) for origin in text.split(",") if origin.strip())
+    except InvalidOrigin as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _ws_connectors(args: argparse.Namespace) -> tuple[WebSocketConnector, ...]:
+    """The ws:// and wss:// listeners the flags ask for; ValueError says what is wrong."""
+    connectors = []
+    if args.ws_port is not None:
+        connectors.append(WebSocketConnector(args.ws_host, args.ws_port))
+    if args.wss_port is not None:
+        if args.wss_cert is None:
+            raise ValueError("--wss-port needs --wss-cert (and --wss-key unless the key is in it)")
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        try:
+            context.load_cert_chain(args.wss_cert, args.wss_key)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"cannot load the wss:// certificate {args.wss_cert}: {exc}") from None
+        connectors.append(WebSocketConnector(args.ws_host, args.wss_port, context))
+    return tuple(connectors)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -117,6 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not 1 <= args.cursor_memory_high_water_mark <= 100:
         print("stompd: --cursor-memory-high-water-mark must be 1-100", file=sys.stderr)
+        return 2
+    try:
+        ws_connectors = _ws_connectors(args)
+    except ValueError as exc:
+        print(f"stompd: {exc}", file=sys.stderr)
         return 2
     options = BrokerOptions(
         host=args.host,
@@ -144,6 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         http_host=args.http_host,
         http_port=args.http_port or None,
         http_security=HttpSecurity(allow_remote=args.http_allow_remote),
+        http_static_dir=args.http_static_dir,
+        ws_connectors=ws_connectors,
+        ws_allowed_origins=args.ws_allowed_origins,
     )
     try:
         run(options)
@@ -152,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except AdminPortError as exc:
         print(f"stompd: {exc} (--http-port 0 turns the admin server off)", file=sys.stderr)
+        return 1
+    except WebSocketPortError as exc:
+        print(f"stompd: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"stompd: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)

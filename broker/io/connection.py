@@ -32,6 +32,9 @@ HEARTBEAT = b"\n"
 
 
 class StompConnection(asyncio.Protocol):
+    #: What the core writes through (a WebSocket connection sends one message per frame).
+    outbox_class: type[Outbox] = Outbox
+
     def __init__(self, engine: Engine, limits: ConnectionLimits, registry: set[StompConnection]) -> None:
         self._engine = engine
         self._limits = limits
@@ -70,7 +73,9 @@ class StompConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
-        self._outbox = Outbox(self._loop, transport, self._fail, self._close, self._limits.write_high_water)
+        self._outbox = self.outbox_class(
+            self._loop, transport, self._fail, self._close, self._limits.write_high_water
+        )
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
         self._timer = self._loop.call_later(self._limits.connect_timeout, self._connect_deadline)

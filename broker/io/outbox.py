@@ -75,8 +75,12 @@ class Outbox:
         transport = self._transport
         if transport.is_closing():
             return
-        transport.write(b"".join(chunks))
+        self._write(transport, chunks)
         self.wrote_at = self._loop.time()
+
+    def _write(self, transport: asyncio.Transport, chunks: list[bytes]) -> None:
+        # One write per flush; a message-oriented transport (WebSocket) overrides this.
+        transport.write(b"".join(chunks))
 
     def hold(self) -> None:
         self._holds += 1

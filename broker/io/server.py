@@ -21,12 +21,14 @@ class StompServer:
         self._limits = limits
         self._server: asyncio.Server | None = None
         self.connections: set[StompConnection] = set()
+        #: False once ``stop`` has begun: other listeners (WebSocket) refuse new clients.
+        self.accepting = True
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: StompConnection(self._engine, self._limits, self.connections),
+            self.connection,
             host,
             port,
             reuse_address=True,
@@ -34,6 +36,10 @@ class StompServer:
         )
         bound: int = self._server.sockets[0].getsockname()[1]
         return bound
+
+    def connection(self, kind: type[StompConnection] = StompConnection) -> StompConnection:
+        """A new connection on this broker's engine, limits and registry (TCP or WebSocket)."""
+        return kind(self._engine, self._limits, self.connections)
 
     def peers(self) -> dict[str, tuple[str, float]]:
         """Session id -> (peer address, connected since in epoch seconds), for the admin API."""
@@ -49,6 +55,7 @@ class StompServer:
 
         A client that does not read what is queued for it is cut off after ``grace``.
         """
+        self.accepting = False
         if self._server is not None:
             self._server.close()
         for connection in list(self.connections):

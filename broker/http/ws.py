@@ -1,0 +1,226 @@
+"""STOMP over WebSocket: the endpoint (``/stomp`` on the admin server, any path on a
+``ws://`` or ``wss://`` listener of its own) and those listeners.
+
+The endpoint checks the page's origin (broker.http.origin), answers the STOMP
+subprotocol, and then hands the socket to a ``StompConnection`` made by the broker's
+``StompServer``, the same factory TCP clients go through: from there on a WebSocket
+client is a STOMP connection like any other (same engine, limits, heart-beats,
+connection list), and only its transport (broker.http.ws_transport) differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from broker.core.errors import to_error_frame
+from broker.http.origin import check_origin, normalize_origin
+from broker.http.ws_transport import WebSocketStompConnection, WebSocketTransport
+from protocol.encoder import encode_frame
+from protocol.errors import FrameTooLarge, MalformedFrame, StompError
+from protocol.frames import V1_2
+
+if TYPE_CHECKING:
+    import asyncio
+    import ssl
+    from collections.abc import Iterable
+
+    from broker.io.server import StompServer
+
+log = logging.getLogger("stompd.ws")
+
+#: The subprotocols stomp.js (and the STOMP spec's WebSocket convention) offer, best
+#: first: from several, the highest version is chosen, as ActiveMQ's WSServlet does.
+#: ``stomp`` is ActiveMQ's and RabbitMQ's version-less name.
+STOMP_SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp", "stomp")
+#: A WebSocket message may hold one frame at the maximum frame size plus a few
+#: heart-beat EOLs after its NUL; anything bigger is refused by aiohttp's reader
+#: (close code 1009) before it is buffered.
+MESSAGE_SLACK = 16
+PATH = "/stomp"
+
+
+@dataclass(frozen=True, slots=True)
+class WebSocketConnector:
+    """One ``ws://`` (or, with ``ssl``, ``wss://``) listener: ActiveMQ's transportConnector."""
+
+    host: str = "127.0.0.1"
+    #: ActiveMQ's conventional ws port; 0 picks a free one.
+    port: int = 61614
+    ssl: ssl.SSLContext | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "wss" if self.ssl is not None else "ws"
+
+
+def choose_subprotocol(header: str | None) -> str | None:
+    """The subprotocol to answer for ``Sec-WebSocket-Protocol: header`` (None: answer none).
+
+    RFC 6455 4.2.2: a server that takes none of the offered subprotocols sends none
+    back; a client that offered none gets none (ActiveMQ answers ``stomp`` even then,
+    which a browser must treat as a failed handshake).
+    """
+    if not header:
+        return None
+    offered = {token.strip() for token in header.split(",")}
+    return next((name for name in STOMP_SUBPROTOCOLS if name in offered), None)
+
+
+class StompWebSocketResponse(web.WebSocketResponse):
+    """aiohttp's WebSocketResponse; when aiohttp's reader refuses a message itself (over
+    the size limit, text that is not UTF-8, broken framing) the client is also told
+    why in an ERROR frame before the close, as a TCP client would be."""
+
+    def __init__(self, *, max_frame_size: int, protocols: tuple[str, ...]) -> None:
+        # permessage-deflate would cost the broker CPU per message and make sends
+        # asynchronous; STOMP payloads are the application's to compress.
+        super().__init__(protocols=protocols, compress=False, max_msg_size=max_frame_size + MESSAGE_SLACK)
+        self._max_frame_size = max_frame_size
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
+        # Our own closes always carry a reason; aiohttp's refusals come without one.
+        if code != WSCloseCode.OK and not message and not self.closed:
+            refusal = self._refusal(code)
+            with contextlib.suppress(ConnectionError):
+                # The headers are plain ASCII, so the frame reads the same in any version.
+                await self.send_frame(encode_frame(to_error_frame(refusal), V1_2), WSMsgType.TEXT)
+            message = refusal.summary.encode()
+        return await super().close(code=code, message=message, drain=drain)
+
+    def _refusal(self, code: int) -> StompError:
+        if code == WSCloseCode.MESSAGE_TOO_BIG:
+            return FrameTooLarge(
+                f"a WebSocket message is larger than the maximum frame size of {self._max_frame_size} bytes"
+            )
+        if code == WSCloseCode.INVALID_TEXT:
+            return MalformedFrame(
+                "a WebSocket text message is not UTF-8 (binary data goes in binary messages)"
+            )
+        return MalformedFrame(f"WebSocket protocol error (close code {code})")
+
+
+class StompWebSocketEndpoint:
+    """The aiohttp handler that turns an upgrade request into a STOMP connection."""
+
+    def __init__(self, server: StompServer, max_frame_size: int, allowed_origins: Iterable[str] = ()) -> None:
+        self._server = server
+        self._max_frame_size = max_frame_size
+        self._allowed = frozenset(normalize_origin(origin) for origin in allowed_origins)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if not self._server.accepting:
+            return web.Response(status=503, text="the broker is shutting down\n")
+        socket_transport = request.transport
+        if socket_transport is None:
+            # The client went away before we got to it.
+            return web.Response(status=400)
+        sockname = socket_transport.get_extra_info("sockname")
+        refused = check_origin(
+            request.headers.get("Origin"),
+            request.headers.get("Host"),
+            self._allowed,
+            secure=request.secure,
+            local_loopback=isinstance(sockname, tuple) and _is_loopback(sockname[0]),
+        )
+        if refused is not None:
+            log.warning("refused a WebSocket from %s: %s", request.remote, refused)
+            return web.Response(status=403, text=refused + "\n")
+        subprotocol = choose_subprotocol(request.headers.get("Sec-WebSocket-Protocol"))
+        ws = StompWebSocketResponse(
+            protocols=(subprotocol,) if subprotocol else (), max_frame_size=self._max_frame_size
+        )
+        if not ws.can_prepare(request).ok:
+            return web.Response(
+                status=426,
+                headers={"Upgrade": "websocket", "Connection": "Upgrade"},
+                text="this is a STOMP over WebSocket endpoint: connect with a WebSocket client\n",
+            )
+        await ws.prepare(request)
+        connection = self._server.connection(WebSocketStompConnection)
+        transport = WebSocketTransport(ws, socket_transport, connection)
+        connection.connection_made(transport)
+        try:
+            await _receive(ws, transport, connection)
+        finally:
+            connection.connection_lost(None)
+            await transport.finished()
+        return ws
+
+
+async def _receive(
+    ws: web.WebSocketResponse, transport: WebSocketTransport, connection: asyncio.Protocol
+) -> None:
+    """Feed every data message to the connection until the WebSocket closes."""
+    first = True
+    while True:
+        await transport.wait_readable()
+        message = await ws.receive()
+        kind = message.type
+        if kind is WSMsgType.TEXT:
+            data = message.data.encode()
+        elif kind is WSMsgType.BINARY:
+            data = message.data
+        else:
+            if kind is WSMsgType.ERROR:
+                # aiohttp has already closed with the fitting code (1009 too big,
+                # 1002 bad framing, 1007 text that is not UTF-8).
+                log.info("closing WebSocket from %s: %s", transport.get_extra_info("peername"), message.data)
+            return
+        if first:
+            # Answer in the kind of message the client connected with.
+            transport.binary = kind is WSMsgType.BINARY
+            first = False
+        connection.data_received(data)
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+class WebSocketPortError(OSError):
+    """A ws:// or wss:// listener could not listen (port taken, address not ours)."""
+
+
+class WebSocketListeners:
+    """The broker's own ``ws://`` / ``wss://`` ports: the endpoint on every path."""
+
+    def __init__(self, endpoint: StompWebSocketEndpoint) -> None:
+        self.app = web.Application()
+        self.app.router.add_get("/{path:.*}", endpoint.handle)
+        self._runner: web.AppRunner | None = None
+
+    async def start(self, connectors: Iterable[WebSocketConnector]) -> list[int]:
+        """Listen on each connector; returns the ports bound, in order."""
+        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        await self._runner.setup()
+        ports = []
+        for connector in connectors:
+            site = web.TCPSite(
+                self._runner, connector.host, connector.port, ssl_context=connector.ssl, reuse_address=True
+            )
+            bound = len(self._runner.addresses)
+            try:
+                await site.start()
+            except OSError as exc:
+                await self.stop()
+                raise WebSocketPortError(
+                    exc.errno,
+                    f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: "
+                    f"{exc.strerror or exc}",
+                ) from None
+            ports.append(int(self._runner.addresses[bound][1]))
+        return ports
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
