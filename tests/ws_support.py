@@ -27,6 +27,7 @@ def start_ws_broker(
     limits: ConnectionLimits | None = None,
     tls: ssl.SSLContext | None = None,
     ws_port: int = 0,
+    http_port: int = 0,
     static_dir: Path | None = None,
 ) -> BrokerThread:
     """A broker with STOMP on TCP, one ws:// (or wss://) listener and the admin server."""
@@ -36,7 +37,7 @@ def start_ws_broker(
         data_dir=data_dir,
         core=CoreSettings(),
         limits=limits or ConnectionLimits(),
-        http_port=0,
+        http_port=http_port,
         http_static_dir=static_dir,
         ws_connectors=(WebSocketConnector("127.0.0.1", ws_port, tls),),
         ws_allowed_origins=origins,
