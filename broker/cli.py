@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stompd: {exc} (--http-port 0 turns the admin server off)", file=sys.stderr)
         return 1
     except WebSocketPortError as exc:
-        print(f"stompd: {exc}", file=sys.stderr)
+        print(f"stompd: {exc.strerror}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"stompd: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)

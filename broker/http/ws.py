@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import logging
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -212,10 +213,10 @@ class WebSocketListeners:
                 await site.start()
             except OSError as exc:
                 await self.stop()
+                why = os.strerror(exc.errno) if exc.errno else str(exc)
                 raise WebSocketPortError(
                     exc.errno,
-                    f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: "
-                    f"{exc.strerror or exc}",
+                    f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: {why}",
                 ) from None
             ports.append(int(self._runner.addresses[bound][1]))
         return ports
