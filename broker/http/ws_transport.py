@@ -24,7 +24,7 @@ handshake); this module only maps what ``StompConnection`` and its outbox use of
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from aiohttp import web
+
+log = logging.getLogger("stompd.ws")
 
 #: RFC 6455 5.5: a control frame's payload is at most 125 bytes, 2 of them the code.
 MAX_CLOSE_REASON = 123
@@ -239,10 +241,14 @@ class WebSocketTransport(asyncio.Transport):
         self._queue.clear()
         self._queued = 0
         self._wake()
-        with contextlib.suppress(asyncio.TimeoutError):
-            # aiohttp bounds the closing handshake itself (10 s); this only guards a
-            # writer stuck on a socket that neither reads nor goes away.
-            await asyncio.wait_for(self._writer, CLOSE_TIMEOUT)
+        writer = self._writer
+        # aiohttp bounds the closing handshake itself (10 s); the timeout only guards a
+        # writer stuck on a socket that neither reads nor goes away.
+        done, _ = await asyncio.wait((writer,), timeout=CLOSE_TIMEOUT)
+        if not done:
+            writer.cancel()
+        elif not writer.cancelled() and writer.exception() is not None:
+            log.error("WebSocket writer failed", exc_info=writer.exception())
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return self._socket.get_extra_info(name, default)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -378,6 +379,33 @@ def test_broker_shutdown_closes_websocket_clients_with_going_away(tmp_path: Path
             assert (closed.code, closed.reason) == (aiohttp.WSCloseCode.GOING_AWAY, "broker shutting down")
 
     asyncio.run(scenario())
+
+
+def test_shutdown_does_not_wait_on_a_websocket_client_that_reads_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread = start_ws_broker(tmp_path / "data")
+
+    async def scenario() -> None:
+        async with WsSession(ws_url(thread), max_msg_size=0) as consumer:
+            await consumer.connect()
+            await consumer.send_frame(
+                "SUBSCRIBE", {"id": "1", "destination": "/queue/unread", "receipt": "s"}
+            )
+            assert (await consumer.recv()).command == "RECEIPT"
+            producer = RawClient(thread.port)
+            producer.connect()
+            for i in range(300):
+                producer.send("SEND", {"destination": "/queue/unread", "receipt": str(i)}, b"u" * 64 * 1024)
+            await asyncio.to_thread(producer.recv_all, 300)
+            # Its buffers are full and nothing drains them; the broker still stops in time.
+            started = time.monotonic()
+            await asyncio.to_thread(thread.stop, 30)
+            assert time.monotonic() - started < 20
+            assert thread.broker is not None and not thread.broker.server.connections
+
+    asyncio.run(scenario())
+    assert [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")] == []
 
 
 def test_a_plain_http_request_is_told_to_upgrade(ws_broker: BrokerThread) -> None:
