@@ -17,7 +17,7 @@ from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
-from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketConnector, WebSocketListeners
+from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketConnector, WebSocketListener
 from broker.io.limits import ConnectionLimits
 from broker.io.server import StompServer
 from store.leveldb import LevelDB
@@ -49,10 +49,10 @@ class BrokerOptions:
     http_security: HttpSecurity = field(default_factory=HttpSecurity)
     #: A directory the admin server also serves, openly, at /static/.
     http_static_dir: Path | None = None
-    #: STOMP over WebSocket listeners (ActiveMQ's ws:// and wss:// transportConnectors);
-    #: the admin server's /stomp is the same endpoint.
+    #: STOMP over WebSocket listeners (ActiveMQ's ws:// and wss:// transportConnectors),
+    #: each with its own allowed origins.
     ws_connectors: tuple[WebSocketConnector, ...] = ()
-    #: Origins whose pages may open a STOMP WebSocket; none: same-origin pages only.
+    #: Origins whose pages may use the admin server's /stomp; none: same-origin pages only.
     ws_allowed_origins: tuple[str, ...] = ()
 
 
@@ -67,7 +67,7 @@ class Broker:
         self.http: HttpServer | None = None
         #: The ports the WebSocket listeners are bound to, in ``ws_connectors`` order.
         self.ws_ports: list[int] = []
-        self.ws: WebSocketListeners | None = None
+        self.ws: list[WebSocketListener] = []
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -103,21 +103,24 @@ class Broker:
             (time.perf_counter() - started) * 1000,
         )
         self.server = StompServer(self.engine, options.limits)
-        endpoint = StompWebSocketEndpoint(
-            self.server, options.limits.max_frame_size, options.ws_allowed_origins
-        )
         if options.http_port is not None:
             self.http = HttpServer(
                 EngineAdminOps(self.engine, self.server.peers), options.http_security, options.http_static_dir
             )
+            endpoint = StompWebSocketEndpoint(
+                self.server, options.limits.max_frame_size, options.ws_allowed_origins
+            )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
-        if options.ws_connectors:
-            self.ws = WebSocketListeners(endpoint)
-            self.ws_ports = await self.ws.start(options.ws_connectors)
-            for connector, port in zip(options.ws_connectors, self.ws_ports, strict=True):
-                log.info("STOMP over WebSocket on %s://%s:%d/", connector.scheme, connector.host, port)
+        for connector in options.ws_connectors:
+            listener = WebSocketListener(self.server, options.limits.max_frame_size, connector)
+            self.ws.append(listener)
+            port = await listener.start()
+            self.ws_ports.append(port)
+            log.info(
+                "STOMP over WebSocket on %s://%s:%d%s", connector.scheme, connector.host, port, connector.path
+            )
         self.port = await self.server.start(options.host, options.port)
         self._tick = loop.call_later(TICK_S, self._on_tick)
         log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
@@ -146,8 +149,8 @@ class Broker:
         # STOMP first, WebSocket clients included, so the HTTP servers find no handler
         # still running when they stop.
         await self.server.stop()
-        if self.ws is not None:
-            await self.ws.stop()
+        for listener in self.ws:
+            await listener.stop()
         if self.http is not None:
             await self.http.stop()
         if self._tick is not None:

@@ -146,7 +146,7 @@ def _ws_connectors(args: argparse.Namespace) -> tuple[WebSocketConnector, ...]:
     """The ws:// and wss:// listeners the flags ask for; ValueError says what is wrong."""
     connectors = []
     if args.ws_port is not None:
-        connectors.append(WebSocketConnector(args.ws_host, args.ws_port))
+        connectors.append(WebSocketConnector(args.ws_host, args.ws_port, None, args.ws_allowed_origins))
     if args.wss_port is not None:
         if args.wss_cert is None:
             raise ValueError("--wss-port needs --wss-cert (and --wss-key unless the key is in it)")
@@ -155,7 +155,7 @@ def _ws_connectors(args: argparse.Namespace) -> tuple[WebSocketConnector, ...]:
             context.load_cert_chain(args.wss_cert, args.wss_key)
         except (OSError, ssl.SSLError) as exc:
             raise ValueError(f"cannot load the wss:// certificate {args.wss_cert}: {exc}") from None
-        connectors.append(WebSocketConnector(args.ws_host, args.wss_port, context))
+        connectors.append(WebSocketConnector(args.ws_host, args.wss_port, context, args.ws_allowed_origins))
     return tuple(connectors)
 
 

@@ -39,7 +39,7 @@ def start_ws_broker(
         limits=limits or ConnectionLimits(),
         http_port=http_port,
         http_static_dir=static_dir,
-        ws_connectors=(WebSocketConnector("127.0.0.1", ws_port, tls),),
+        ws_connectors=(WebSocketConnector("127.0.0.1", ws_port, tls, origins),),
         ws_allowed_origins=origins,
     )
     return BrokerThread(options).start()

@@ -54,6 +54,10 @@ class WebSocketConnector:
     #: ActiveMQ's conventional ws port; 0 picks a free one.
     port: int = 61614
     ssl: ssl.SSLContext | None = None
+    #: Origins whose pages may connect (``*``: any); empty: same-origin pages only.
+    allowed_origins: tuple[str, ...] = ()
+    #: The path the endpoint answers on; ``/`` answers on every path, as ActiveMQ does.
+    path: str = "/"
 
     @property
     def scheme(self) -> str:
@@ -191,35 +195,33 @@ class WebSocketPortError(OSError):
     """A ws:// or wss:// listener could not listen (port taken, address not ours)."""
 
 
-class WebSocketListeners:
-    """The broker's own ``ws://`` / ``wss://`` ports: the endpoint on every path."""
+class WebSocketListener:
+    """One of the broker's own ``ws://`` / ``wss://`` ports."""
 
-    def __init__(self, endpoint: StompWebSocketEndpoint) -> None:
+    def __init__(self, server: StompServer, max_frame_size: int, connector: WebSocketConnector) -> None:
+        self.connector = connector
+        endpoint = StompWebSocketEndpoint(server, max_frame_size, connector.allowed_origins)
         self.app = web.Application()
-        self.app.router.add_get("/{path:.*}", endpoint.handle)
+        self.app.router.add_get("/{path:.*}" if connector.path == "/" else connector.path, endpoint.handle)
         self._runner: web.AppRunner | None = None
 
-    async def start(self, connectors: Iterable[WebSocketConnector]) -> list[int]:
-        """Listen on each connector; returns the ports bound, in order."""
+    async def start(self) -> int:
+        """Listen; returns the port bound (``port=0`` picks a free one)."""
+        connector = self.connector
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
         await self._runner.setup()
-        ports = []
-        for connector in connectors:
-            site = web.TCPSite(
-                self._runner, connector.host, connector.port, ssl_context=connector.ssl, reuse_address=True
-            )
-            bound = len(self._runner.addresses)
-            try:
-                await site.start()
-            except OSError as exc:
-                await self.stop()
-                why = os.strerror(exc.errno) if exc.errno else str(exc)
-                raise WebSocketPortError(
-                    exc.errno,
-                    f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: {why}",
-                ) from None
-            ports.append(int(self._runner.addresses[bound][1]))
-        return ports
+        site = web.TCPSite(
+            self._runner, connector.host, connector.port, ssl_context=connector.ssl, reuse_address=True
+        )
+        try:
+            await site.start()
+        except OSError as exc:
+            await self.stop()
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise WebSocketPortError(
+                exc.errno, f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: {why}"
+            ) from None
+        return int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
         if self._runner is not None:

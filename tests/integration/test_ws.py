@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 import trustme
 
-from broker.app import BrokerThread
+from broker.app import BrokerOptions, BrokerThread
+from broker.http.ws import WebSocketConnector
 from broker.http.ws_transport import WebSocketStompConnection
 from broker.io.limits import ConnectionLimits
 from tests.http_support import call
@@ -416,6 +417,25 @@ def test_a_plain_http_request_is_told_to_upgrade(ws_broker: BrokerThread) -> Non
         reply = call(base, "GET", "")
         assert reply.status == 426
         assert "STOMP over WebSocket" in reply.body
+
+
+def test_a_listener_with_a_path_answers_only_there(tmp_path: Path) -> None:
+    options = BrokerOptions(
+        port=0,
+        data_dir=tmp_path / "data",
+        ws_connectors=(WebSocketConnector("127.0.0.1", 0, path="/messaging"),),
+    )
+    thread = BrokerThread(options).start()
+
+    async def scenario() -> None:
+        async with WsSession(ws_url(thread, path="/messaging")) as stomp:
+            assert (await stomp.connect()).command == "CONNECTED"
+        assert await _handshake(ws_url(thread, path="/elsewhere")) == 404
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        thread.stop()
 
 
 # -- origins ---------------------------------------------------------------------
