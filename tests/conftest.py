@@ -66,3 +66,12 @@ def http_broker(tmp_path: Path) -> Iterator[BrokerThread]:
         yield thread
     finally:
         thread.stop()
+
+
+@pytest.fixture
+def ws_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    """A broker with a ws:// listener and its admin server (``/stomp``), on ephemeral ports."""
+    from tests.ws_support import running_ws_broker
+
+    with running_ws_broker(tmp_path / "data") as thread:
+        yield thread

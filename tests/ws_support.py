@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,16 @@ from broker.io.limits import ConnectionLimits
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+
+
+@contextmanager
+def running_ws_broker(data_dir: Path, **options: Any) -> Iterator[BrokerThread]:
+    """``start_ws_broker`` for the length of a ``with`` block."""
+    thread = start_ws_broker(data_dir, **options)
+    try:
+        yield thread
+    finally:
+        thread.stop()
 
 
 def start_ws_broker(

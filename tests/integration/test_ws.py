@@ -21,7 +21,7 @@ from broker.http.ws_transport import WebSocketStompConnection
 from broker.io.limits import ConnectionLimits
 from tests.http_support import call
 from tests.stomp_raw import RawClient
-from tests.ws_support import WsSession, start_ws_broker, stomp_path_url, ws_url
+from tests.ws_support import WsSession, running_ws_broker, start_ws_broker, stomp_path_url, ws_url
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +29,6 @@ TEXT = aiohttp.WSMsgType.TEXT
 BINARY = aiohttp.WSMsgType.BINARY
 #: Every byte value, NULs included: a body only content-length can carry.
 BINARY_BODY = bytes(range(256)) * 4
-
-
-@pytest.fixture
-def ws_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    thread = start_ws_broker(tmp_path / "data")
-    try:
-        yield thread
-    finally:
-        thread.stop()
 
 
 @pytest.fixture(params=["ws-port", "admin-/stomp"])
@@ -227,11 +218,8 @@ def test_text_that_is_not_utf8_is_refused_with_1007(ws_broker: BrokerThread) -> 
 
 @pytest.fixture
 def small_frames(tmp_path: Path) -> Iterator[BrokerThread]:
-    thread = start_ws_broker(tmp_path / "data", limits=ConnectionLimits(max_frame_size=4096))
-    try:
+    with running_ws_broker(tmp_path / "data", limits=ConnectionLimits(max_frame_size=4096)) as thread:
         yield thread
-    finally:
-        thread.stop()
 
 
 def test_a_message_over_the_frame_limit_is_refused_by_the_websocket_layer(small_frames: BrokerThread) -> None:
@@ -270,7 +258,6 @@ def test_a_frame_over_the_limit_in_small_messages_is_refused_too(small_frames: B
 
 
 def test_no_connect_within_the_timeout_closes_it(tmp_path: Path) -> None:
-    thread = start_ws_broker(tmp_path / "data", limits=ConnectionLimits(connect_timeout=0.2))
 
     async def scenario() -> None:
         async with WsSession(ws_url(thread)) as stomp:
@@ -278,10 +265,8 @@ def test_no_connect_within_the_timeout_closes_it(tmp_path: Path) -> None:
             assert closed.code == aiohttp.WSCloseCode.OK
             assert stomp.messages == []
 
-    try:
+    with running_ws_broker(tmp_path / "data", limits=ConnectionLimits(connect_timeout=0.2)) as thread:
         asyncio.run(scenario())
-    finally:
-        thread.stop()
 
 
 def test_websocket_and_tcp_clients_exchange_messages_intact(url: str, ws_broker: BrokerThread) -> None:
@@ -472,8 +457,9 @@ def test_same_origin_only_by_default(url: str) -> None:
 
 
 def test_allowed_origins(tmp_path: Path) -> None:
-    thread = start_ws_broker(tmp_path / "data", origins=("https://app.example.com", "http://localhost:3000"))
-    try:
+    with running_ws_broker(
+        tmp_path / "data", origins=("https://app.example.com", "http://localhost:3000")
+    ) as thread:
         for url in (ws_url(thread), stomp_path_url(thread)):
             host = url.split("/")[2]
             cases = [
@@ -488,16 +474,11 @@ def test_allowed_origins(tmp_path: Path) -> None:
             ]
             for headers, status in cases:
                 assert asyncio.run(_handshake(url, **headers)) == status, (url, headers)
-    finally:
-        thread.stop()
 
 
 def test_any_origin_when_told(tmp_path: Path) -> None:
-    thread = start_ws_broker(tmp_path / "data", origins=("*",))
-    try:
+    with running_ws_broker(tmp_path / "data", origins=("*",)) as thread:
         assert asyncio.run(_handshake(ws_url(thread), Origin="https://anywhere.example")) == 101
-    finally:
-        thread.stop()
 
 
 # -- TLS -------------------------------------------------------------------------
@@ -509,7 +490,6 @@ def test_wss_with_a_certificate(tmp_path: Path) -> None:
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(server_context)
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
-    thread = start_ws_broker(tmp_path / "data", tls=server_context)
 
     async def scenario() -> None:
         async with WsSession(ws_url(thread, "wss"), ssl=client_context, protocols=("v12.stomp",)) as stomp:
@@ -523,7 +503,5 @@ def test_wss_with_a_certificate(tmp_path: Path) -> None:
         assert await _handshake(ws_url(thread, "wss"), tls=ssl.create_default_context()) == 0
         assert await _handshake(ws_url(thread, "ws")) == 0
 
-    try:
+    with running_ws_broker(tmp_path / "data", tls=server_context) as thread:
         asyncio.run(scenario())
-    finally:
-        thread.stop()

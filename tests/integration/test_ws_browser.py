@@ -19,7 +19,7 @@ from broker.app import BrokerThread
 from tests.integration.test_console_browser import browser  # noqa: F401 (the Chromium fixture)
 from tests.integration.test_server import free_port
 from tests.stomp_raw import RawClient
-from tests.ws_support import start_ws_broker
+from tests.ws_support import running_ws_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -32,11 +32,8 @@ ECHO_BINARY = ",".join(str(i) for i in range(256))
 def page_broker(tmp_path: Path) -> Iterator[BrokerThread]:
     if not (JS_DIR / "node_modules" / "@stomp" / "stompjs").is_dir():
         pytest.fail("tests/js/node_modules is missing: run scripts/setup-tests.sh (npm ci)")
-    thread = start_ws_broker(tmp_path / "data", static_dir=JS_DIR)
-    try:
+    with running_ws_broker(tmp_path / "data", static_dir=JS_DIR) as thread:
         yield thread
-    finally:
-        thread.stop()
 
 
 def page_result(driver: webdriver.Chrome, url: str) -> dict[str, Any]:
@@ -88,23 +85,18 @@ def test_a_page_from_another_origin_is_refused_unless_allowed(
     # The page comes from the admin server's port; the broker's ws:// port is another
     # origin. Not allowed by default: the handshake is refused (403), stomp.js sees 1006.
     http_port = free_port()
-    refusing = start_ws_broker(tmp_path / "a", static_dir=JS_DIR, http_port=http_port)
-    try:
+    with running_ws_broker(tmp_path / "a", static_dir=JS_DIR, http_port=http_port) as refusing:
         url = f"http://127.0.0.1:{http_port}{PAGE}?url=ws://127.0.0.1:{refusing.ws_ports[0]}/"
         result = page_result(browser, url)
         assert (result["connected"], result["closeCode"]) == (False, 1006)
-    finally:
-        refusing.stop()
 
     # Allowed by name: the same page works.
     http_port = free_port()
-    allowing = start_ws_broker(
-        tmp_path / "b", static_dir=JS_DIR, http_port=http_port, origins=(f"http://127.0.0.1:{http_port}",)
-    )
-    try:
+    origin = f"http://127.0.0.1:{http_port}"
+    with running_ws_broker(
+        tmp_path / "b", static_dir=JS_DIR, http_port=http_port, origins=(origin,)
+    ) as allowing:
         url = f"http://127.0.0.1:{http_port}{PAGE}?expect=2&url=ws://127.0.0.1:{allowing.ws_ports[0]}/"
         result = page_result(browser, url)
         assert result["connected"] is True
         assert len(result["received"]) == 2
-    finally:
-        allowing.stop()

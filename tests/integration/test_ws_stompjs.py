@@ -11,7 +11,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,15 +33,6 @@ def node() -> str:
     if path is None or not (JS_DIR / "node_modules" / "@stomp" / "stompjs").is_dir():
         pytest.fail("node or tests/js/node_modules is missing: run scripts/setup-tests.sh (nodejs, npm ci)")
     return path
-
-
-@pytest.fixture
-def ws_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    thread = start_ws_broker(tmp_path / "data")
-    try:
-        yield thread
-    finally:
-        thread.stop()
 
 
 def read_json_line(stream: IO[str]) -> dict[str, Any]:
