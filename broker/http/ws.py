@@ -11,7 +11,6 @@ connection list), and only its transport (broker.http.ws_transport) differs.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import logging
 import os
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from broker.core.errors import to_error_frame
+from broker.http.auth import is_loopback
 from broker.http.origin import check_origin, normalize_origin
 from broker.http.ws_transport import WebSocketStompConnection, WebSocketTransport
 from protocol.encoder import encode_frame
@@ -131,7 +131,7 @@ class StompWebSocketEndpoint:
             request.headers.get("Host"),
             self._allowed,
             secure=request.secure,
-            local_loopback=isinstance(sockname, tuple) and _is_loopback(sockname[0]),
+            local_loopback=isinstance(sockname, tuple) and is_loopback(sockname[0]),
         )
         if refused is not None:
             log.warning("refused a WebSocket from %s: %s", request.remote, refused)
@@ -173,8 +173,9 @@ async def _receive(
             data = message.data
         else:
             if kind is WSMsgType.ERROR:
-                # aiohttp has already closed with the fitting code (1009 too big,
-                # 1002 bad framing, 1007 text that is not UTF-8).
+                # aiohttp refused the message and has closed with the fitting code
+                # (1009 too big, 1002 bad framing, 1007 text that is not UTF-8), after
+                # StompWebSocketResponse.close sent the ERROR frame.
                 log.info("closing WebSocket from %s: %s", transport.get_extra_info("peername"), message.data)
             return
         if first:
@@ -182,13 +183,6 @@ async def _receive(
             transport.binary = kind is WSMsgType.BINARY
             first = False
         connection.data_received(data)
-
-
-def _is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
 
 
 class WebSocketPortError(OSError):
