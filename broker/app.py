@@ -40,6 +40,8 @@ class BrokerOptions:
     host: str = "127.0.0.1"
     port: int = 61613
     data_dir: Path = Path("data")
+    #: The persistent message store (None: ``data_dir/store``).
+    store_dir: Path | None = None
     core: CoreSettings = field(default_factory=CoreSettings)
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: The admin HTTP server (API, console, /health): None turns it off (embedded
@@ -86,7 +88,8 @@ class Broker:
         # A corrupt or unreadable store raises StoreError naming its path: never an
         # empty broker that silently forgot what it had stored.
         started = time.perf_counter()
-        self.message_store = MessageStore.open(options.data_dir / "store")
+        store_dir = options.store_dir or options.data_dir / "store"
+        self.message_store = MessageStore.open(store_dir)
         committer = self.message_store.start_committer(post, self._store_failed)
         self.engine = Engine(
             options.core,
@@ -98,7 +101,7 @@ class Broker:
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
-            options.data_dir / "store",
+            store_dir,
             stored,
             (time.perf_counter() - started) * 1000,
         )

@@ -1,125 +1,140 @@
-"""``stompd`` command line: argument parsing and exit codes only."""
+"""``stompd`` command line: argument parsing and exit codes only.
+
+``stompd [--config FILE] [-Dname=value ...] [flags]`` runs the broker; ``stompd
+--check-config FILE`` prints the effective configuration and every warning; ``stompd
+hash-password`` prints a password hash for activemq.xml.  Exit codes: 0 fine, 1 the
+configuration (or the store, or the port) is not usable, 2 bad arguments.
+"""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import logging
-import ssl
 import sys
 from pathlib import Path
 
-from broker.app import BrokerOptions, run
-from broker.core.settings import CoreSettings
-from broker.http.auth import HttpSecurity
-from broker.http.origin import InvalidOrigin, normalize_origin
+from broker.app import run
 from broker.http.server import AdminPortError
-from broker.http.ws import WebSocketConnector, WebSocketPortError
-from broker.io.limits import DEFAULT_MAX_FRAME_SIZE, ConnectionLimits
+from broker.http.ws import WebSocketPortError
+from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
+from config import overrides, passwords
+from config.issues import ConfigError
+from config.loader import load
+from config.loader_transports import allowed_origins
+from config.model import BrokerConfig
+from config.report import render
 from config.units import InvalidSize, parse_size
 from store.errors import StoreError
 
+log = logging.getLogger("stompd")
+_DEFAULTS = BrokerConfig()
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stompd", description="STOMP 1.0/1.1/1.2 message broker")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=61613, help="STOMP port (default 61613)")
-    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="data directory (default ./data)")
+    # Flags default to None: only the ones given override the file (or the embedded defaults).
+    parser = argparse.ArgumentParser(
+        prog="stompd",
+        description="STOMP 1.0/1.1/1.2 message broker.  `stompd hash-password` makes a password hash.",
+    )
+    config = parser.add_argument_group("configuration")
+    config.add_argument("--config", type=Path, metavar="FILE", help="run from this activemq.xml")
+    config.add_argument(
+        "--check-config",
+        type=Path,
+        metavar="FILE",
+        help="check FILE, print every setting with where it came from and every warning, and exit",
+    )
+    config.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="define ${NAME} for the file (e.g. -Dactivemq.data=/var/lib/stompd)",
+    )
+    parser.add_argument("--host", help="address of the first STOMP listener (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port of the first STOMP listener (default 61613)")
+    parser.add_argument("--data-dir", type=Path, help="data directory (default ./data)")
     parser.add_argument(
         "--heartbeat-grace",
         type=float,
-        default=1.5,
         help="close a client after its heart-beat interval times this (default 1.5)",
     )
-    parser.add_argument(
-        "--max-frame-size", type=int, default=DEFAULT_MAX_FRAME_SIZE, help="bytes (default 10 MiB)"
-    )
-    defaults = CoreSettings()
+    parser.add_argument("--max-frame-size", type=_size, help="bytes (default 10 mb)")
     usage = parser.add_argument_group("systemUsage (sizes as in activemq.xml: 64mb, 1 gb, ...)")
-    usage.add_argument("--memory-limit", type=_size, default=defaults.memory_limit, help="default 1 gb")
-    usage.add_argument("--store-limit", type=_size, default=defaults.store_limit, help="default 100 gb")
-    usage.add_argument("--temp-limit", type=_size, default=defaults.temp_limit, help="default 50 gb")
-    usage.add_argument(
-        "--destination-memory-limit", type=_size, default=None, help="each destination's own memoryLimit"
-    )
+    usage.add_argument("--memory-limit", type=_size, help="default 1 gb")
+    usage.add_argument("--store-limit", type=_size, help="default 100 gb")
+    usage.add_argument("--temp-limit", type=_size, help="default 50 gb")
+    usage.add_argument("--destination-memory-limit", type=_size, help="each destination's own memoryLimit")
     usage.add_argument(
         "--cursor-memory-high-water-mark",
         type=int,
-        default=70,
         metavar="PERCENT",
         help="past this %% of memory, new messages swap to the temp store (default 70)",
     )
     usage.add_argument(
-        "--send-fail-if-no-space", action="store_true", help="refuse a SEND with an ERROR instead of waiting"
+        "--send-fail-if-no-space",
+        action="store_true",
+        default=None,
+        help="refuse a SEND with an ERROR instead of waiting",
     )
     usage.add_argument(
-        "--send-fail-if-no-space-after-timeout",
-        type=int,
-        default=0,
-        metavar="MS",
-        help="wait this long, then refuse",
+        "--send-fail-if-no-space-after-timeout", type=int, metavar="MS", help="wait this long, then refuse"
     )
     parser.add_argument(
         "--maximum-redeliveries",
         type=int,
-        default=defaults.max_redeliveries,
         help="redeliveries before a message goes to ActiveMQ.DLQ; -1: never (default 6)",
     )
     parser.add_argument(
-        "--redelivery-delay", type=int, default=0, metavar="MS", help="wait before a redelivery (default 0)"
+        "--redelivery-delay", type=int, metavar="MS", help="wait before a redelivery (default 0)"
     )
     parser.add_argument(
         "--individual-dead-letter-prefix",
-        default=None,
         metavar="PREFIX",
         help="a DLQ per queue, /queue/PREFIX<name> (e.g. ActiveMQ.DLQ.Queue.); default: one ActiveMQ.DLQ",
     )
     parser.add_argument(
         "--drop-expired",
         action="store_true",
+        default=None,
         help="drop expired persistent messages instead of sending them to the DLQ (processExpired=false)",
     )
-    limits = ConnectionLimits()
-    parser.add_argument(
-        "--max-headers", type=int, default=limits.max_headers, help="per frame (default 1000)"
-    )
-    parser.add_argument(
-        "--max-header-length",
-        type=int,
-        default=limits.max_header_length,
-        help="bytes per header line (default 10240)",
-    )
+    parser.add_argument("--max-headers", type=int, help="per frame (default 1000)")
+    parser.add_argument("--max-header-length", type=int, help="bytes per header line (default 10240)")
     http = parser.add_argument_group("admin HTTP server (JSON API, web console, /health)")
-    http.add_argument("--http-host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    http.add_argument("--http-host", help="address to listen on (default 127.0.0.1)")
     http.add_argument(
-        "--http-port",
-        type=int,
-        default=8161,
-        help="port (default 8161, ActiveMQ's console port); 0 turns it off",
+        "--http-port", type=int, help="port (default 8161, ActiveMQ's console port); 0 turns it off"
     )
     http.add_argument(
         "--http-allow-remote",
         action="store_true",
+        default=None,
         help="with no users configured, accept admin clients not on loopback (default: loopback only)",
     )
     http.add_argument(
         "--http-static-dir",
         type=Path,
-        default=None,
         metavar="DIR",
         help="also serve DIR at /static/, to anyone who can reach the port (say, a web app using /stomp)",
     )
     ws = parser.add_argument_group("STOMP over WebSocket (also at /stomp on the admin server)")
-    ws.add_argument("--ws-host", default="127.0.0.1", help="address of the ws:// and wss:// listeners")
-    ws.add_argument("--ws-port", type=int, default=None, help="ws:// port (ActiveMQ's is 61614; default off)")
-    ws.add_argument("--wss-port", type=int, default=None, help="wss:// port (needs --wss-cert; default off)")
-    ws.add_argument("--wss-cert", type=Path, default=None, metavar="PEM", help="certificate chain for wss://")
+    ws.add_argument("--ws-host", help="address of the ws:// and wss:// listeners (default 127.0.0.1)")
     ws.add_argument(
-        "--wss-key", type=Path, default=None, metavar="PEM", help="its private key (default: in --wss-cert)"
+        "--ws-port", type=int, help="port of the first ws:// listener (ActiveMQ's is 61614; default off)"
     )
+    ws.add_argument(
+        "--wss-port", type=int, help="port of the first wss:// listener (needs --wss-cert; default off)"
+    )
+    ws.add_argument(
+        "--wss-cert", type=Path, metavar="PEM", help="certificate chain of the TLS listeners (<sslContext>)"
+    )
+    ws.add_argument("--wss-key", type=Path, metavar="PEM", help="its private key (default: in --wss-cert)")
     ws.add_argument(
         "--ws-allowed-origins",
         type=_origins,
-        default=(),
         metavar="ORIGINS",
         help="comma-separated origins (https://app.example.com) whose pages may connect, or *; "
         "default: pages from the same host and port only",
@@ -137,72 +152,108 @@ def _size(text: str) -> int:
 
 def _origins(text: str) -> tuple[str, ...]:
     try:
-        return tuple(normalize_origin(origin) for origin in text.split(",") if origin.strip())
-    except InvalidOrigin as exc:
+        return allowed_origins(text)
+    except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _ws_connectors(args: argparse.Namespace) -> tuple[WebSocketConnector, ...]:
-    """The ws:// and wss:// listeners the flags ask for; ValueError says what is wrong."""
-    connectors = []
-    if args.ws_port is not None:
-        connectors.append(WebSocketConnector(args.ws_host, args.ws_port, None, args.ws_allowed_origins))
-    if args.wss_port is not None:
-        if args.wss_cert is None:
-            raise ValueError("--wss-port needs --wss-cert (and --wss-key unless the key is in it)")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            context.load_cert_chain(args.wss_cert, args.wss_key)
-        except (OSError, ssl.SSLError) as exc:
-            raise ValueError(f"cannot load the wss:// certificate {args.wss_cert}: {exc}") from None
-        connectors.append(WebSocketConnector(args.ws_host, args.wss_port, context, args.ws_allowed_origins))
-    return tuple(connectors)
+def _argument_problem(args: argparse.Namespace) -> str | None:
+    if args.config is not None and args.check_config is not None:
+        return "give --config or --check-config, not both"
+    if args.heartbeat_grace is not None and args.heartbeat_grace < 1.0:
+        return "--heartbeat-grace must be at least 1.0"
+    if args.cursor_memory_high_water_mark is not None and not 1 <= args.cursor_memory_high_water_mark <= 100:
+        return "--cursor-memory-high-water-mark must be 1-100"
+    for name in ("port", "ws_port", "wss_port"):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value <= 65535:
+            return f"--{name.replace('_', '-')} must be 0-65535"
+    file = args.config or args.check_config
+    if args.wss_port is not None and args.wss_cert is None and file is None:
+        return "--wss-port needs --wss-cert (and --wss-key unless the key is in it)"
+    if any("=" not in define for define in args.defines):
+        return "-D takes NAME=VALUE"
+    return None
+
+
+def _overrides(args: argparse.Namespace) -> list[overrides.Override]:
+    return [
+        overrides.Override(key, getattr(args, key), "--" + key.replace("_", "-"))
+        for key in overrides.KEYS
+        if getattr(args, key, None) is not None
+    ]
+
+
+def _print_issues(title: str, issues: list[object]) -> None:
+    if issues:
+        print(f"{title}:", file=sys.stderr)
+        for issue in issues:
+            print(f"  {issue}", file=sys.stderr)
+
+
+def hash_password(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="stompd hash-password",
+        description="Reads a password (prompted, or one line on standard input) and prints its hash "
+        'for <authenticationUser password="...">.',
+    )
+    parser.add_argument("--scheme", choices=["scrypt", "pbkdf2-sha256"], default="scrypt")
+    args = parser.parse_args(argv)
+    if sys.stdin.isatty():
+        password = getpass.getpass("password: ")
+        if getpass.getpass("again: ") != password:
+            print("stompd: the passwords differ", file=sys.stderr)
+            return 1
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        print("stompd: empty password", file=sys.stderr)
+        return 1
+    print(passwords.hash_password(password, args.scheme))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["hash-password"]:
+        return hash_password(argv[1:])
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.heartbeat_grace < 1.0:
-        print("stompd: --heartbeat-grace must be at least 1.0", file=sys.stderr)
+    problem = _argument_problem(args)
+    if problem is not None:
+        print(f"stompd: {problem}", file=sys.stderr)
         return 2
-    if not 1 <= args.cursor_memory_high_water_mark <= 100:
-        print("stompd: --cursor-memory-high-water-mark must be 1-100", file=sys.stderr)
-        return 2
+    file: Path | None = args.check_config or args.config
+    warnings: list[object] = []
+    config = _DEFAULTS
+    if file is not None:
+        defines = dict(define.split("=", 1) for define in args.defines)
+        try:
+            loaded = load(file, defines)
+        except ConfigError as exc:
+            _print_issues("warnings", list(exc.warnings))
+            _print_issues(f"{file}: {len(exc.errors)} error(s)", list(exc.errors))
+            return 1
+        config, warnings = loaded.config, list(loaded.warnings)
+    config = overrides.apply(config, _overrides(args))
     try:
-        ws_connectors = _ws_connectors(args)
-    except ValueError as exc:
+        options = broker_options(config)
+    except CannotRun as exc:
+        _print_issues("warnings", warnings)
         print(f"stompd: {exc}", file=sys.stderr)
-        return 2
-    options = BrokerOptions(
-        host=args.host,
-        port=args.port,
-        data_dir=args.data_dir,
-        core=CoreSettings(
-            heartbeat_grace=args.heartbeat_grace,
-            memory_limit=args.memory_limit,
-            store_limit=args.store_limit,
-            temp_limit=args.temp_limit,
-            destination_memory_limit=args.destination_memory_limit,
-            cursor_high_water=args.cursor_memory_high_water_mark / 100,
-            send_fail_if_no_space=args.send_fail_if_no_space,
-            send_fail_if_no_space_after_timeout=args.send_fail_if_no_space_after_timeout,
-            max_redeliveries=args.maximum_redeliveries,
-            redelivery_delay_ms=args.redelivery_delay,
-            individual_dead_letter_prefix=args.individual_dead_letter_prefix,
-            dead_letter_expired=not args.drop_expired,
-        ),
-        limits=ConnectionLimits(
-            max_frame_size=args.max_frame_size,
-            max_headers=args.max_headers,
-            max_header_length=args.max_header_length,
-        ),
-        http_host=args.http_host,
-        http_port=args.http_port or None,
-        http_security=HttpSecurity(allow_remote=args.http_allow_remote),
-        http_static_dir=args.http_static_dir,
-        ws_connectors=ws_connectors,
-        ws_allowed_origins=args.ws_allowed_origins,
-    )
+        return 1
+    if args.check_config is not None:
+        missing = not_applied(config)
+        print(f"stompd configuration from {file}  (value, then where it came from)")
+        print(render(config, lambda key: key not in missing))
+        _print_issues(f"{len(warnings)} warning(s)", warnings)
+        print(f"{file}: OK", file=sys.stderr)
+        return 0
+    for warning in warnings:
+        log.warning("%s", warning)
+    pending = not_applied_in_file(config)
+    if pending:
+        log.warning("checked but not applied yet (see stompd --check-config): %s", ", ".join(pending))
     try:
         run(options)
     except StoreError as exc:
@@ -215,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stompd: {exc.strerror}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"stompd: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"stompd: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", file=sys.stderr
+        )
         return 1
     except KeyboardInterrupt:
         return 0

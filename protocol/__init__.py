@@ -3,7 +3,7 @@
 Standard library only; no sockets, no asyncio.
 """
 
-from protocol.encoder import HEARTBEAT, encode_frame, encode_headers
+from protocol.encoder import FRAME_END, HEARTBEAT, encode_frame, encode_headers
 from protocol.errors import (
     FrameTooLarge,
     MalformedFrame,
@@ -55,6 +55,7 @@ __all__ = [
     "CONNECTED",
     "DISCONNECT",
     "ERROR",
+    "FRAME_END",
     "HEARTBEAT",
     "MESSAGE",
     "NACK",

@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 #: An EOL on its own is a heart-beat (STOMP 1.2 "Heart-beating").
 HEARTBEAT = b"\n"
+#: What ends every frame we write: the NUL, then one EOL, as ActiveMQ writes them.  The
+#: grammar allows EOLs after the NUL (STOMP 1.2 "Augmented BNF": ``NULL *( EOL )``), any
+#: parser takes the EOL as a heart-beat, and some clients need it: PHP's PECL stomp
+#: extension loses every frame after the first of a read when frames come back to back.
+FRAME_END = b"\0\n"
 
 _CONTENT_LENGTH = "content-length"
 # Control characters that no real header holds; if one does, the slow path is taken.
@@ -47,14 +52,14 @@ def encode_frame(frame: Frame, version: str) -> bytes:
         head = f"{command}\n{_header_text(headers.items(), mode)}\n"
     else:
         head = f"{frame.command}\n\n"
-    return b"".join((head.encode(), body, b"\0"))
+    return b"".join((head.encode(), body, FRAME_END))
 
 
 def encode_headers(headers: Iterable[tuple[str, str]] | dict[str, str], version: str) -> bytes:
     """Header lines, each ending in LF, escaped per ``version`` (no command, no blank line).
 
     For building frames from cached parts: ``b"MESSAGE\\n" + encode_headers(...) +
-    b"\\n" + body + b"\\0"``.  Pass version "1.0" for headers of frames that are never
+    b"\\n" + body + FRAME_END``.  Pass version "1.0" for headers of frames that are never
     escaped (CONNECTED).
     """
     items = headers.items() if isinstance(headers, dict) else list(headers)

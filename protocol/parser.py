@@ -28,6 +28,7 @@ from protocol.frames import ALL_COMMANDS, CLIENT_COMMANDS, SERVER_COMMANDS, UNES
 _HEARTBEATS = re.compile(rb"(?:\r?\n)+")
 _HEADER_END = re.compile(rb"\n\r?\n")
 _CR = 13
+_LF = 10
 _CONTENT_LENGTH = "content-length"
 # A content-length with more digits than this is over any sane max_frame_size; not
 # calling int() on it also avoids Python's 4300-digit int-parsing limit.
@@ -116,10 +117,11 @@ class FrameParser:
                         return None
             # Resume 2 bytes back: the end marker is up to 3 bytes long.
             scan = self._scan - 2
-            marker = _HEADER_END.search(buf, scan if scan > pos else pos)
+            start = scan if scan > pos else pos
+            marker = _HEADER_END.search(buf, start)
             if marker is None:
                 self._scan = len(buf)
-                self._check_partial_head(pos)
+                self._check_partial_head(pos, start)
                 return None
             head_end, body_start = marker.span()
             raw = buf[pos:head_end]
@@ -129,6 +131,8 @@ class FrameParser:
                 raise MalformedFrame(
                     f"the frame's command and headers are not valid UTF-8 (bad byte at offset {exc.start})"
                 ) from None
+            if "\0" in text:
+                raise _nul_in_head(text)
             if "\r" in text:
                 # Only a CR that is part of a CRLF line ending is dropped; the block
                 # ends just before a LF, so a final CR is one too.
@@ -200,7 +204,12 @@ class FrameParser:
                     f"{self.max_frame_size} bytes"
                 )
         self._headers = None
-        self._pos = self._scan = nul + 1
+        end = nul + 1
+        # The EOL that most peers (ActiveMQ, PHP's client, stompd itself) write after the
+        # NUL is skipped here: one comparison instead of the heart-beat regex per frame.
+        if end < len(buf) and buf[end] == _LF:
+            end += 1
+        self._pos = self._scan = end
         # ``b"" + bytearray`` makes bytes with one copy, faster than bytes(buf[a:b]).
         return Frame(command, headers, b"" + buf[body_start:nul])
 
@@ -238,9 +247,12 @@ class FrameParser:
                 what = "the command line" if number == 0 else f"header line {number}"
                 raise FrameTooLarge(f"{what} is {size} bytes long, more than the limit of {limit} bytes")
 
-    def _check_partial_head(self, pos: int) -> None:
-        """Reject an incomplete header block that can already be seen to break a limit."""
+    def _check_partial_head(self, pos: int, start: int) -> None:
+        """Reject an incomplete header block that can already be seen to be bad: too large,
+        or holding a NUL (searched from ``start``, where this read's search began)."""
         buf = self._buf
+        if buf.find(0, start) >= 0:
+            raise _nul_in_head(buf[pos:].decode(errors="replace"))
         size = len(buf) - pos
         if size > self.max_frame_size:
             raise FrameTooLarge(
@@ -250,6 +262,17 @@ class FrameParser:
         tail = self.max_header_length + 2
         if size >= tail and buf.find(b"\n", len(buf) - tail) < 0:
             raise FrameTooLarge(f"a header line is longer than the limit of {self.max_header_length} bytes")
+
+
+def _nul_in_head(head: str) -> MalformedFrame:
+    """A NUL in the command or a header.  NUL ends a frame (STOMP 1.0 "the frame is
+    terminated by a null byte", 1.1/1.2 ``NULL`` after the body): no escape can carry
+    one, a peer that scans for it would cut the frame there, and relayed in a MESSAGE
+    it would cut that frame short for such consumers.  So never a header value, in any
+    version (ActiveMQ 5.17 takes it and relays it as is)."""
+    line = head[: head.index("\0")].count("\n")
+    where = "the command line" if line == 0 else f"header line {line}"
+    return MalformedFrame(f"{where} holds a NUL byte, which only ends a frame (no header may contain one)")
 
 
 def _no_colon(lines: list[str], line: str) -> MalformedFrame:

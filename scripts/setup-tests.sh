@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything the test suite needs on a fresh machine, installed only where missing:
 # Debian packages (PHP's stomp extension, a Java runtime for PySpark, Chromium and its
-# driver for browser tests, node/npm for stomp.js), the Python virtualenv with the
-# project and its test extras, and the npm packages of the JavaScript tests.
+# driver for browser tests, node/npm for stomp.js, ActiveMQ for its example activemq.xml
+# files), the Python virtualenv with the project and its test extras, and the npm
+# packages of the JavaScript tests.
 # Safe to run again: each step is skipped when what it installs is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,9 @@ have chromium || need+=(chromium)
 have chromedriver || need+=(chromium-driver)
 have node || need+=(nodejs)
 have npm || need+=(npm)
+# ActiveMQ's own configuration files, which the config loader must read (tests/config).
+[ -d /usr/share/doc/activemq/examples/conf ] && [ -f /etc/activemq/instances-available/main/activemq.xml ] \
+    || need+=(activemq)
 
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ] || ! have apt-get; then

@@ -5,6 +5,17 @@ is away, and persistent messages published meanwhile wait for it in the store.
 A durable subscription is a record here (and in the store) whether or not a
 subscriber is attached; publishing asks ``matching`` which records a topic feeds, so
 an offline subscription costs a store pointer per message owed, and no RAM.
+
+Once it has had a subscriber in this broker's lifetime it also keeps that
+subscriber's cursor, as ActiveMQ keeps a durable subscription's pending cursor
+(``keepDurableSubsActive``, on by default): what was pending or in flight when the
+subscriber left, and what is published while it is away, non-persistent messages
+included, wait there for its return.  Non-persistent ones do not survive a restart
+(nor in ActiveMQ 5.17, which after a restart also keeps none for a subscription that
+has not been active since: checked against it).  While away, new arrivals go straight
+to disk (persistent: a store pointer; others: the temp store while the temp limit has
+room, within the limits flow control applies to every cursor); what its subscriber
+left in memory stays there, charged.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from broker.core import names, wildcards
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.cursor import Cursor
     from broker.core.message import Message
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
@@ -35,6 +47,8 @@ class Durable:
     patterns: list[tuple[str, str]] = field(default_factory=list)
     #: The subscriber attached now, or None while it is away.
     sub: Subscription | None = None
+    #: Its pending messages, kept from its first subscriber on (see the module docstring).
+    cursor: Cursor | None = None
 
     def __post_init__(self) -> None:
         self.patterns = names.split_destination(self.destination)
@@ -44,6 +58,21 @@ class Durable:
         if sub is not None:
             return sub.accepts(message)
         return self.selector is None or self.selector(message)
+
+    def detach(self) -> None:
+        """The subscriber left: its cursor stays, and takes new arrivals on disk only."""
+        self.sub = None
+        cursor = self.cursor
+        if cursor is not None:
+            cursor.wakeup = None
+            cursor.high_water = 0.0
+
+    def keeping(self, message: Message) -> Cursor | None:
+        """The cursor that keeps ``message`` for this subscription while it is away, or None."""
+        cursor = self.cursor
+        if cursor is None or self.sub is not None or not self.accepts(message):
+            return None
+        return cursor
 
     def feeds_on(self, topic: Topic) -> bool:
         return any(

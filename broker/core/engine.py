@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from broker.core import names
+from broker.core import names, scheduler
 from broker.core.clock import Clock
 from broker.core.cursor import Cursor
 from broker.core.destinations import Destination, Destinations
@@ -37,7 +37,7 @@ from broker.core.persistence import (
     SubscriptionSource,
 )
 from broker.core.queue import Queue
-from broker.core.scheduler import Schedule, Scheduler, schedule_of
+from broker.core.scheduler import Jobs, timing_of
 from broker.core.selector import compile_selector
 from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
 from broker.core.settings import CoreSettings
@@ -45,7 +45,7 @@ from broker.core.subscription import ACK_MODES, AUTO, CLIENT, Subscription
 from broker.core.swap import SwapSpace
 from broker.core.topic import Topic
 from broker.core.transactions import Transaction
-from broker.core.usage import SystemUsage
+from broker.core.usage import SystemUsage, UsageMeter
 from protocol import frames as f
 from protocol.errors import MissingHeader, StompError, UnexpectedFrame, UnknownCommand
 from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
@@ -97,12 +97,16 @@ class Engine:
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
         self.destinations.on_expired = self._expired
         self.durables = Durables()
-        #: With a store, scheduled messages wait there rather than in ``scheduler``.
-        self.stored_schedule: StoredSchedule | None = None
         self.queues = self.destinations.queues
         self.router = self.destinations.router
         self.blocked = Blocked()
-        self.scheduler = Scheduler()
+        self.jobs = Jobs(
+            self.clock,
+            self.usage.memory,
+            self._route_all,
+            lambda destination: self.destinations.send_targets(None, destination),
+            self._next_seq,
+        )
         #: Messages given back, waiting out the redelivery delay: (due ms, queue, messages).
         self._redeliveries: deque[tuple[int, Queue, list[Message]]] = deque()
         self.sessions: dict[str, Session] = {}
@@ -184,7 +188,7 @@ class Engine:
             )
         for sub_id in recovery.draining:
             persistence.drain(sub_id)
-        self.stored_schedule = StoredSchedule(persistence, recovery.next_due_ms)
+        self.jobs.stored = StoredSchedule(persistence, recovery.next_due_ms)
         for record in recovery.destinations:
             if record.kind == TOPIC_KIND:
                 # Read back through durable subscriptions' pointers; the store knows its id.
@@ -212,10 +216,7 @@ class Engine:
 
     def tick(self) -> None:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
-        if self.scheduler:
-            self._run_schedules()
-        if self.stored_schedule is not None:
-            self.stored_schedule.poll(self.clock.ms, self._fire_stored, self._next_seq)
+        self.jobs.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
@@ -335,6 +336,8 @@ class Engine:
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
         message = self._build_message(session, destination, headers, frame.body)
+        if not scheduler.HEADERS.isdisjoint(headers):
+            scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
 
     def _orphan_send(self, session: Session, frame: f.Frame) -> ParkedSend | None:
@@ -355,18 +358,11 @@ class Engine:
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
         """Route a SEND; ``sender``'s later frames wait until what it stored is durable."""
-        schedule = schedule_of(message.headers)
-        if schedule is not None:
-            delay, period, repeat = schedule
-            if self.stored_schedule is not None and not any(t.owner is not None for t in targets):
-                self.stored_schedule.add(
-                    self.clock.ms + delay, self._next_seq(), message, period, repeat, sender
-                )
+        if not scheduler.HEADERS.isdisjoint(message.headers):
+            timing = timing_of(message.headers)
+            if timing is not None:
+                self.jobs.add(timing, message, targets, sender)
                 return
-            message.meter = self.usage.memory
-            message.hold()
-            self.scheduler.add(self.clock.ms + delay, Schedule(message, targets, period, repeat))
-            return
         self._route_all(message, targets, sender)
 
     def _route_all(
@@ -391,6 +387,8 @@ class Engine:
                 if not self.usage.store.fits(size):
                     return False
                 continue
+            if type(target) is Topic and self.durables.records and not self._kept_fits(target, message, temp):
+                return False
             meter = target.meter
             # Below the high-water mark (its own and the broker's) it simply goes to memory.
             if meter is not None and meter.fits(size, high_water):
@@ -410,29 +408,21 @@ class Engine:
                     return False
         return True
 
-    def _run_schedules(self) -> None:
-        for due, schedule in self.scheduler.pop_due(self.clock.ms):
-            template = schedule.message
-            # Every delivery of a scheduled message is a message of its own (ActiveMQ).
-            self._route_all(template.copy_to(0, "", template.destination), schedule.targets)
-            if schedule.repeats_left:
-                schedule.repeats_left -= 1
-                self.scheduler.add(due + schedule.period, schedule)
-            else:
-                template.drop()
+    def _kept_fits(self, topic: Topic, message: Message, temp: UsageMeter) -> bool:
+        """Room in the cursors of the durable subscriptions that keep ``message`` while away
+        (they take it on disk, below the memory high-water mark too).  A stored message
+        needs nothing there: it is a store pointer."""
+        if message.persistent and self.persistence is not None:
+            return True
+        for durable in self.durables.matching(topic):
+            cursor = durable.keeping(message)
+            if cursor is not None and not cursor.can_take(message, temp):
+                return False
+        return True
 
     def _next_seq(self) -> int:
         self._seq += 1
         return self._seq
-
-    def _fire_stored(self, message: Message, destination: str) -> None:
-        """A stored schedule came due: route this delivery of it (a message of its own)."""
-        try:
-            targets = self.destinations.send_targets(None, destination)
-        except StompError as exc:
-            log.warning("dropping a scheduled message for %s: %s", destination, exc)
-            return
-        self._route_all(message, targets)
 
     def _why_full(self) -> str:
         usage = self.usage
@@ -571,13 +561,21 @@ class Engine:
             if message.persistent and target.persistence is not None:
                 target.persistence.add(target, message, sender)
             target.enqueue(message)
+        elif not self.durables.records:
+            assert isinstance(target, Topic)
+            self.router.publish(target, message)
         else:
             assert isinstance(target, Topic)
-            if message.persistent and self.durables and self.persistence is not None:
-                owed = [d.store_id for d in self.durables.matching(target) if d.accepts(message)]
+            durables = self.durables.matching(target)
+            if durables and message.persistent and self.persistence is not None:
+                owed = [d.store_id for d in durables if d.accepts(message)]
                 if owed:
                     self.persistence.add_shared(target.name, message, owed, sender)
             self.router.publish(target, message)
+            for durable in durables:
+                cursor = durable.keeping(message)
+                if cursor is not None:
+                    cursor.push(message)
 
     # -- SUBSCRIBE / UNSUBSCRIBE -----------------------------------------------
 
@@ -696,14 +694,19 @@ class Engine:
         return durable
 
     def _durable_cursor(self, sub: Subscription, durable: Durable) -> Cursor:
-        """A durable subscriber's cursor: what the store holds for it, then what comes."""
+        """A durable subscriber's cursor: the one it kept since its last subscriber in this
+        broker's lifetime, or a new one over what the store holds for it."""
         persistence = self.persistence
         assert persistence is not None
         durable.sub = sub
         sub.durable = durable
         sub.persistence = persistence
+        cursor = durable.cursor
+        if cursor is not None:
+            cursor.high_water = self.settings.cursor_high_water
+            return cursor
         swap = self.swap
-        cursor = Cursor(
+        cursor = durable.cursor = Cursor(
             self.usage.memory,
             swap.new_log(shared=False) if swap is not None else None,
             high_water=self.settings.cursor_high_water,
@@ -714,6 +717,10 @@ class Engine:
 
     def _remove_durable(self, durable: Durable) -> None:
         self.durables.remove(durable)
+        if durable.cursor is not None:
+            for message in durable.cursor.close():
+                message.drop()
+            durable.cursor = None
         assert self.persistence is not None
         self.persistence.remove_subscription(durable.client_id, durable.name)
 
@@ -753,17 +760,18 @@ class Engine:
             self._remove_durable(durable)
 
     def _unsubscribe(self, session: Session, sub: Subscription) -> None:
-        if sub.durable is not None:
-            # Inactive now: what it is owed waits in the store.
-            sub.durable.sub = None
         session.subscriptions.pop(sub.id, None)
         session.by_key.pop(sub.key, None)
         for kind, pattern in sub.topic_patterns:
             self.router.unsubscribe(kind, pattern, sub)
         for queue in sub.queues:
             queue.remove_consumer(sub)
-        for message in sub.cursor.close():
-            message.drop()
+        if sub.durable is not None:
+            # Inactive now: its cursor waits for the next subscriber (durable.py).
+            sub.durable.detach()
+        else:
+            for message in sub.cursor.close():
+                message.drop()
         returned = list(sub.inflight.values())
         sub.inflight.clear()
         self._give_back(sub, returned, topic_too=False)
@@ -862,12 +870,13 @@ class Engine:
             if queue is not None:
                 by_queue.setdefault(queue, []).append(message)
                 continue
-            if topic_too and sub.session.phase is not CLOSING and sub.id in sub.session.subscriptions:
+            cursor = self._topic_return(sub, topic_too)
+            if cursor is not None:
                 # A topic message is shared: only this subscriber's copy is redelivered.
                 copy = message.redelivery_copy()
                 copy.meter = message.meter
                 copy.hold()
-                sub.cursor.push_returned(copy)
+                cursor.push_returned(copy)
             message.drop()
         delay = self.settings.redelivery_delay_ms
         for queue, returned in by_queue.items():
@@ -875,6 +884,16 @@ class Engine:
                 self._redeliveries.append((self.clock.ms + delay, queue, returned))
             else:
                 queue.requeue(returned)
+
+    def _topic_return(self, sub: Subscription, topic_too: bool) -> Cursor | None:
+        """Where a topic message ``sub`` gives back goes: a durable subscription's cursor
+        whatever happens to the subscriber, another's only on NACK (or a rolled-back
+        ACK) while it is still subscribed; None: it is dropped."""
+        if sub.durable is not None:
+            return sub.durable.cursor
+        if topic_too and sub.session.phase is not CLOSING and sub.id in sub.session.subscriptions:
+            return sub.cursor
+        return None
 
     def _dead_letter(
         self, message: Message, cause: str | None = None, sub: Subscription | None = None

@@ -24,7 +24,6 @@ DEFAULT_PRIORITY: Final = 4
 # and strings), so that the memory limit tracks RSS rather than only body bytes.
 OBJECT_OVERHEAD: Final = 450
 HEADER_OVERHEAD: Final = 110
-NUL: Final = b"\0"
 
 # Headers a producer may not set: they are the broker's (ActiveMQ strips the same
 # ones, so a consumer can trust them).
@@ -123,13 +122,16 @@ class Message:
         if not self.holders and self.meter is not None:
             self.meter.release(self.size)
 
-    def copy_to(self, seq: int, message_id: str, destination: str) -> Message:
-        """The same payload routed to another destination (composite sends)."""
+    def copy_to(
+        self, seq: int, message_id: str, destination: str, headers: dict[str, str] | None = None
+    ) -> Message:
+        """The same payload routed to another destination (composite sends), with other
+        headers if given."""
         clone = Message(
             seq,
             message_id,
             destination,
-            self.headers,
+            self.headers if headers is None else headers,
             self.body,
             priority=self.priority,
             expires=self.expires,
@@ -153,7 +155,7 @@ class Message:
 
     def wire(self, version: str) -> tuple[bytes, bytes]:
         """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
-        them, and the body and a NUL after.  The body is never copied here."""
+        them, and the body and ``FRAME_END`` after.  The body is never copied here."""
         wire = self._wire
         if wire is not None and self._wire_version == version:
             return wire

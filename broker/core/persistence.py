@@ -304,8 +304,9 @@ class StoredSchedule:
         if self._reading and (self._added_min is None or due_ms < self._added_min):
             self._added_min = due_ms
 
-    def poll(self, now_ms: int, fire: Callable[[Message, str], None], next_seq: Callable[[], int]) -> None:
-        """If something is due, read it (worker thread) and ``fire`` each, in due order."""
+    def poll(self, now_ms: int, fire: Callable[[Message, str, int, int, int], None]) -> None:
+        """If something is due, read it (worker thread), delete it, and ``fire`` each, in due
+        order, with its destination, due time, period and repeats left."""
         if self._reading or self.next_due is None or self.next_due > now_ms:
             return
         self._reading = True
@@ -328,17 +329,12 @@ class StoredSchedule:
             if len(rows) == DUE_PAGE:
                 self.next_due = now_ms
             for due_ms, seq, value in rows:
-                self._fire(due_ms, seq, value, fire, next_seq)
+                self._fire(due_ms, seq, value, fire)
 
         persistence.worker.submit(job, done)
 
     def _fire(
-        self,
-        due_ms: int,
-        seq: int,
-        value: bytes,
-        fire: Callable[[Message, str], None],
-        next_seq: Callable[[], int],
+        self, due_ms: int, seq: int, value: bytes, fire: Callable[[Message, str, int, int, int], None]
     ) -> None:
         persistence = self.persistence
         persistence.store.remove_scheduled(persistence._batch, due_ms, seq, len(value))
@@ -352,10 +348,8 @@ class StoredSchedule:
             log.exception("dropping an unreadable scheduled message due at %d", due_ms)
             return
         message.persistent = message.headers.get("persistent") == "true"
-        if repeats:
-            again = _SCHEDULE.pack(priority, period, repeats - 1, n) + value[head:]
-            self._put(due_ms + period, next_seq(), again)
-        fire(message, destination)
+        # What comes next (a repeat, a cron job's next time) is the scheduler's to say.
+        fire(message, destination, due_ms, period, repeats)
 
 
 class _StoredSource:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from broker.core.cursor import Cursor, MemoryCursor
-from broker.core.message import NUL
-from protocol.encoder import encode_headers
+from protocol.encoder import FRAME_END, encode_headers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -116,18 +115,20 @@ class Subscription:
         outbox = session.outbox
         if self.auto:
             if message.redelivered:
-                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, NUL))
+                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, FRAME_END))
             else:
-                outbox.push((head, self._sub_header, tail, message.body, NUL))
+                outbox.push((head, self._sub_header, tail, message.body, FRAME_END))
             return
         # The hold the caller passed in stays with the message while it is in flight.
         message.hold()
         self.inflight[message.seq] = message
         ack_header = b"ack:%d-%d\n" % (self.key, message.seq) if version == "1.2" else b""
         if message.redelivered:
-            outbox.push((head, self._sub_header, ack_header, REDELIVERED_HEADER, tail, message.body, NUL))
+            outbox.push(
+                (head, self._sub_header, ack_header, REDELIVERED_HEADER, tail, message.body, FRAME_END)
+            )
         else:
-            outbox.push((head, self._sub_header, ack_header, tail, message.body, NUL))
+            outbox.push((head, self._sub_header, ack_header, tail, message.body, FRAME_END))
 
     def take_acked(self, seq: int, cumulative: bool) -> list[Message]:
         """Remove and return what an ACK/NACK of ``seq`` covers (empty if unknown)."""

@@ -38,11 +38,11 @@ class ListOutbox:
 
 
 class Peer:
-    def __init__(self, engine: Engine, version: str = "1.2") -> None:
+    def __init__(self, engine: Engine, version: str = "1.2", **connect: str) -> None:
         self.engine = engine
         self.outbox = ListOutbox()
         self.session: Session = engine.open_session(self.outbox)
-        self.send_frame("CONNECT", {"accept-version": version})
+        self.send_frame("CONNECT", {"accept-version": version, **connect})
         (connected,) = self.outbox.frames()
         assert connected.command == "CONNECTED"
         self.outbox.parser.version = self.session.version

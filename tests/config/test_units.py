@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from config.units import InvalidSize, format_size, parse_size
+from config.units import InvalidSize, format_size, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,18 @@ def test_anything_parses_or_raises_invalid_size(text: str) -> None:
         assert parse_size(text) >= 0
     except InvalidSize:
         pass
+
+
+@given(
+    st.integers(0, 1 << 40),
+    st.sampled_from([("", 1), (" ms", 1), ("s", 1000), (" min", 60_000), (" h", 3_600_000)]),
+)
+def test_durations_are_milliseconds(n: int, unit: tuple[str, int]) -> None:
+    suffix, factor = unit
+    assert parse_duration(f"{n}{suffix}") == n * factor
+
+
+@pytest.mark.parametrize("text", ["", "-1", "10 years", "1.0001 s", "s"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(InvalidSize, match=r"duration|milliseconds"):
+        parse_duration(text)

@@ -46,6 +46,20 @@ def test_malformed_header(broker_server: BrokerServer) -> None:
     error_then_close(raw)
 
 
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+def test_nul_in_a_header_is_refused_and_nothing_is_enqueued(
+    broker_server: BrokerServer, version: str
+) -> None:
+    raw = RawClient(broker_server.port)
+    raw.connect(version)
+    raw.send_bytes(b"SEND\ndestination:/queue/nul\nx:a\0b\nreceipt:r\n\nbody\0")
+    assert "header line 2 holds a NUL byte" in error_then_close(raw)
+    with client(broker_server.port) as c:
+        c.subscribe("/queue/nul")
+        c.send("/queue/nul", "after")
+        assert c.listener.wait_messages(1)[0].body == "after"
+
+
 def test_bad_content_length(broker_server: BrokerServer) -> None:
     raw = RawClient(broker_server.port)
     raw.connect()

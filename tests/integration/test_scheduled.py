@@ -46,11 +46,29 @@ def test_scheduled_send_in_a_transaction_waits_for_commit(broker_server: BrokerS
         assert c.listener.wait_messages(1)[0].body == "x"
 
 
-@pytest.mark.parametrize("headers", [{"AMQ_SCHEDULED_DELAY": "soon"}, {"AMQ_SCHEDULED_REPEAT": "3"}])
+def test_a_cron_job_is_scheduled_not_delivered_now(broker_server: BrokerServer) -> None:
+    with client(broker_server.port) as c:
+        c.subscribe("/queue/cronjob")
+        c.send("/queue/cronjob", "on the hour", sync=True, AMQ_SCHEDULED_CRON="0 * * * *")
+        c.send("/queue/cronjob", "now")
+        # What is sent after it arrives first: the cron job waits for its time.
+        assert c.listener.wait_messages(1)[0].body == "now"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"AMQ_SCHEDULED_DELAY": "soon"},
+        {"AMQ_SCHEDULED_REPEAT": "3"},
+        {"AMQ_SCHEDULED_CRON": "*/5 * * *"},
+        {"AMQ_SCHEDULED_CRON": "0 25 * * *"},
+        {"AMQ_SCHEDULER_ACTION": "REMOVEALL"},
+    ],
+)
 def test_bad_schedule_headers(broker_server: BrokerServer, headers: dict[str, str]) -> None:
     raw = RawClient(broker_server.port)
     raw.connect()
     raw.send("SEND", {"destination": "/queue/bad", **headers, "receipt": "r"}, b"x")
     frame = raw.recv()
     assert frame.command == "ERROR"
-    assert "AMQ_SCHEDULED" in frame.body.decode()
+    assert "AMQ_SCHEDULE" in frame.body.decode()

@@ -90,17 +90,24 @@ def test_websocket_is_off_unless_asked_for(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        (["--wss-port", "0"], "--wss-port needs --wss-cert"),
-        (["--wss-port", "0", "--wss-cert", "/nonexistent.pem"], "cannot load the wss:// certificate"),
-        (["--ws-allowed-origins", "example.com"], "an origin is scheme://host[:port]"),
+        (["--wss-port", "0"], "--wss-port needs --wss-cert", 2),
+        (["--ws-allowed-origins", "example.com"], "'example.com' is not an origin", 2),
+        (["--ws-port", "65536"], "--ws-port must be 0-65535", 2),
+        (
+            ["--wss-port", "0", "--wss-cert", "/nonexistent.pem"],
+            "cannot load the TLS certificates for wss://127.0.0.1:0: certificateFile /nonexistent.pem "
+            "does not exist",
+            1,
+        ),
+        (["--http-static-dir", "/nonexistent"], "staticDirectory /nonexistent is not a directory", 1),
     ],
 )
-def test_bad_websocket_flags_are_named(tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_websocket_flags_are_named(tmp_path: Path, args: list[str], message: str, status: int) -> None:
     proc = stompd(tmp_path, "--port", "0", *args)
     output = proc.communicate(timeout=15)[0].decode()
-    assert proc.returncode == 2
+    assert proc.returncode == status
     assert message in output
     assert "Traceback" not in output
 

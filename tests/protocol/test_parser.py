@@ -247,6 +247,35 @@ def test_invalid_utf8() -> None:
         parse(b"SEND\ndestination:/q\xff\n\n\0")
 
 
+@pytest.mark.parametrize("version", [V1_0, V1_1, V1_2])
+def test_nul_in_a_header_is_malformed_in_every_version(version: str) -> None:
+    with pytest.raises(MalformedFrame, match="header line 2 holds a NUL byte") as info:
+        parse(b"SEND\ndestination:/q\nx:a\0b\n\nbody\0", version)
+    assert info.value.fatal
+
+
+def test_nul_in_a_header_name_or_the_command_is_malformed() -> None:
+    with pytest.raises(MalformedFrame, match="header line 1 holds a NUL"):
+        parse(b"SEND\nx\0y:1\n\n\0")
+    with pytest.raises(MalformedFrame, match="the command line holds a NUL"):
+        parse(b"SE\0ND\nx:1\n\n\0")
+
+
+def test_nul_in_an_unfinished_header_block_is_malformed_at_once() -> None:
+    """A 1.0-style frame that ends at a NUL before its blank line never completes: it is
+    answered now, not when the header limits run out."""
+    parser = FrameParser()
+    parser.feed(b"SEND\ndestination:/q\nx:a")
+    assert parser.next_frame() is None
+    parser.feed(b"\0")
+    with pytest.raises(MalformedFrame, match="header line 2 holds a NUL"):
+        parser.next_frame()
+
+
+def test_nul_in_the_body_after_the_headers_is_still_the_frame_end() -> None:
+    assert parse(b"SEND\nx:a\n\nb\0\nSEND\n\n\0") == [Frame("SEND", {"x": "a"}, b"b"), Frame("SEND", {}, b"")]
+
+
 def test_errors_are_stomp_errors_with_summary() -> None:
     with pytest.raises(StompError) as info:
         parse(b"SEND\nx\n\n\0")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import Frame, FrameParser, StompError, encode_frame
+from protocol import Frame, FrameParser, MalformedFrame, StompError, encode_frame
 from tests.protocol.strategies import streams, versioned_frames, versions
 
 
@@ -66,6 +67,22 @@ def test_stream_split_anywhere(case: tuple[str, list[tuple[Frame, bytes, bool]]]
     expected = [frame for frame, _, _ in items]
     assert parse_all(stream, version) == expected
     assert parse_all(split(stream, cuts), version) == expected
+
+
+@given(versioned_frames(), st.integers(min_value=0), st.lists(st.integers(min_value=0), max_size=5))
+def test_nul_anywhere_in_the_command_or_headers_is_malformed(
+    case: tuple[str, Frame], at: int, cuts: list[int]
+) -> None:
+    """However it arrives, and in every version: never a frame with a NUL in its head."""
+    version, frame = case
+    data = encode_frame(frame, version)
+    head_end = data.index(b"\n\n")
+    at %= head_end + 1
+    while 0x80 <= data[at] < 0xC0:  # not inside a UTF-8 sequence
+        at += 1
+    bad = data[:at] + b"\0" + data[at:]
+    with pytest.raises(MalformedFrame, match="NUL byte"):
+        parse_all(split(bad, cuts), version)
 
 
 _TOKENS = [

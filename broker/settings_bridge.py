@@ -1,0 +1,203 @@
+"""The settings model -> what today's broker takes (BrokerOptions, CoreSettings, ConnectionLimits).
+
+The broker applies broker-wide settings today: the system usage limits, the data and
+store directories, the default policy entry's limits, prefetch and dead-letter strategy,
+the default redelivery policy, the first plain STOMP listener (address, frame and
+header limits, connect timeout, heart-beat grace), the ws:// and wss:// listeners
+(address, path, allowed origins, TLS from <sslContext>) and the admin server (address,
+/stomp's allowed origins, static directory).  Everything else the model holds (per-
+destination entries, users and permissions, more STOMP listeners, exports) is parsed
+and checked but not applied yet: :func:`not_applied` names what, so that
+``--check-config`` can say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from broker.app import BrokerOptions
+from broker.core.settings import CoreSettings
+from broker.http.auth import HttpSecurity
+from broker.http.origin import InvalidOrigin, normalize_origin
+from broker.http.ws import WebSocketConnector
+from broker.io.limits import ConnectionLimits
+from broker.tls import TlsSetupError, server_context
+from config.model import BrokerConfig, DeadLetterStrategy, PolicyEntry, RedeliveryPlugin, RedeliveryPolicy
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Iterable
+
+    from config.model import TransportConnector
+
+
+class CannotRun(Exception):
+    """The configuration is valid but asks for something this broker cannot serve yet."""
+
+
+def broker_options(config: BrokerConfig) -> BrokerOptions:
+    listener = config.first_stomp_connector()
+    if listener is None:
+        schemes = ", ".join(sorted({f"{c.scheme}://" for c in config.connectors}))
+        raise CannotRun(
+            f"stompd cannot serve {schemes} listeners yet: add a stomp:// transportConnector "
+            "(or give --host/--port)"
+        )
+    usage = config.system_usage
+    policy = config.policies.default
+    dead_letter = policy.dead_letter
+    redelivery = config.redelivery.default
+    individual = dead_letter.kind == "individual"
+    static_dir = config.http.static_directory
+    if static_dir is not None and not static_dir.is_dir():
+        raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
+    return BrokerOptions(
+        host=listener.host,
+        port=listener.port,
+        data_dir=config.broker.data_directory,
+        store_dir=config.persistence.directory,
+        core=CoreSettings(
+            heartbeat_grace=listener.hb_grace_period_multiplier,
+            queue_prefetch=policy.queue_prefetch,
+            topic_prefetch=policy.topic_prefetch,
+            memory_limit=usage.memory_limit,
+            store_limit=usage.store_limit,
+            temp_limit=usage.temp_limit,
+            destination_memory_limit=policy.memory_limit,
+            cursor_high_water=policy.cursor_memory_high_water_mark / 100,
+            page_size=policy.max_page_size,
+            max_redeliveries=redelivery.maximum_redeliveries,
+            dead_letter_queue=f"/queue/{dead_letter.dead_letter_queue}",
+            individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
+            individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
+            dead_letter_expired=dead_letter.process_expired,
+            redelivery_delay_ms=redelivery.redelivery_delay,
+            send_fail_if_no_space=usage.send_fail_if_no_space,
+            send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
+        ),
+        limits=ConnectionLimits(
+            max_frame_size=listener.max_frame_size,
+            max_headers=listener.max_headers,
+            max_header_length=listener.max_header_length,
+            connect_timeout=listener.connect_attempt_timeout / 1000,
+        ),
+        http_host=config.http.host,
+        http_port=config.http.port or None,
+        http_security=HttpSecurity(allow_remote=config.http.allow_remote),
+        http_static_dir=static_dir,
+        ws_connectors=tuple(_websocket(c, config) for c in config.connectors if c.websocket),
+        ws_allowed_origins=_origins(config.http.allowed_origins),
+    )
+
+
+def _origins(origins: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        return tuple(normalize_origin(origin) for origin in origins)
+    except InvalidOrigin as exc:
+        raise CannotRun(f"allowedOrigins: {exc}") from None
+
+
+def _websocket(connector: TransportConnector, config: BrokerConfig) -> WebSocketConnector:
+    context = _tls_context(connector, config) if connector.tls else None
+    origins = _origins(connector.allowed_origins)
+    return WebSocketConnector(connector.host, connector.port, context, origins, connector.path)
+
+
+def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSLContext:
+    where = f"{connector.scheme}://{connector.host}:{connector.port}"
+    if config.ssl is None:
+        raise CannotRun(f"{where} needs TLS certificates: an <sslContext> in the file, or --wss-cert")
+    try:
+        return server_context(
+            config.ssl,
+            need_client_auth=connector.need_client_auth,
+            want_client_auth=connector.want_client_auth,
+        )
+    except TlsSetupError as exc:
+        raise CannotRun(f"cannot load the TLS certificates for {where}: {exc}") from None
+
+
+#: Settings broker_options wires, per object (the rest of each object is not applied yet).
+_APPLIED_POLICY = frozenset(
+    {
+        "memory_limit",
+        "cursor_memory_high_water_mark",
+        "max_page_size",
+        "queue_prefetch",
+        "topic_prefetch",
+        "dead_letter",
+        "prioritized_messages",
+    }
+)
+_APPLIED_DEAD_LETTER = frozenset(
+    {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
+)
+_APPLIED_REDELIVERY = frozenset({"maximum_redeliveries", "redelivery_delay"})
+_APPLIED_LISTENER = frozenset(
+    {
+        "host",
+        "port",
+        "max_frame_size",
+        "max_headers",
+        "max_header_length",
+        "connect_attempt_timeout",
+        "hb_grace_period_multiplier",
+    }
+)
+#: ws:// and wss:// listeners have their own address, origins and client certificates;
+#: their frame and header limits are the first STOMP listener's.
+_APPLIED_WEBSOCKET = frozenset({"host", "port", "allowed_origins", "need_client_auth", "want_client_auth"})
+
+
+def _changed(obj: Any, default: Any, key: str, applied: Iterable[str]) -> set[str]:
+    """Keys of ``obj``'s settings that differ from ``default`` and are not in ``applied``."""
+    skip = set(applied)
+    return {
+        f"{key}.{f.name}"
+        for f in fields(obj)
+        if "xml" in f.metadata and f.name not in skip and getattr(obj, f.name) != getattr(default, f.name)
+    }
+
+
+def not_applied(config: BrokerConfig) -> set[str]:
+    """The report keys (config/report.py) of settings the broker does not apply yet.
+
+    A setting left at its default is never listed: the broker behaves that way already.
+    """
+    defaults = BrokerConfig()
+    out = _changed(config.broker, defaults.broker, "broker", ("data_directory", "broker_name"))
+    out |= _changed(
+        config.transport_defaults, defaults.transport_defaults, "transport_defaults", _APPLIED_LISTENER
+    )
+    first = config.first_stomp_connector()
+    for index, connector in enumerate(config.connectors):
+        key = f"connectors[{index}]"
+        if connector is first:
+            out |= _changed(connector, defaults.connectors[0], key, _APPLIED_LISTENER)
+        elif connector.websocket:
+            out |= _changed(connector, defaults.connectors[0], key, _APPLIED_WEBSOCKET)
+        else:
+            out.add(key)
+    out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
+    dead_letter = config.policies.default.dead_letter
+    out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
+    if dead_letter.kind == "discarding":
+        out.add("policies.default.dead_letter.kind")
+    out |= {f"policies.entries[{index}]" for index in range(len(config.policies.entries))}
+    out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
+    out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
+    out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
+    out |= {name for name in ("authentication", "authorization") if getattr(config, name) is not None}
+    if config.ssl is not None and not any(c.scheme == "wss" for c in config.connectors):
+        out.add("ssl")
+    # No exporter exists yet, whatever its settings.
+    out.add("export")
+    return out
+
+
+def not_applied_in_file(config: BrokerConfig) -> list[str]:
+    """What a configuration asks for that the broker will not do yet (for a start-up warning)."""
+    defaults = BrokerConfig()
+    unchanged = {"export"} if config.export == defaults.export else set()
+    return sorted(not_applied(config) - unchanged)

@@ -1,0 +1,375 @@
+"""``<destinationPolicy>`` and ``<redeliveryPlugin>``: settings per destination pattern.
+
+Both are ActiveMQ DestinationMaps: entries for ``queue=``/``topic=`` patterns (or
+``tempQueue="true"``/``tempTopic="true"``) and a ``<defaultEntry>``.  Each entry is stored
+resolved: what it sets, else the default entry's value (see config/model.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields as dataclass_fields
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from config import wildcards
+from config.model import (
+    Cursor,
+    DeadLetterStrategy,
+    DestinationKind,
+    PolicyEntry,
+    PolicyMap,
+    RedeliveryPlugin,
+    RedeliveryPolicy,
+)
+from config.reader import Context, Fields, boolean, duration, integer, number, percent, size
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from config.model import Origin
+    from config.xmltree import Node
+
+E = TypeVar("E", PolicyEntry, RedeliveryPolicy)
+
+#: Fields of an entry that are not settings inherited from the default entry.
+_IDENTITY = frozenset({"kind", "pattern", "explicit", "source", "origins"})
+
+_POLICY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "producerFlowControl": ("producer_flow_control", boolean),
+    "memoryLimit": ("memory_limit", lambda value: _positive_size(value)),
+    "cursorMemoryHighWaterMark": ("cursor_memory_high_water_mark", percent),
+    "prioritizedMessages": ("prioritized_messages", boolean),
+    "maxPageSize": ("max_page_size", integer(1)),
+    "expireMessagesPeriod": ("expire_messages_period", duration),
+    "queuePrefetch": ("queue_prefetch", integer(0)),
+    "topicPrefetch": ("topic_prefetch", integer(0)),
+    "durableTopicPrefetch": ("durable_topic_prefetch", integer(0)),
+    "queueBrowserPrefetch": ("queue_browser_prefetch", integer(0)),
+    "gcInactiveDestinations": ("gc_inactive_destinations", boolean),
+    # ActiveMQ's setter has the typo; later versions accept the right spelling too.
+    "inactiveTimoutBeforeGC": ("inactive_timeout_before_gc", duration),
+    "inactiveTimeoutBeforeGC": ("inactive_timeout_before_gc", duration),
+}
+_REDELIVERY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "maximumRedeliveries": ("maximum_redeliveries", integer(-1)),
+    "initialRedeliveryDelay": ("initial_redelivery_delay", duration),
+    "redeliveryDelay": ("redelivery_delay", duration),
+    "useExponentialBackOff": ("use_exponential_back_off", boolean),
+    "backOffMultiplier": ("back_off_multiplier", number(1.0)),
+    "maximumRedeliveryDelay": ("maximum_redelivery_delay", integer(-1)),
+}
+#: Cursor elements per policy attribute: element -> file or vm.
+_CURSORS: dict[str, tuple[str, dict[str, Cursor]]] = {
+    "pendingQueuePolicy": (
+        "pending_queue_policy",
+        {"vmQueueCursor": "vm", "fileQueueCursor": "file", "storeCursor": "file"},
+    ),
+    "pendingSubscriberPolicy": ("pending_subscriber_policy", {"vmCursor": "vm", "fileCursor": "file"}),
+    "pendingDurableSubscriberPolicy": (
+        "pending_durable_subscriber_policy",
+        {
+            "vmDurableCursor": "vm",
+            "fileDurableSubscriberCursor": "file",
+            "storeDurableSubscriberCursor": "file",
+        },
+    ),
+}
+_DEAD_LETTER_ELEMENTS = {
+    "sharedDeadLetterStrategy": "shared",
+    "individualDeadLetterStrategy": "individual",
+    "discarding": "discarding",
+    "discardingDeadLetterStrategy": "discarding",
+}
+
+
+def _positive_size(value: str) -> int:
+    result = size(value)
+    if result == 0:
+        raise ValueError("a memory limit of 0 would hold every producer forever; leave it out for none")
+    return result
+
+
+def destination(ctx: Context, fields: Fields) -> tuple[DestinationKind, str] | None:
+    """The entry's ``queue``/``topic``/``tempQueue``/``tempTopic``, its pattern checked."""
+    named: list[tuple[DestinationKind, str]] = []
+    for attr, kind in (("queue", "queue"), ("topic", "topic")):
+        found = fields.raw(attr)
+        if found is not None:
+            reason = wildcards.problem(found[0])
+            if reason is not None:
+                ctx.error(fields.node, f'{attr}="{found[0]}": {reason}')
+                return None
+            named.append((kind, found[0]))  # type: ignore[arg-type]
+    for attr, kind in (("tempQueue", "temp-queue"), ("tempTopic", "temp-topic")):
+        flag = fields.get(attr, attr, boolean)
+        fields.values.pop(attr, None)
+        fields.origins.pop(attr, None)
+        if flag:
+            named.append((kind, ">"))  # type: ignore[arg-type]
+    if len(named) == 1:
+        return named[0]
+    if not named and not any(
+        attr in fields.node.attrs for attr in ("queue", "topic", "tempQueue", "tempTopic")
+    ):
+        ctx.error(
+            fields.node, 'names no destination: give queue="PATTERN", topic="PATTERN", or tempQueue="true"'
+        )
+    elif named:
+        ctx.error(fields.node, "names more than one destination kind; write one entry per kind")
+    return None
+
+
+def _entry(default: E, kind: DestinationKind, pattern: str, fields: Fields, source: Origin) -> E:
+    return replace(
+        default,
+        kind=kind,
+        pattern=pattern,
+        explicit=frozenset(fields.values),
+        source=source,
+        origins={**default.origins, **fields.origins},
+        **fields.values,
+    )
+
+
+def reinherit(entry: E, default: E) -> E:
+    """``entry`` with every setting it does not set itself taken again from ``default``."""
+    inherited = {
+        f.name: getattr(default, f.name)
+        for f in dataclass_fields(default)
+        if f.name not in _IDENTITY and f.name not in entry.explicit
+    }
+    origins = {
+        **entry.origins,
+        **{name: default.origins[name] for name in inherited if name in default.origins},
+    }
+    for name in inherited:
+        if name not in default.origins:
+            origins.pop(name, None)
+    return replace(entry, origins=origins, **inherited)
+
+
+def _warn_duplicates(ctx: Context, entries: list[E], path: str) -> None:
+    seen: dict[tuple[str | None, str], E] = {}
+    for entry in entries:
+        key = (entry.kind, entry.pattern)
+        if key in seen:
+            ctx.issues.warn(
+                entry.source.line,
+                path,
+                f"a second entry for {entry.kind} {entry.pattern!r} (the first, line "
+                f"{seen[key].source.line}, applies)",
+            )
+        else:
+            seen[key] = entry
+
+
+# destinationPolicy
+
+
+def load_destination_policy(ctx: Context, node: Node) -> PolicyMap:
+    maps = node.child_elements("policyMap")
+    for child in node.children:
+        if child.tag != "policyMap":
+            ctx.unexpected(child, "destinationPolicy")
+    if not maps:
+        return PolicyMap()
+    policy_map = maps[0]
+    Fields(ctx, policy_map, "policyMap").finish()
+    default = PolicyEntry()
+    for child in policy_map.child_elements("defaultEntry"):
+        for entry_node in child.children:
+            if entry_node.tag == "policyEntry":
+                fields = _policy_fields(ctx, entry_node)
+                for attr in ("queue", "topic", "tempQueue", "tempTopic"):
+                    if attr in entry_node.attrs:
+                        ctx.warn(
+                            entry_node, f"{attr}: the default entry applies to every destination; ignored"
+                        )
+                        fields.skip(attr)
+                fields.finish()
+                default = PolicyEntry(**fields.values, origins=fields.origins, source=ctx.origin(entry_node))
+            else:
+                ctx.unexpected(entry_node, "defaultEntry")
+    entries: list[PolicyEntry] = []
+    for child in policy_map.children:
+        if child.tag == "policyEntries":
+            for entry_node in child.children:
+                if entry_node.tag != "policyEntry":
+                    ctx.unexpected(entry_node, "policyEntries")
+                    continue
+                fields = _policy_fields(ctx, entry_node)
+                where = destination(ctx, fields)
+                fields.finish()
+                if where is not None:
+                    entries.append(_entry(default, where[0], where[1], fields, ctx.origin(entry_node)))
+        elif child.tag != "defaultEntry":
+            ctx.unexpected(child, "policyMap")
+    _warn_duplicates(ctx, entries, "broker/destinationPolicy/policyMap/policyEntries/policyEntry")
+    return PolicyMap(entries=tuple(entries), default=default)
+
+
+def _policy_fields(ctx: Context, node: Node) -> Fields:
+    fields = Fields(ctx, node, "policyEntry")
+    for attr, (name, convert) in _POLICY_ATTRIBUTES.items():
+        fields.get(attr, name, convert)
+    for child in node.children:
+        if child.tag in _CURSORS:
+            cursor = _cursor(ctx, child)
+            if cursor is not None:
+                name = _CURSORS[child.tag][0]
+                fields.values[name] = cursor
+                fields.origins[name] = ctx.origin(child)
+        elif child.tag == "deadLetterStrategy":
+            strategy = _dead_letter(ctx, child)
+            if strategy is not None:
+                fields.values["dead_letter"] = strategy
+                fields.origins["dead_letter"] = strategy.origins.get("kind", ctx.origin(child))
+        else:
+            ctx.unexpected(child, "policyEntry")
+    return fields
+
+
+def _cursor(ctx: Context, node: Node) -> Cursor | None:
+    known = _CURSORS[node.tag][1]
+    chosen: Cursor | None = None
+    for child in node.children:
+        if child.tag in known:
+            chosen = known[child.tag]
+            Fields(ctx, child, child.tag).finish()
+        else:
+            ctx.error(
+                child, f"<{child.tag}> is not a {node.tag} cursor: use one of {', '.join(sorted(known))}"
+            )
+    return chosen
+
+
+def _dead_letter(ctx: Context, node: Node) -> DeadLetterStrategy | None:
+    chosen: DeadLetterStrategy | None = None
+    for child in node.children:
+        kind = _DEAD_LETTER_ELEMENTS.get(child.tag)
+        if kind is None:
+            ctx.unexpected(child, "deadLetterStrategy")
+            continue
+        element = "sharedDeadLetterStrategy" if kind == "discarding" else child.tag
+        fields = Fields(ctx, child, element)
+        for attr, name, convert in (
+            ("processExpired", "process_expired", boolean),
+            ("processNonPersistent", "process_non_persistent", boolean),
+            ("expiration", "expiration", duration),
+        ):
+            fields.get(attr, name, convert)
+        if kind == "individual":
+            for attr, name in (
+                ("queuePrefix", "queue_prefix"),
+                ("topicPrefix", "topic_prefix"),
+                ("queueSuffix", "queue_suffix"),
+                ("topicSuffix", "topic_suffix"),
+            ):
+                fields.get(attr, name, _name_part)
+            fields.get("useQueueForQueueMessages", "use_queue_for_queue_messages", boolean)
+            fields.get("useQueueForTopicMessages", "use_queue_for_topic_messages", boolean)
+        elif kind == "shared":
+            _shared_queue(ctx, child, fields)
+        fields.finish()
+        origin = ctx.origin(child)
+        chosen = DeadLetterStrategy(kind=kind, **fields.values, origins={"kind": origin, **fields.origins})  # type: ignore[arg-type]
+    if chosen is None and not node.children:
+        ctx.error(node, "names no strategy: use sharedDeadLetterStrategy or individualDeadLetterStrategy")
+    return chosen
+
+
+def _shared_queue(ctx: Context, node: Node, fields: Fields) -> None:
+    for child in node.children:
+        if child.tag != "deadLetterQueue":
+            ctx.unexpected(child, node.tag)
+            continue
+        for queue in child.children:
+            found = ctx.attr(queue, "physicalName") if queue.tag == "queue" else None
+            if found is None:
+                ctx.error(queue, 'the dead-letter queue is written <queue physicalName="NAME"/>')
+                continue
+            try:
+                fields.values["dead_letter_queue"] = _queue_name(found[0])
+                fields.origins["dead_letter_queue"] = found[1]
+            except ValueError as exc:
+                ctx.error(queue, f'physicalName="{found[0]}": {exc}')
+
+
+def _name_part(value: str) -> str:
+    if any(char in value for char in "*>,"):
+        raise ValueError("must be plain name text, without wildcards or commas")
+    return value
+
+
+def _queue_name(value: str) -> str:
+    reason = wildcards.problem(value)
+    if reason is not None or wildcards.is_wildcard(value) or "," in value:
+        raise ValueError(reason or "a dead-letter queue is one plain queue name, without wildcards")
+    return value
+
+
+# redeliveryPlugin
+
+
+def load_redelivery(ctx: Context, node: Node) -> RedeliveryPlugin:
+    fields = Fields(ctx, node, "redeliveryPlugin")
+    fields.get("fallbackToDeadLetter", "fallback_to_dead_letter", boolean)
+    fields.get("sendToDlqIfMaxRetriesExceeded", "send_to_dlq_if_max_retries_exceeded", boolean)
+    fields.finish()
+    default = RedeliveryPolicy()
+    entries: list[RedeliveryPolicy] = []
+    for holder in node.children:
+        if holder.tag != "redeliveryPolicyMap":
+            ctx.unexpected(holder, "redeliveryPlugin")
+            continue
+        for policy_map in holder.children:
+            if policy_map.tag != "redeliveryPolicyMap":
+                ctx.unexpected(policy_map, "redeliveryPolicyMap")
+                continue
+            Fields(ctx, policy_map, "redeliveryPolicyMap").finish()
+            for child in policy_map.child_elements("defaultEntry"):
+                for entry_node in child.children:
+                    if entry_node.tag != "redeliveryPolicy":
+                        ctx.unexpected(entry_node, "defaultEntry")
+                        continue
+                    entry_fields = _redelivery_fields(ctx, entry_node)
+                    entry_fields.skip("queue", "topic", "tempQueue", "tempTopic")
+                    entry_fields.finish()
+                    default = RedeliveryPolicy(
+                        **entry_fields.values, origins=entry_fields.origins, source=ctx.origin(entry_node)
+                    )
+            for child in policy_map.children:
+                if child.tag == "redeliveryPolicyEntries":
+                    entries.extend(_redelivery_entries(ctx, child, default))
+                elif child.tag != "defaultEntry":
+                    ctx.unexpected(child, "redeliveryPolicyMap")
+    _warn_duplicates(ctx, entries, "broker/plugins/redeliveryPlugin/redeliveryPolicyMap")
+    return RedeliveryPlugin(
+        entries=tuple(reinherit(entry, default) for entry in entries),
+        default=default,
+        **fields.values,
+        origins=fields.origins,
+    )
+
+
+def _redelivery_entries(ctx: Context, node: Node, default: RedeliveryPolicy) -> list[RedeliveryPolicy]:
+    entries: list[RedeliveryPolicy] = []
+    for entry_node in node.children:
+        if entry_node.tag != "redeliveryPolicy":
+            ctx.unexpected(entry_node, "redeliveryPolicyEntries")
+            continue
+        fields = _redelivery_fields(ctx, entry_node)
+        where = destination(ctx, fields)
+        fields.finish()
+        if where is not None:
+            entries.append(_entry(default, where[0], where[1], fields, ctx.origin(entry_node)))
+    return entries
+
+
+def _redelivery_fields(ctx: Context, node: Node) -> Fields:
+    fields = Fields(ctx, node, "redeliveryPolicy")
+    for attr, (name, convert) in _REDELIVERY_ATTRIBUTES.items():
+        fields.get(attr, name, convert)
+    for child in node.children:
+        ctx.unexpected(child, "redeliveryPolicy")
+    return fields

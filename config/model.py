@@ -1,0 +1,437 @@
+"""The one settings model: everything stompd can be told, with where each value came from.
+
+``activemq.xml`` (config/loader.py) and the command line (config/overrides.py) both fill
+these objects; the broker is handed them and never reads XML or argv.  Every object is a
+frozen, slotted dataclass of plain typed values, so the core reads ``policy.memory_limit``
+directly.  Provenance travels beside the values: ``origins`` maps a field name to the
+:class:`Origin` of its value (``default``, ``activemq.xml:31`` or ``flag --port``);
+:func:`origin_of` reads it.  ``origins`` takes no part in equality, so a configuration
+loaded from a file equals the defaults when every value is the default.
+
+Sizes are bytes, times are milliseconds (ActiveMQ's unit in activemq.xml), percentages
+are whole numbers 1-100.  Defaults are stompd's embedded defaults, which equal today's
+command-line defaults and, where noted, differ from ActiveMQ's.
+
+Matching a destination to its entries (config/wildcards.py):
+
+- policies (``PolicyMap.entries``) and redelivery policies (``RedeliveryPlugin.entries``):
+  exactly one entry applies, the most specific match (:func:`config.wildcards.choose`,
+  called with the destination's kind and its name without the ``/queue/`` prefix);
+  none matching -> the map's ``default``.  As in ActiveMQ, kinds never mix: a ``queue=">"``
+  entry does not apply to temporary queues, which match ``tempQueue="true"`` entries only.
+  An entry's attributes it does not set are the ``default`` entry's (already filled in at
+  load: read any field directly).
+- authorization entries: *every* matching entry applies; the allowed groups are the union
+  of their groups plus the ``default_entry``'s, as ActiveMQ's DefaultAuthorizationMap does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+OriginKind = Literal["default", "file", "flag"]
+DestinationKind = Literal["queue", "topic", "temp-queue", "temp-topic"]
+#: ``file``: past the high-water mark pending messages move to disk (ActiveMQ's store and
+#: file cursors); ``vm``: they stay in memory and producers wait (vmQueueCursor, vmCursor).
+Cursor = Literal["file", "vm"]
+DeadLetterKind = Literal["shared", "individual", "discarding"]
+PasswordScheme = Literal["plain", "scrypt", "pbkdf2-sha256"]
+ConnectorScheme = Literal["stomp", "stomp+nio", "stomp+ssl", "stomp+nio+ssl", "ws", "wss"]
+TLS_SCHEMES: frozenset[str] = frozenset({"stomp+ssl", "stomp+nio+ssl", "wss"})
+WEBSOCKET_SCHEMES: frozenset[str] = frozenset({"ws", "wss"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    kind: OriginKind
+    file: str | None = None
+    line: int | None = None
+    flag: str | None = None
+    #: How the value was derived: ``${activemq.data}``, ``70% of 24 GiB of memory``...
+    note: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == "file":
+            text = f"{self.file}:{self.line}"
+        elif self.kind == "flag":
+            text = f"flag {self.flag}"
+        else:
+            text = "default"
+        return f"{text} ({self.note})" if self.note else text
+
+
+DEFAULT = Origin("default")
+Origins = Mapping[str, Origin]
+
+
+def origin_of(obj: Any, name: str) -> Origin:
+    """Where ``obj.<name>`` came from (``DEFAULT`` when nothing set it)."""
+    origins: Origins = obj.origins
+    return origins.get(name, DEFAULT)
+
+
+def _setting(default: Any, xml: str, unit: str = "", secret: bool = False) -> Any:
+    """A field with what ``--check-config`` needs to show it as ActiveMQ writes it."""
+    return field(default=default, metadata={"xml": xml, "unit": unit, "secret": secret})
+
+
+def _origins() -> Any:
+    return field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """``<broker>``'s own attributes."""
+
+    broker_name: str = _setting("localhost", "brokerName")
+    #: Where stompd keeps its data: ``store/`` (persistent messages, unless the
+    #: persistence adapter names a directory) and ``tmp_storage/`` (swap, wiped at start).
+    data_directory: Path = _setting(Path("data"), "dataDirectory")
+    #: False: every message is treated as non-persistent, as ActiveMQ does.
+    persistent: bool = _setting(True, "persistent")
+    #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
+    scheduler_support: bool = _setting(True, "schedulerSupport")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class SystemUsage:
+    """``<systemUsage>``: the broker-wide meters (ActiveMQ's defaults: 1 GB, 100 GB, 50 GB)."""
+
+    memory_limit: int = _setting(1 << 30, "memoryUsage limit", "bytes")
+    store_limit: int = _setting(100 << 30, "storeUsage limit", "bytes")
+    temp_limit: int = _setting(50 << 30, "tempUsage limit", "bytes")
+    #: Refuse a SEND that does not fit with an ERROR instead of making the producer wait.
+    send_fail_if_no_space: bool = _setting(False, "sendFailIfNoSpace")
+    #: Wait this long, then refuse (0: wait as long as it takes).
+    send_fail_if_no_space_after_timeout: int = _setting(0, "sendFailIfNoSpaceAfterTimeout", "ms")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterStrategy:
+    """``<deadLetterStrategy>``: where a message goes past its redeliveries, or expired."""
+
+    kind: DeadLetterKind = _setting("shared", "")
+    #: shared: the one dead-letter queue's name.
+    dead_letter_queue: str = _setting("ActiveMQ.DLQ", "deadLetterQueue")
+    #: individual: the DLQ of queue Q is ``queue_prefix + Q + queue_suffix``.
+    queue_prefix: str = _setting("ActiveMQ.DLQ.Queue.", "queuePrefix")
+    topic_prefix: str = _setting("ActiveMQ.DLQ.Topic.", "topicPrefix")
+    queue_suffix: str = _setting("", "queueSuffix")
+    topic_suffix: str = _setting("", "topicSuffix")
+    use_queue_for_queue_messages: bool = _setting(True, "useQueueForQueueMessages")
+    use_queue_for_topic_messages: bool = _setting(True, "useQueueForTopicMessages")
+    #: Expired messages go to the DLQ too (false: dropped and counted).
+    process_expired: bool = _setting(True, "processExpired")
+    #: Non-persistent messages go to the DLQ too (ActiveMQ drops them by default).
+    process_non_persistent: bool = _setting(False, "processNonPersistent")
+    #: A dead-lettered message expires after this long (0: never).
+    expiration: int = _setting(0, "expiration", "ms")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyEntry:
+    """``<policyEntry>``: settings for the destinations its pattern matches.
+
+    ``kind`` and ``pattern`` say which (``pattern`` is an ActiveMQ wildcard, possibly a
+    composite ``A.>,B.*``); the default entry has ``kind`` None.  Every other field is
+    resolved: what the entry sets, else what the default entry says.
+    """
+
+    kind: DestinationKind | None = None
+    pattern: str = ">"
+    #: False: a producer is never blocked on this destination; its messages swap to the
+    #: temp store until that is full.
+    producer_flow_control: bool = _setting(True, "producerFlowControl")
+    #: The destination's own memory meter, charged to the broker-wide one too (None: none).
+    memory_limit: int | None = _setting(None, "memoryLimit", "bytes")
+    #: Past this % of the destination's memory (or the broker's), new messages swap to disk.
+    cursor_memory_high_water_mark: int = _setting(70, "cursorMemoryHighWaterMark", "percent")
+    #: stompd always dispatches in strict priority order; kept for the record.
+    prioritized_messages: bool = _setting(False, "prioritizedMessages")
+    #: Messages paged back from disk at a time (ActiveMQ's default is 200).
+    max_page_size: int = _setting(500, "maxPageSize")
+    #: How often expired messages are looked for (0: only when dispatching).
+    expire_messages_period: int = _setting(30000, "expireMessagesPeriod", "ms")
+    queue_prefetch: int = _setting(1000, "queuePrefetch")
+    topic_prefetch: int = _setting(32767, "topicPrefetch")
+    durable_topic_prefetch: int = _setting(100, "durableTopicPrefetch")
+    queue_browser_prefetch: int = _setting(500, "queueBrowserPrefetch")
+    pending_queue_policy: Cursor = _setting("file", "pendingQueuePolicy")
+    pending_subscriber_policy: Cursor = _setting("file", "pendingSubscriberPolicy")
+    pending_durable_subscriber_policy: Cursor = _setting("file", "pendingDurableSubscriberPolicy")
+    dead_letter: DeadLetterStrategy = field(default_factory=DeadLetterStrategy)
+    #: Delete a destination with no consumers and no messages after it has been inactive
+    #: this long (ActiveMQ spells the attribute ``inactiveTimoutBeforeGC``).
+    gc_inactive_destinations: bool = _setting(False, "gcInactiveDestinations")
+    inactive_timeout_before_gc: int = _setting(60000, "inactiveTimoutBeforeGC", "ms")
+    #: Fields the file set on this entry itself (the rest come from the default entry).
+    explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyMap:
+    """``<destinationPolicy><policyMap>``."""
+
+    entries: tuple[PolicyEntry, ...] = ()
+    #: ``<defaultEntry>``: what applies where no entry matches, and what entries inherit.
+    default: PolicyEntry = field(default_factory=PolicyEntry)
+
+
+@dataclass(frozen=True, slots=True)
+class RedeliveryPolicy:
+    """``<redeliveryPolicy>``: how often and how soon a message given back is redelivered.
+
+    stompd's defaults keep today's behaviour (no delay); ActiveMQ's client-side default
+    delay is 1000 ms.
+    """
+
+    kind: DestinationKind | None = None
+    pattern: str = ">"
+    #: Past this many redeliveries the message goes to its dead-letter queue (-1: never).
+    maximum_redeliveries: int = _setting(6, "maximumRedeliveries")
+    initial_redelivery_delay: int = _setting(0, "initialRedeliveryDelay", "ms")
+    redelivery_delay: int = _setting(0, "redeliveryDelay", "ms")
+    use_exponential_back_off: bool = _setting(False, "useExponentialBackOff")
+    back_off_multiplier: float = _setting(5.0, "backOffMultiplier")
+    #: Cap on the delay with back-off (-1: none).
+    maximum_redelivery_delay: int = _setting(-1, "maximumRedeliveryDelay", "ms")
+    explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class RedeliveryPlugin:
+    """``<redeliveryPlugin>`` (or today's ``--maximum-redeliveries``/``--redelivery-delay``)."""
+
+    entries: tuple[RedeliveryPolicy, ...] = ()
+    default: RedeliveryPolicy = field(default_factory=RedeliveryPolicy)
+    fallback_to_dead_letter: bool = _setting(True, "fallbackToDeadLetter")
+    send_to_dlq_if_max_retries_exceeded: bool = _setting(True, "sendToDlqIfMaxRetriesExceeded")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class TransportDefaults:
+    """``<transportDefaults>`` (stompd extension): what every connector's URI may override."""
+
+    max_frame_size: int = _setting(10 << 20, "maxFrameSize", "bytes")
+    max_headers: int = _setting(1000, "maxHeaders")
+    max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
+    #: A client that has not finished CONNECT by then is dropped.
+    connect_attempt_timeout: int = _setting(30000, "connectAttemptTimeout", "ms")
+    #: A client whose heart-beats stop is closed after its interval times this.
+    hb_grace_period_multiplier: float = _setting(1.5, "hbGracePeriodMultiplier")
+    #: Heart-beat (cx, cy) assumed for a client that sends no heart-beat header.
+    default_heart_beat: tuple[int, int] = _setting((0, 0), "defaultHeartBeat", "ms")
+    #: None: no limit.
+    maximum_connections: int | None = _setting(None, "maximumConnections")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class TransportConnector:
+    """``<transportConnector name uri>``: one STOMP or WebSocket listener.
+
+    The limits are resolved: the URI's option, else ``<transportDefaults>``.
+    """
+
+    name: str = "stomp"
+    scheme: ConnectorScheme = "stomp"
+    host: str = _setting("127.0.0.1", "host")
+    port: int = _setting(61613, "port")
+    #: WebSocket: the URL path the endpoint answers on ("/" when the URI has none).
+    path: str = "/"
+    maximum_connections: int | None = _setting(None, "maximumConnections")
+    max_frame_size: int = _setting(10 << 20, "wireFormat.maxFrameSize", "bytes")
+    max_headers: int = _setting(1000, "maxHeaders")
+    max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
+    connect_attempt_timeout: int = _setting(30000, "transport.connectAttemptTimeout", "ms")
+    hb_grace_period_multiplier: float = _setting(1.5, "transport.hbGracePeriodMultiplier")
+    default_heart_beat: tuple[int, int] = _setting((0, 0), "transport.defaultHeartBeat", "ms")
+    #: TLS: ask for a client certificate and refuse the handshake without a valid one.
+    need_client_auth: bool = _setting(False, "needClientAuth")
+    #: TLS: ask for a client certificate, accept the handshake without one.
+    want_client_auth: bool = _setting(False, "wantClientAuth")
+    #: WebSocket: origins a browser page may connect from; empty: same origin only.
+    allowed_origins: tuple[str, ...] = _setting((), "allowedOrigins")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme in TLS_SCHEMES
+
+    @property
+    def websocket(self) -> bool:
+        return self.scheme in WEBSOCKET_SCHEMES
+
+
+@dataclass(frozen=True, slots=True)
+class PersistenceAdapter:
+    """``<persistenceAdapter>``: ``<levelDB directory>``, or ``<kahaDB directory>`` mapped onto it."""
+
+    kind: Literal["levelDB", "kahaDB"] = "levelDB"
+    #: The persistent message store's directory (None: ``<dataDirectory>/store``).
+    directory: Path | None = _setting(None, "directory")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class Password:
+    """A password as configured: plain text, or a hash made by ``stompd hash-password``.
+
+    Check a candidate with :func:`config.passwords.verify` (constant time).
+    """
+
+    scheme: PasswordScheme
+    #: The attribute as written: the plain password, or the whole hash string.
+    text: str = field(repr=False)
+
+    def __str__(self) -> str:
+        return "********" if self.scheme == "plain" else f"({self.scheme} hash)"
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """``<authenticationUser username password groups>``."""
+
+    username: str
+    #: None: the password could not be resolved; this user cannot log in.
+    password: Password | None
+    groups: frozenset[str] = frozenset()
+    source: Origin = field(default=DEFAULT, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Authentication:
+    """``<simpleAuthenticationPlugin>``: with it, a CONNECT needs a valid login/passcode."""
+
+    users: tuple[User, ...] = ()
+    #: A CONNECT without a login gets in as ``anonymous_user`` in ``anonymous_group``.
+    anonymous_access_allowed: bool = _setting(False, "anonymousAccessAllowed")
+    anonymous_user: str = _setting("anonymous", "anonymousUser")
+    anonymous_group: str = _setting("anonymous", "anonymousGroup")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationEntry:
+    """``<authorizationEntry queue|topic read write admin>``: groups allowed per operation.
+
+    ``read``: SUBSCRIBE and browse; ``write``: SEND; ``admin``: creating the destination.
+    The group ``*`` means every user.
+    """
+
+    kind: DestinationKind | None = None
+    pattern: str = ">"
+    read: frozenset[str] = frozenset()
+    write: frozenset[str] = frozenset()
+    admin: frozenset[str] = frozenset()
+    source: Origin = field(default=DEFAULT, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Authorization:
+    """``<authorizationPlugin><map><authorizationMap>``.
+
+    With it, an operation is allowed when the user is in one of the groups that the
+    union of every matching entry (and ``default_entry``) allows; no match: denied.
+    Temporary destinations use ``temp_entry`` (None: allowed to all), and only the
+    connection that made one may read it.
+    """
+
+    entries: tuple[AuthorizationEntry, ...] = ()
+    default_entry: AuthorizationEntry | None = None
+    temp_entry: AuthorizationEntry | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SslContext:
+    """``<sslContext>``: the TLS listeners' certificates.
+
+    ActiveMQ's PKCS12 key and trust stores, or PEM files (stompd extension).  The files
+    were checked (they exist, are readable, parse, and the key fits the certificate)
+    when the configuration was loaded; config/tls.py reads them.
+    """
+
+    key_store: Path | None = _setting(None, "keyStore")
+    key_store_password: str | None = _setting(None, "keyStorePassword", secret=True)
+    trust_store: Path | None = _setting(None, "trustStore")
+    trust_store_password: str | None = _setting(None, "trustStorePassword", secret=True)
+    certificate_file: Path | None = _setting(None, "certificateFile")
+    key_file: Path | None = _setting(None, "keyFile")
+    key_password: str | None = _setting(None, "keyPassword", secret=True)
+    ca_file: Path | None = _setting(None, "caFile")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpServer:
+    """``<httpServer host port>`` (stompd extension): admin API, console, /metrics."""
+
+    host: str = _setting("127.0.0.1", "host")
+    #: ActiveMQ's console port; 0 turns the server off.
+    port: int = _setting(8161, "port")
+    #: With no users configured, accept admin clients that are not on loopback.
+    allow_remote: bool = _setting(False, "allowRemote")
+    #: Also served, to anyone who can reach the port, at /static/ (a web app using /stomp).
+    static_directory: Path | None = _setting(None, "staticDirectory")
+    #: Origins whose pages may use /stomp (STOMP over WebSocket); empty: same origin only.
+    allowed_origins: tuple[str, ...] = _setting((), "allowedOrigins")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """``<export>`` (stompd extension): metric snapshots and message event logs for Spark."""
+
+    #: None: nothing is exported.
+    directory: Path | None = _setting(None, "directory")
+    snapshot_interval: int = _setting(10000, "snapshotInterval", "ms")
+    rotate_size: int = _setting(64 << 20, "rotateSize", "bytes")
+    rotate_interval: int = _setting(3600000, "rotateInterval", "ms")
+    origins: Origins = _origins()
+
+
+def _default_connectors() -> tuple[TransportConnector, ...]:
+    return (TransportConnector(),)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """The whole configuration.  ``BrokerConfig()`` is stompd's embedded defaults."""
+
+    broker: BrokerSettings = field(default_factory=BrokerSettings)
+    system_usage: SystemUsage = field(default_factory=SystemUsage)
+    policies: PolicyMap = field(default_factory=PolicyMap)
+    redelivery: RedeliveryPlugin = field(default_factory=RedeliveryPlugin)
+    transport_defaults: TransportDefaults = field(default_factory=TransportDefaults)
+    #: In file order; never empty (a file with no STOMP listener gets the default one).
+    connectors: tuple[TransportConnector, ...] = field(default_factory=_default_connectors)
+    persistence: PersistenceAdapter = field(default_factory=PersistenceAdapter)
+    #: None: no authentication, any login is accepted.
+    authentication: Authentication | None = None
+    #: None: every authenticated user may do everything.
+    authorization: Authorization | None = None
+    ssl: SslContext | None = None
+    http: HttpServer = field(default_factory=HttpServer)
+    export: Export = field(default_factory=Export)
+    #: The file it was loaded from (None: embedded defaults).
+    source: Path | None = field(default=None, compare=False)
+
+    @property
+    def store_directory(self) -> Path:
+        return self.persistence.directory or self.broker.data_directory / "store"
+
+    def first_stomp_connector(self) -> TransportConnector | None:
+        """The first plain (TCP, not TLS) STOMP listener: the one ``--host``/``--port`` set."""
+        return next((c for c in self.connectors if not c.tls and not c.websocket), None)

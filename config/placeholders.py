@@ -1,0 +1,160 @@
+"""``${name}`` placeholders, as Spring's PropertyPlaceholderConfigurer resolves them in activemq.xml.
+
+A name is looked up, first hit wins, in:
+
+1. ``-Dname=value`` given to stompd (the command line beats everything, as flags do);
+2. the environment;
+3. the ``.properties`` files a ``PropertyPlaceholderConfigurer`` bean in the file names
+   (``file:`` locations; ActiveMQ's ``credentials.properties`` is the usual one);
+4. ActiveMQ's own: ``activemq.base`` (``$ACTIVEMQ_BASE``, else the working directory),
+   ``activemq.home`` (``$ACTIVEMQ_HOME``, else the base), ``activemq.conf``
+   (``$ACTIVEMQ_CONF``, else the configuration file's directory, so ``file:${activemq.conf}/x``
+   finds a file beside activemq.xml) and ``activemq.data`` (``$ACTIVEMQ_DATA``, else
+   ``<base>/data``, which is stompd's default data directory).
+
+``${name:default}`` uses ``default`` when nothing defines ``name``.  Values may contain
+placeholders themselves.  A value written ``ENC(...)`` (jasypt) cannot be decrypted here
+and counts as undefined.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+_PLACEHOLDER = re.compile(r"\$\{([^${}]*)\}")
+_MAX_NESTING = 8
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+@dataclass(slots=True)
+class Resolved:
+    text: str
+    #: Names nothing defined.
+    missing: list[str] = field(default_factory=list)
+    #: Names that were substituted (for the provenance note).
+    used: list[str] = field(default_factory=list)
+
+
+class Placeholders:
+    def __init__(
+        self, defines: Mapping[str, str], environ: Mapping[str, str], config_dir: Path, cwd: Path
+    ) -> None:
+        self.defines = dict(defines)
+        self.environ = environ
+        self.properties: dict[str, str] = {}
+        base = environ.get("ACTIVEMQ_BASE") or str(cwd)
+        self.builtins = {
+            "activemq.base": base,
+            "activemq.home": environ.get("ACTIVEMQ_HOME") or base,
+            "activemq.conf": environ.get("ACTIVEMQ_CONF") or str(config_dir),
+            "activemq.data": environ.get("ACTIVEMQ_DATA") or f"{base.rstrip('/')}/data",
+        }
+
+    def lookup(self, name: str) -> str | None:
+        for source in (self.defines, self.environ, self.properties, self.builtins):
+            value = source.get(name)
+            if value is not None:
+                return None if value.startswith("ENC(") and value.endswith(")") else value
+        return None
+
+    def why_missing(self, name: str) -> str:
+        value = self.properties.get(name, "")
+        if value.startswith("ENC("):
+            return (
+                f"${{{name}}} is jasypt-encrypted (ENC(...)), which stompd cannot decrypt: give it with "
+                f"-D{name}=... or in the environment"
+            )
+        return f"${{{name}}} is not defined (no -D flag, environment variable or properties file sets it)"
+
+    def resolve(self, text: str) -> Resolved:
+        result = Resolved(text)
+        if "${" in text:
+            result.text = self._substitute(text, result, 0)
+        return result
+
+    def _substitute(self, text: str, result: Resolved, depth: int) -> str:
+        def replace(match: re.Match[str]) -> str:
+            name, _, default = match.group(1).partition(":")
+            value = self.lookup(name)
+            if value is None and ":" in match.group(1):
+                value = default
+            if value is None:
+                result.missing.append(name)
+                return match.group(0)
+            result.used.append(name)
+            if "${" in value and depth < _MAX_NESTING:
+                return self._substitute(value, result, depth + 1)
+            return value
+
+        return _PLACEHOLDER.sub(replace, text)
+
+    def load_properties(self, text: str) -> None:
+        """Adds a ``.properties`` file's entries; earlier files win, as Spring merges them."""
+        for key, value in parse_properties(text).items():
+            self.properties.setdefault(key, value)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties``: ``key=value``, ``key: value`` or ``key value``; ``#``/``!`` comments;
+    a trailing backslash continues the line; ``\\t``, ``\\n``, ``\\uXXXX`` escapes."""
+    entries: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_entry(logical)
+        entries[_unescape(key)] = _unescape(value)
+        logical = ""
+    if logical:
+        key, value = _split_entry(logical)
+        entries[_unescape(key)] = _unescape(value)
+    return entries
+
+
+def _split_entry(line: str) -> tuple[str, str]:
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char in "=: \t":
+            break
+        index += 1
+    key, rest = line[:index], line[index:].lstrip(" \t")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t")
+    return key, rest
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char != "\\" or index + 1 == len(text):
+            out.append(char)
+            index += 1
+            continue
+        following = text[index + 1]
+        if following == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[index + 2 : index + 6]):
+            out.append(chr(int(text[index + 2 : index + 6], 16)))
+            index += 6
+            continue
+        out.append(_ESCAPES.get(following, following))
+        index += 2
+    return "".join(out)

@@ -1,0 +1,207 @@
+"""The effective configuration as ``stompd --check-config`` prints it: every setting, as
+activemq.xml names it, its value, and where the value came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from config.model import BrokerConfig, Origin, origin_of
+from config.units import format_size
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from config.model import AuthorizationEntry
+
+NOT_APPLIED = "not applied yet"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    #: The setting's path in the model (``system_usage.memory_limit``): what "applied" is asked about.
+    key: str
+    label: str
+    value: str
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    key: str
+    title: str
+    rows: tuple[Row, ...]
+
+
+def _show(value: Any, unit: str, secret: bool) -> str:
+    if value is None:
+        return "none"
+    if secret:
+        return "********"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return ",".join(str(part) for part in value) or "(none)"
+    if isinstance(value, frozenset):
+        return ",".join(sorted(value)) or "(none)"
+    if unit == "bytes":
+        return format_size(value)
+    if unit == "ms":
+        return f"{value} ms"
+    if unit == "percent":
+        return f"{value}%"
+    return str(value)
+
+
+def _rows(obj: Any, key: str, only: Iterable[str] | None = None, prefix: str = "") -> list[Row]:
+    wanted = set(only) if only is not None else None
+    rows: list[Row] = []
+    for f in fields(obj):
+        if "xml" not in f.metadata or (wanted is not None and f.name not in wanted):
+            continue
+        value = getattr(obj, f.name)
+        rows.append(
+            Row(
+                f"{key}.{f.name}",
+                (prefix + f.metadata["xml"]).strip(),
+                _show(value, f.metadata["unit"], f.metadata["secret"] and value is not None),
+                str(origin_of(obj, f.name)),
+            )
+        )
+    return rows
+
+
+def _entry_title(kind: str | None, pattern: str, source: Origin) -> str:
+    return f"{kind}={pattern!r} ({source})"
+
+
+def sections(config: BrokerConfig) -> list[Section]:
+    out = [
+        Section("broker", "broker", tuple(_rows(config.broker, "broker"))),
+        Section("system_usage", "systemUsage", tuple(_rows(config.system_usage, "system_usage"))),
+        Section(
+            "transport_defaults",
+            "transportDefaults",
+            tuple(_rows(config.transport_defaults, "transport_defaults")),
+        ),
+    ]
+    for index, connector in enumerate(config.connectors):
+        key = f"connectors[{index}]"
+        path = connector.path if connector.websocket else ""
+        title = f"transportConnector {connector.name!r} {connector.scheme}://{connector.host}:{connector.port}{path}"
+        out.append(Section(key, f"{title} ({connector.source})", tuple(_rows(connector, key))))
+    persistence = config.persistence
+    out.append(
+        Section(
+            "persistence",
+            f"persistenceAdapter ({persistence.kind})",
+            (
+                Row(
+                    "persistence.directory",
+                    "directory",
+                    str(config.store_directory),
+                    str(origin_of(persistence, "directory")),
+                ),
+            ),
+        )
+    )
+    default = config.policies.default
+    out.append(
+        Section(
+            "policies.default",
+            "destinationPolicy defaultEntry (what every entry inherits)",
+            tuple(
+                _rows(default, "policies.default")
+                + _rows(default.dead_letter, "policies.default.dead_letter", prefix="deadLetterStrategy ")
+            ),
+        )
+    )
+    for index, entry in enumerate(config.policies.entries):
+        key = f"policies.entries[{index}]"
+        rows = _rows(entry, key, only=entry.explicit)
+        if "dead_letter" in entry.explicit:
+            rows += _rows(entry.dead_letter, f"{key}.dead_letter", prefix="deadLetterStrategy ")
+        out.append(
+            Section(key, "policyEntry " + _entry_title(entry.kind, entry.pattern, entry.source), tuple(rows))
+        )
+    redelivery = config.redelivery
+    out.append(
+        Section(
+            "redelivery",
+            "redeliveryPlugin defaultEntry",
+            tuple(_rows(redelivery, "redelivery") + _rows(redelivery.default, "redelivery.default")),
+        )
+    )
+    for index, policy in enumerate(redelivery.entries):
+        key = f"redelivery.entries[{index}]"
+        rows = _rows(policy, key, only=policy.explicit)
+        out.append(
+            Section(
+                key,
+                "redeliveryPolicy " + _entry_title(policy.kind, policy.pattern, policy.source),
+                tuple(rows),
+            )
+        )
+    out.extend(_security(config))
+    out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
+    out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
+    return out
+
+
+def _security(config: BrokerConfig) -> list[Section]:
+    out: list[Section] = []
+    auth = config.authentication
+    if auth is not None:
+        rows = _rows(auth, "authentication")
+        for user in auth.users:
+            password = "cannot log in" if user.password is None else str(user.password)
+            groups = ",".join(sorted(user.groups)) or "(no group)"
+            rows.append(
+                Row(
+                    "authentication.users", f"user {user.username}", f"{groups}; {password}", str(user.source)
+                )
+            )
+        out.append(Section("authentication", "simpleAuthenticationPlugin", tuple(rows)))
+    authz = config.authorization
+    if authz is not None:
+        acl_rows = [
+            _acl_row("authorization.entries", entry, f"{entry.kind}={entry.pattern!r}")
+            for entry in authz.entries
+        ]
+        if authz.default_entry is not None:
+            acl_rows.append(_acl_row("authorization.default_entry", authz.default_entry, "defaultEntry"))
+        if authz.temp_entry is not None:
+            acl_rows.append(
+                _acl_row("authorization.temp_entry", authz.temp_entry, "tempDestinationAuthorizationEntry")
+            )
+        out.append(Section("authorization", "authorizationPlugin", tuple(acl_rows)))
+    if config.ssl is not None:
+        out.append(Section("ssl", "sslContext", tuple(_rows(config.ssl, "ssl"))))
+    return out
+
+
+def _acl_row(key: str, entry: AuthorizationEntry, label: str) -> Row:
+    value = " ".join(
+        f"{name}={','.join(sorted(getattr(entry, name))) or '-'}" for name in ("read", "write", "admin")
+    )
+    return Row(key, label, value, str(entry.source))
+
+
+def render(config: BrokerConfig, applied: Callable[[str], bool]) -> str:
+    """The report; a setting for which ``applied(key)`` is false is marked "not applied yet"."""
+    lines: list[str] = []
+    every = sections(config)
+    label_width = max((len(row.label) for section in every for row in section.rows), default=0)
+    value_width = min(28, max((len(row.value) for section in every for row in section.rows), default=0))
+    for section in every:
+        whole = not applied(section.key)
+        lines.append(f"{section.title}{'  [' + NOT_APPLIED + ']' if whole else ''}")
+        if not section.rows:
+            lines.append("  (everything as the default entry)")
+        for row in section.rows:
+            mark = f"  [{NOT_APPLIED}]" if not whole and not applied(row.key) else ""
+            lines.append(f"  {row.label:<{label_width}} = {row.value:<{value_width}}  {row.origin}{mark}")
+    return "\n".join(lines)

@@ -1,0 +1,16 @@
+"""PySpark jobs over stompd's exported metric snapshots and message event logs.
+
+Reads the files through their documented, versioned schema (README.md in this
+directory) and imports nothing from the broker.
+
+    schema.py         schema version 1: fields, types, checks (the single source)
+    export_format.py  pure-Python writer and validator of those lines (no pyspark)
+    lines.py          listing the files, classifying lines: kept, corrupt, late, duplicate
+    tables.py         the report tables as Spark DataFrames
+    output.py         writing Parquet, CSV and files through Hadoop's FileSystem
+    sections.py       what report.html shows of each table
+    charts.py         matplotlib charts as inline SVG
+    htmlpage.py       the page itself (HTML, inline CSS)
+    report.py         run_report(): the whole job on a given SparkSession
+    cli.py            stompd-report: builds the session, prints progress and the summary
+"""

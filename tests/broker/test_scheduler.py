@@ -1,0 +1,278 @@
+"""Scheduled delivery in the engine (AMQ_SCHEDULED_DELAY/_PERIOD/_REPEAT/_CRON), time driven
+through the injectable clock: in memory (no store) and in the message store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from broker.core.clock import Clock
+from broker.core.engine import Engine
+from protocol.errors import StompError
+from protocol.frames import Frame
+from tests.broker.harness import Peer
+from tests.broker.test_persistence import StoredEngine
+
+START = int(datetime(2026, 11, 23, 10, 2, 30, tzinfo=UTC).timestamp()) * 1000
+MINUTE = 60_000
+
+
+def at(hh_mm_ss: str) -> int:
+    """Epoch ms of a time on START's day (UTC)."""
+    h, m, s = (int(part) for part in hh_mm_ss.split(":"))
+    return int(datetime(2026, 11, 23, h, m, s, tzinfo=UTC).timestamp()) * 1000
+
+
+class Broker:
+    """An engine whose jobs wait in memory or in the store; ``advance`` moves its clock."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.path = path
+        self.stored: StoredEngine | None = None
+        self.engine = self._open(kind)
+
+    def _open(self, kind: str) -> Engine:
+        if kind == "memory":
+            engine = Engine(clock=Clock(START, UTC))
+        else:
+            self.stored = StoredEngine(self.path)
+            engine = self.stored.engine
+            engine.clock.ms = START
+            engine.clock.tz = UTC
+        return engine
+
+    def settle(self) -> None:
+        if self.stored is not None:
+            self.stored.settle()
+        else:
+            self.engine.flush()
+
+    def advance(self, to_ms: int) -> None:
+        self.engine.clock.ms = to_ms
+        self.engine.tick()
+        self.settle()
+
+    def restart(self) -> None:
+        assert self.stored is not None
+        now = self.engine.clock.ms
+        self.stored.close()
+        self.engine = self._open("store")
+        self.engine.clock.ms = now
+
+    def close(self) -> None:
+        if self.stored is not None:
+            self.stored.close()
+
+
+@pytest.fixture(params=["memory", "store"])
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broker]:
+    b = Broker(request.param, tmp_path / "store")
+    yield b
+    b.close()
+
+
+def consumer(broker: Broker) -> Peer:
+    peer = Peer(broker.engine)
+    peer.send_frame("SUBSCRIBE", {"destination": "/queue/jobs", "id": "1"})
+    broker.settle()
+    return peer
+
+
+def schedule(broker: Broker, body: bytes = b"job", **headers: str) -> None:
+    producer = Peer(broker.engine)
+    producer.send_frame("SEND", {"destination": "/queue/jobs", "receipt": "r", **headers}, body)
+    broker.settle()
+    assert [f.command for f in producer.received()] == ["RECEIPT"]
+
+
+def times(broker: Broker, peer: Peer, checkpoints: list[str]) -> list[tuple[str, int]]:
+    """How many messages arrive by each checkpoint (the clock moved there, one tick)."""
+    out = []
+    for checkpoint in checkpoints:
+        broker.advance(at(checkpoint))
+        out.append((checkpoint, len(messages(peer))))
+    return out
+
+
+def messages(peer: Peer) -> list[Frame]:
+    return [f for f in peer.received() if f.command == "MESSAGE"]
+
+
+def test_a_cron_job_fires_at_each_time_it_names_and_never_stops(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="*/5 * * * *")
+    got = times(broker, peer, ["10:04:59", "10:05:00", "10:09:59", "10:10:00", "10:10:01", "10:15:00"])
+    assert got == [
+        ("10:04:59", 0),
+        ("10:05:00", 1),
+        ("10:09:59", 0),
+        ("10:10:00", 1),
+        ("10:10:01", 0),
+        ("10:15:00", 1),
+    ]
+    # Still scheduled a day later.
+    broker.advance(at("10:15:00") + 24 * 60 * MINUTE)
+    assert len(messages(peer)) == 1
+
+
+def test_cron_deliveries_are_messages_of_their_own_without_scheduling_headers(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="* * * * *", color="red")
+    deliveries = []
+    for minute in range(3, 6):
+        broker.advance(at(f"10:{minute:02}:00"))
+        deliveries.extend(messages(peer))
+    assert len(deliveries) == 3
+    assert len({f.headers["message-id"] for f in deliveries}) == 3
+    for frame in deliveries:
+        assert frame.headers["color"] == "red"
+        assert not [name for name in frame.headers if name.startswith("AMQ_SCHEDULED")]
+
+
+def test_cron_with_a_delay_is_first_due_that_long_after_the_cron_time(broker: Broker) -> None:
+    """ActiveMQ: the delay (or else the period) is added to the first time only."""
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="*/5 * * * *", AMQ_SCHEDULED_DELAY="20000")
+    got = times(broker, peer, ["10:05:00", "10:05:19", "10:05:20", "10:10:00"])
+    assert got == [("10:05:00", 0), ("10:05:19", 0), ("10:05:20", 1), ("10:10:00", 1)]
+
+
+def test_cron_with_a_period_alone_is_first_due_a_period_after_the_cron_time(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="*/5 * * * *", AMQ_SCHEDULED_PERIOD="3000")
+    assert times(broker, peer, ["10:05:00", "10:05:03", "10:10:00"]) == [
+        ("10:05:00", 0),
+        ("10:05:03", 1),
+        ("10:10:00", 1),
+    ]
+
+
+def test_cron_with_repeats_starts_a_repeating_job_at_each_cron_time(broker: Broker) -> None:
+    """Each cron time starts a plain job: due after the delay, then REPEAT more times
+    every PERIOD; the cron time itself delivers nothing."""
+    peer = consumer(broker)
+    schedule(
+        broker,
+        AMQ_SCHEDULED_CRON="*/5 * * * *",
+        AMQ_SCHEDULED_DELAY="2000",
+        AMQ_SCHEDULED_PERIOD="1000",
+        AMQ_SCHEDULED_REPEAT="2",
+    )
+    got = times(
+        broker,
+        peer,
+        # The cron job itself is first due at 10:05:02 (cron time + delay).
+        [
+            "10:05:02",
+            "10:05:03",
+            "10:05:04",
+            "10:05:05",
+            "10:05:06",
+            "10:05:07",
+            "10:10:00",
+            "10:10:02",
+            "10:10:03",
+            "10:10:04",
+            "10:10:05",
+        ],
+    )
+    assert got == [
+        ("10:05:02", 0),
+        ("10:05:03", 0),
+        ("10:05:04", 1),
+        ("10:05:05", 1),
+        ("10:05:06", 1),
+        ("10:05:07", 0),
+        # The next cron time, with no delay now; its job is due after the delay again.
+        ("10:10:00", 0),
+        ("10:10:02", 1),
+        ("10:10:03", 1),
+        ("10:10:04", 1),
+        ("10:10:05", 0),
+    ]
+
+
+def test_a_period_without_a_delay_is_first_due_after_the_period(broker: Broker) -> None:
+    """ActiveMQ: the period is the wait before the first delivery too."""
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_PERIOD="1000", AMQ_SCHEDULED_REPEAT="1")
+    assert times(broker, peer, ["10:02:30", "10:02:31", "10:02:32", "10:02:40"]) == [
+        ("10:02:30", 0),
+        ("10:02:31", 1),
+        ("10:02:32", 1),
+        ("10:02:40", 0),
+    ]
+
+
+def test_a_delivery_counts_its_time_to_live_from_when_it_is_delivered(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_DELAY="60000", ttl="5000")
+    broker.advance(at("10:03:30"))
+    (frame,) = messages(peer)
+    assert int(frame.headers["expires"]) == at("10:03:30") + 5000
+    assert int(frame.headers["timestamp"]) == at("10:03:30")
+
+
+@pytest.mark.parametrize(
+    ("cron", "problem"),
+    [
+        ("every minute", "has 2 fields; a cron entry has 5"),
+        ("60 * * * *", "the minute field '60' has 60, outside 0-59"),
+        ("0 0 31 2 *", "names no date that exists"),
+    ],
+)
+def test_a_bad_cron_entry_is_refused_with_the_reason(broker: Broker, cron: str, problem: str) -> None:
+    producer = Peer(broker.engine)
+    with pytest.raises(StompError, match="AMQ_SCHEDULED_CRON") as info:
+        producer.send_frame("SEND", {"destination": "/queue/jobs", "AMQ_SCHEDULED_CRON": cron}, b"x")
+    assert problem in str(info.value)
+    assert info.value.summary == "invalid header"
+
+
+def test_a_bad_cron_entry_in_a_transaction_is_refused_at_the_send(broker: Broker) -> None:
+    producer = Peer(broker.engine)
+    producer.send_frame("BEGIN", {"transaction": "t"})
+    with pytest.raises(StompError, match="AMQ_SCHEDULED_CRON"):
+        producer.send_frame(
+            "SEND", {"destination": "/queue/jobs", "transaction": "t", "AMQ_SCHEDULED_CRON": "x"}, b"x"
+        )
+
+
+def test_a_cron_job_waits_in_the_store_survives_restarts_and_costs_no_ram(tmp_path: Path) -> None:
+    broker = Broker("store", tmp_path / "store")
+    try:
+        schedule(broker, b"x" * 4000, AMQ_SCHEDULED_CRON="0 * * * *", persistent="true")
+        usage = broker.engine.usage
+        assert usage.memory.used == 0
+        assert usage.store.used > 4000
+        broker.restart()
+        peer = consumer(broker)
+        assert times(broker, peer, ["10:59:59", "11:00:00"]) == [("10:59:59", 0), ("11:00:00", 1)]
+        broker.restart()
+        peer = consumer(broker)
+        assert times(broker, peer, ["11:59:59", "12:00:00"]) == [("11:59:59", 0), ("12:00:00", 1)]
+        assert broker.engine.usage.memory.used == 0
+        assert broker.engine.usage.store.used > 4000
+    finally:
+        broker.close()
+
+
+def test_a_cron_job_that_came_due_while_the_broker_was_down_fires_once_then_keeps_time(
+    tmp_path: Path,
+) -> None:
+    broker = Broker("store", tmp_path / "store")
+    try:
+        schedule(broker, AMQ_SCHEDULED_CRON="0 * * * *")
+        broker.restart()
+        peer = consumer(broker)
+        # Down from 10:02:30 until 15:30:00: five hourly times missed, one delivery.
+        assert times(broker, peer, ["15:30:00", "15:59:59", "16:00:00"]) == [
+            ("15:30:00", 1),
+            ("15:59:59", 0),
+            ("16:00:00", 1),
+        ]
+    finally:
+        broker.close()
