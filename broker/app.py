@@ -17,8 +17,9 @@ from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
-from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketConnector, WebSocketListener
+from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketListener
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 from broker.io.server import StompServer
 from store.leveldb import LevelDB
 from store.persistent import MessageStore
@@ -35,15 +36,19 @@ TRIM_EVERY = 20
 log = logging.getLogger("stompd")
 
 
+def _default_listeners() -> tuple[Listener, ...]:
+    return (Listener(),)
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerOptions:
-    host: str = "127.0.0.1"
-    port: int = 61613
+    #: activemq.xml's transportConnectors: STOMP, STOMP over TLS, ws:// and wss://, each
+    #: with its own limits (the default: STOMP on 127.0.0.1:61613).
+    listeners: tuple[Listener, ...] = field(default_factory=_default_listeners)
     data_dir: Path = Path("data")
     #: The persistent message store (None: ``data_dir/store``).
     store_dir: Path | None = None
     core: CoreSettings = field(default_factory=CoreSettings)
-    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: The admin HTTP server (API, console, /health): None turns it off (embedded
     #: brokers and tests), 0 picks a free port; the command line's default is 8161.
     http_host: str = "127.0.0.1"
@@ -51,11 +56,10 @@ class BrokerOptions:
     http_security: HttpSecurity = field(default_factory=HttpSecurity)
     #: A directory the admin server also serves, openly, at /static/.
     http_static_dir: Path | None = None
-    #: STOMP over WebSocket listeners (ActiveMQ's ws:// and wss:// transportConnectors),
-    #: each with its own allowed origins.
-    ws_connectors: tuple[WebSocketConnector, ...] = ()
-    #: Origins whose pages may use the admin server's /stomp; none: same-origin pages only.
-    ws_allowed_origins: tuple[str, ...] = ()
+    #: STOMP over WebSocket at /stomp on the admin server: its connections' limits
+    #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
+    http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    http_allowed_origins: tuple[str, ...] = ()
 
 
 class Broker:
@@ -63,12 +67,15 @@ class Broker:
 
     def __init__(self, options: BrokerOptions) -> None:
         self.options = options
+        #: The ports the listeners are bound to, in ``options.listeners`` order.
+        self.ports: list[int] = []
+        #: The first STOMP (TCP or TLS) listener's port (0: there is none).
         self.port = 0
+        #: The WebSocket listeners' ports, in order.
+        self.ws_ports: list[int] = []
         #: The port the HTTP server is bound to (0: it is off).
         self.http_port = 0
         self.http: HttpServer | None = None
-        #: The ports the WebSocket listeners are bound to, in ``ws_connectors`` order.
-        self.ws_ports: list[int] = []
         self.ws: list[WebSocketListener] = []
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
@@ -105,29 +112,48 @@ class Broker:
             stored,
             (time.perf_counter() - started) * 1000,
         )
-        self.server = StompServer(self.engine, options.limits)
+        self.server = StompServer(self.engine)
+        try:
+            await self._listen()
+        except BaseException:
+            # A port taken, an address not ours: close what did open, then say why.
+            await self.stop()
+            raise
+        self._tick = loop.call_later(TICK_S, self._on_tick)
+        addresses = ", ".join(
+            _address(listener, port) for listener, port in zip(options.listeners, self.ports, strict=True)
+        )
+        log.info("stompd listening on %s (data dir %s)", addresses, options.data_dir)
+        return self.port
+
+    async def _listen(self) -> None:
+        options = self.options
         if options.http_port is not None:
             self.http = HttpServer(
                 EngineAdminOps(self.engine, self.server.peers), options.http_security, options.http_static_dir
             )
             endpoint = StompWebSocketEndpoint(
-                self.server, options.limits.max_frame_size, options.ws_allowed_origins
+                self.server, options.http_stomp_limits, options.http_allowed_origins
             )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
-        for connector in options.ws_connectors:
-            listener = WebSocketListener(self.server, options.limits.max_frame_size, connector)
-            self.ws.append(listener)
-            port = await listener.start()
-            self.ws_ports.append(port)
-            log.info(
-                "STOMP over WebSocket on %s://%s:%d%s", connector.scheme, connector.host, port, connector.path
-            )
-        self.port = await self.server.start(options.host, options.port)
-        self._tick = loop.call_later(TICK_S, self._on_tick)
-        log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
-        return self.port
+        listeners = options.listeners
+        ports = [0] * len(listeners)
+        # The WebSocket listeners first: once a STOMP port answers, every listener does.
+        for index in sorted(range(len(listeners)), key=lambda i: not listeners[i].websocket):
+            listener = listeners[index]
+            if listener.websocket:
+                websocket = WebSocketListener(self.server, listener)
+                self.ws.append(websocket)
+                ports[index] = await websocket.start()
+            else:
+                ports[index] = await self.server.listen(listener)
+        self.ports = ports
+        self.ws_ports = [port for listener, port in zip(listeners, ports, strict=True) if listener.websocket]
+        self.port = next(
+            (port for listener, port in zip(listeners, ports, strict=True) if not listener.websocket), 0
+        )
 
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())
@@ -164,6 +190,13 @@ class Broker:
         self.worker.close()
         self.temp_store.close()
         log.info("stompd stopped")
+
+
+def _address(listener: Listener, port: int) -> str:
+    # Plain STOMP as it always read (host:port); anything else with its scheme.
+    if listener.scheme in ("stomp", "stomp+nio"):
+        return f"{listener.host}:{port}"
+    return listener.url(port)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -226,6 +259,7 @@ class BrokerThread:
         self.loop = new_event_loop()
         self.ready = threading.Event()
         self.port = 0
+        self.ports: list[int] = []
         self.http_port = 0
         self.ws_ports: list[int] = []
         self._error: BaseException | None = None
@@ -254,6 +288,7 @@ class BrokerThread:
         self._stopped = asyncio.Event()
         self.broker = Broker(self.options)
         self.port = await self.broker.start()
+        self.ports = self.broker.ports
         self.http_port = self.broker.http_port
         self.ws_ports = self.broker.ws_ports
         self.ready.set()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from broker.app import run
 from broker.http.server import AdminPortError
-from broker.http.ws import WebSocketPortError
+from broker.io.listener import ListenError
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config import overrides, passwords
 from config.issues import ConfigError
@@ -262,13 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     except AdminPortError as exc:
         print(f"stompd: {exc} (--http-port 0 turns the admin server off)", file=sys.stderr)
         return 1
-    except WebSocketPortError as exc:
+    except ListenError as exc:
         print(f"stompd: {exc.strerror}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(
-            f"stompd: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", file=sys.stderr
-        )
+        # The data directory cannot be made or written, say.
+        print(f"stompd: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

@@ -1,14 +1,14 @@
-"""The settings model -> what today's broker takes (BrokerOptions, CoreSettings, ConnectionLimits).
+"""The settings model -> what today's broker takes (BrokerOptions, CoreSettings, Listener).
 
 The broker applies broker-wide settings today: the system usage limits, the data and
 store directories, the default policy entry's limits, prefetch and dead-letter strategy,
-the default redelivery policy, the first plain STOMP listener (address, frame and
-header limits, connect timeout, heart-beat grace), the ws:// and wss:// listeners
-(address, path, allowed origins, TLS from <sslContext>) and the admin server (address,
-/stomp's allowed origins, static directory).  Everything else the model holds (per-
-destination entries, users and permissions, more STOMP listeners, exports) is parsed
-and checked but not applied yet: :func:`not_applied` names what, so that
-``--check-config`` can say so.
+the default redelivery policy, every transportConnector (stomp, stomp+nio, stomp+ssl,
+stomp+nio+ssl, ws, wss: address, path, limits, maximumConnections, heart-beat grace and
+default, connect timeout, TLS from <sslContext> with client certificates, allowed
+origins), <transportDefaults> (for /stomp too) and the admin server.  Everything else
+the model holds (per-destination entries, users and permissions, exports) is parsed and
+checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
+can say so.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from broker.app import BrokerOptions
 from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin
-from broker.http.ws import WebSocketConnector
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 from broker.tls import TlsSetupError, server_context
 from config.model import BrokerConfig, DeadLetterStrategy, PolicyEntry, RedeliveryPlugin, RedeliveryPolicy
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Iterable
 
-    from config.model import TransportConnector
+    from config.model import TransportConnector, TransportDefaults
 
 
 class CannotRun(Exception):
@@ -37,13 +37,6 @@ class CannotRun(Exception):
 
 
 def broker_options(config: BrokerConfig) -> BrokerOptions:
-    listener = config.first_stomp_connector()
-    if listener is None:
-        schemes = ", ".join(sorted({f"{c.scheme}://" for c in config.connectors}))
-        raise CannotRun(
-            f"stompd cannot serve {schemes} listeners yet: add a stomp:// transportConnector "
-            "(or give --host/--port)"
-        )
     usage = config.system_usage
     policy = config.policies.default
     dead_letter = policy.dead_letter
@@ -53,12 +46,10 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
     if static_dir is not None and not static_dir.is_dir():
         raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
     return BrokerOptions(
-        host=listener.host,
-        port=listener.port,
+        listeners=tuple(_listener(connector, config) for connector in config.connectors),
         data_dir=config.broker.data_directory,
         store_dir=config.persistence.directory,
         core=CoreSettings(
-            heartbeat_grace=listener.hb_grace_period_multiplier,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             memory_limit=usage.memory_limit,
@@ -76,18 +67,38 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             send_fail_if_no_space=usage.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
         ),
-        limits=ConnectionLimits(
-            max_frame_size=listener.max_frame_size,
-            max_headers=listener.max_headers,
-            max_header_length=listener.max_header_length,
-            connect_timeout=listener.connect_attempt_timeout / 1000,
-        ),
         http_host=config.http.host,
         http_port=config.http.port or None,
         http_security=HttpSecurity(allow_remote=config.http.allow_remote),
         http_static_dir=static_dir,
-        ws_connectors=tuple(_websocket(c, config) for c in config.connectors if c.websocket),
-        ws_allowed_origins=_origins(config.http.allowed_origins),
+        http_stomp_limits=_limits(config.transport_defaults),
+        http_allowed_origins=_origins(config.http.allowed_origins),
+    )
+
+
+def _limits(transport: TransportConnector | TransportDefaults) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_frame_size=transport.max_frame_size,
+        max_headers=transport.max_headers,
+        max_header_length=transport.max_header_length,
+        connect_timeout=transport.connect_attempt_timeout / 1000,
+        heartbeat_grace=transport.hb_grace_period_multiplier,
+        default_heart_beat=transport.default_heart_beat,
+    )
+
+
+def _listener(connector: TransportConnector, config: BrokerConfig) -> Listener:
+    return Listener(
+        scheme=connector.scheme,
+        host=connector.host,
+        port=connector.port,
+        name=connector.name,
+        limits=_limits(connector),
+        max_connections=connector.maximum_connections,
+        ssl=_tls_context(connector, config) if connector.tls else None,
+        websocket=connector.websocket,
+        path=connector.path,
+        allowed_origins=_origins(connector.allowed_origins),
     )
 
 
@@ -96,12 +107,6 @@ def _origins(origins: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(normalize_origin(origin) for origin in origins)
     except InvalidOrigin as exc:
         raise CannotRun(f"allowedOrigins: {exc}") from None
-
-
-def _websocket(connector: TransportConnector, config: BrokerConfig) -> WebSocketConnector:
-    context = _tls_context(connector, config) if connector.tls else None
-    origins = _origins(connector.allowed_origins)
-    return WebSocketConnector(connector.host, connector.port, context, origins, connector.path)
 
 
 def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSLContext:
@@ -134,20 +139,6 @@ _APPLIED_DEAD_LETTER = frozenset(
     {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
 )
 _APPLIED_REDELIVERY = frozenset({"maximum_redeliveries", "redelivery_delay"})
-_APPLIED_LISTENER = frozenset(
-    {
-        "host",
-        "port",
-        "max_frame_size",
-        "max_headers",
-        "max_header_length",
-        "connect_attempt_timeout",
-        "hb_grace_period_multiplier",
-    }
-)
-#: ws:// and wss:// listeners have their own address, origins and client certificates;
-#: their frame and header limits are the first STOMP listener's.
-_APPLIED_WEBSOCKET = frozenset({"host", "port", "allowed_origins", "need_client_auth", "want_client_auth"})
 
 
 def _changed(obj: Any, default: Any, key: str, applied: Iterable[str]) -> set[str]:
@@ -167,18 +158,6 @@ def not_applied(config: BrokerConfig) -> set[str]:
     """
     defaults = BrokerConfig()
     out = _changed(config.broker, defaults.broker, "broker", ("data_directory", "broker_name"))
-    out |= _changed(
-        config.transport_defaults, defaults.transport_defaults, "transport_defaults", _APPLIED_LISTENER
-    )
-    first = config.first_stomp_connector()
-    for index, connector in enumerate(config.connectors):
-        key = f"connectors[{index}]"
-        if connector is first:
-            out |= _changed(connector, defaults.connectors[0], key, _APPLIED_LISTENER)
-        elif connector.websocket:
-            out |= _changed(connector, defaults.connectors[0], key, _APPLIED_WEBSOCKET)
-        else:
-            out.add(key)
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
     dead_letter = config.policies.default.dead_letter
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
@@ -189,8 +168,6 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
     out |= {name for name in ("authentication", "authorization") if getattr(config, name) is not None}
-    if config.ssl is not None and not any(c.scheme == "wss" for c in config.connectors):
-        out.add("ssl")
     # No exporter exists yet, whatever its settings.
     out.add("export")
     return out

@@ -198,6 +198,16 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
             config = replace(config, redelivery=redelivery)
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))
+        ssl = config.ssl
+        for connector in config.connectors:
+            asks = connector.need_client_auth or connector.want_client_auth
+            if asks and ssl is not None and ssl.trust_store is None and ssl.ca_file is None:
+                ctx.issues.error(
+                    connector.source.line,
+                    "broker/transportConnectors/transportConnector",
+                    f"{connector.name!r} asks for client certificates: <sslContext> needs the CA "
+                    "certificates to check them against (trustStore, or caFile)",
+                )
     else:
         for connector in config.connectors:
             if connector.tls:

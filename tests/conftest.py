@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, settings
 from broker.app import BrokerOptions, BrokerThread
 from broker.core.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -34,7 +35,8 @@ class BrokerServer:
 def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
     core = overrides.pop("core", CoreSettings())
     limits = overrides.pop("limits", ConnectionLimits())
-    options = BrokerOptions(host="127.0.0.1", port=0, data_dir=data_dir, core=core, limits=limits)  # type: ignore[arg-type]
+    listener = Listener(port=0, limits=limits)  # type: ignore[arg-type]
+    options = BrokerOptions(listeners=(listener,), data_dir=data_dir, core=core)  # type: ignore[arg-type]
     return BrokerThread(options).start()
 
 

@@ -15,8 +15,8 @@ import aiohttp
 
 from broker.app import BrokerOptions, BrokerThread
 from broker.core.settings import CoreSettings
-from broker.http.ws import WebSocketConnector
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
@@ -43,16 +43,18 @@ def start_ws_broker(
     static_dir: Path | None = None,
 ) -> BrokerThread:
     """A broker with STOMP on TCP, one ws:// (or wss://) listener and the admin server."""
+    limits = limits or ConnectionLimits()
+    websocket = Listener(
+        "wss" if tls else "ws", port=ws_port, limits=limits, ssl=tls, websocket=True, allowed_origins=origins
+    )
     options = BrokerOptions(
-        host="127.0.0.1",
-        port=0,
+        listeners=(Listener(port=0, limits=limits), websocket),
         data_dir=data_dir,
         core=CoreSettings(),
-        limits=limits or ConnectionLimits(),
         http_port=http_port,
         http_static_dir=static_dir,
-        ws_connectors=(WebSocketConnector("127.0.0.1", ws_port, tls, origins),),
-        ws_allowed_origins=origins,
+        http_stomp_limits=limits,
+        http_allowed_origins=origins,
     )
     return BrokerThread(options).start()
 

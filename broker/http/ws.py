@@ -4,17 +4,21 @@
 The endpoint checks the page's origin (broker.http.origin), answers the STOMP
 subprotocol, and then hands the socket to a ``StompConnection`` made by the broker's
 ``StompServer``, the same factory TCP clients go through: from there on a WebSocket
-client is a STOMP connection like any other (same engine, limits, heart-beats,
-connection list), and only its transport (broker.http.ws_transport) differs.
+client is a STOMP connection like any other (same engine, heart-beats, connection list,
+and its listener's limits), and only its transport (broker.http.ws_transport) differs.
+
+A ``ws://`` or ``wss://`` listener accepts its sockets through broker.io.listener as a
+STOMP listener does (maximumConnections, the TLS handshake bounded by the connect
+timeout); aiohttp then reads the HTTP upgrade, which must arrive within the connect
+timeout too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
@@ -22,15 +26,16 @@ from broker.core.errors import to_error_frame
 from broker.http.auth import is_loopback
 from broker.http.origin import check_origin, normalize_origin
 from broker.http.ws_transport import WebSocketStompConnection, WebSocketTransport
+from broker.io.listener import Acceptor
 from protocol.encoder import encode_frame
 from protocol.errors import FrameTooLarge, MalformedFrame, StompError
 from protocol.frames import V1_2
 
 if TYPE_CHECKING:
-    import asyncio
-    import ssl
     from collections.abc import Iterable
 
+    from broker.io.limits import ConnectionLimits
+    from broker.io.listener import Gate, Listener
     from broker.io.server import StompServer
 
 log = logging.getLogger("stompd.ws")
@@ -44,24 +49,12 @@ STOMP_SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp", "stomp")
 #: (close code 1009) before it is buffered.
 MESSAGE_SLACK = 16
 PATH = "/stomp"
-
-
-@dataclass(frozen=True, slots=True)
-class WebSocketConnector:
-    """One ``ws://`` (or, with ``ssl``, ``wss://``) listener: ActiveMQ's transportConnector."""
-
-    host: str = "127.0.0.1"
-    #: ActiveMQ's conventional ws port; 0 picks a free one.
-    port: int = 61614
-    ssl: ssl.SSLContext | None = None
-    #: Origins whose pages may connect (``*``: any); empty: same-origin pages only.
-    allowed_origins: tuple[str, ...] = ()
-    #: The path the endpoint answers on; ``/`` answers on every path, as ActiveMQ does.
-    path: str = "/"
-
-    @property
-    def scheme(self) -> str:
-        return "wss" if self.ssl is not None else "ws"
+#: What a socket past a listener's maximumConnections reads before it is closed.
+_REFUSAL = b"too many connections (this listener's maximumConnections)\n"
+TOO_MANY_CONNECTIONS = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+    b"Content-Length: %d\r\n\r\n%s" % (len(_REFUSAL), _REFUSAL)
+)
 
 
 def choose_subprotocol(header: str | None) -> str | None:
@@ -113,9 +106,11 @@ class StompWebSocketResponse(web.WebSocketResponse):
 class StompWebSocketEndpoint:
     """The aiohttp handler that turns an upgrade request into a STOMP connection."""
 
-    def __init__(self, server: StompServer, max_frame_size: int, allowed_origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self, server: StompServer, limits: ConnectionLimits, allowed_origins: Iterable[str] = ()
+    ) -> None:
         self._server = server
-        self._max_frame_size = max_frame_size
+        self._limits = limits
         self._allowed = frozenset(normalize_origin(origin) for origin in allowed_origins)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -138,7 +133,7 @@ class StompWebSocketEndpoint:
             return web.Response(status=403, text=refused + "\n")
         subprotocol = choose_subprotocol(request.headers.get("Sec-WebSocket-Protocol"))
         ws = StompWebSocketResponse(
-            protocols=(subprotocol,) if subprotocol else (), max_frame_size=self._max_frame_size
+            protocols=(subprotocol,) if subprotocol else (), max_frame_size=self._limits.max_frame_size
         )
         if not ws.can_prepare(request).ok:
             return web.Response(
@@ -147,7 +142,7 @@ class StompWebSocketEndpoint:
                 text="this is a STOMP over WebSocket endpoint: connect with a WebSocket client\n",
             )
         await ws.prepare(request)
-        connection = self._server.connection(WebSocketStompConnection)
+        connection = self._server.connection(self._limits, WebSocketStompConnection)
         transport = WebSocketTransport(ws, socket_transport, connection)
         connection.connection_made(transport)
         try:
@@ -185,39 +180,100 @@ async def _receive(
         connection.data_received(data)
 
 
-class WebSocketPortError(OSError):
-    """A ws:// or wss:// listener could not listen (port taken, address not ours)."""
-
-
 class WebSocketListener:
-    """One of the broker's own ``ws://`` / ``wss://`` ports."""
+    """One of the broker's own ``ws://`` / ``wss://`` listeners."""
 
-    def __init__(self, server: StompServer, max_frame_size: int, connector: WebSocketConnector) -> None:
-        self.connector = connector
-        endpoint = StompWebSocketEndpoint(server, max_frame_size, connector.allowed_origins)
+    def __init__(self, server: StompServer, listener: Listener) -> None:
+        self.listener = listener
+        endpoint = StompWebSocketEndpoint(server, listener.limits, listener.allowed_origins)
         self.app = web.Application()
-        self.app.router.add_get("/{path:.*}" if connector.path == "/" else connector.path, endpoint.handle)
+        self.app.router.add_get("/{path:.*}" if listener.path == "/" else listener.path, endpoint.handle)
         self._runner: web.AppRunner | None = None
+        self.port = 0
 
     async def start(self) -> int:
-        """Listen; returns the port bound (``port=0`` picks a free one)."""
-        connector = self.connector
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
-        await self._runner.setup()
-        site = web.TCPSite(
-            self._runner, connector.host, connector.port, ssl_context=connector.ssl, reuse_address=True
+        """Listen; returns the port bound (``port=0`` picks a free one).  Raises ListenError."""
+        # keepalive_timeout: aiohttp closes a connection that has not sent a whole request
+        # by then, which here is the upgrade: the connect timeout, as for a STOMP CONNECT.
+        self._runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=5.0,
+            keepalive_timeout=self.listener.limits.connect_timeout,
         )
+        await self._runner.setup()
+        site = _GatedSite(self._runner, self.listener)
         try:
             await site.start()
-        except OSError as exc:
+        except OSError:
             await self.stop()
-            why = os.strerror(exc.errno) if exc.errno else str(exc)
-            raise WebSocketPortError(
-                exc.errno, f"cannot listen on {connector.scheme}://{connector.host}:{connector.port}: {why}"
-            ) from None
-        return int(self._runner.addresses[0][1])
+            raise
+        self.port = site.acceptor.port
+        return self.port
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+class _GatedSite(web.BaseSite):
+    """aiohttp's TCPSite, with each connection admitted by its listener's gate."""
+
+    def __init__(self, runner: web.AppRunner, listener: Listener) -> None:
+        super().__init__(runner)
+        server = runner.server
+        assert server is not None
+
+        def handler(gate: Gate) -> asyncio.Protocol:
+            return _Counted(server(), gate)
+
+        self.acceptor = Acceptor(listener, handler, TOO_MANY_CONNECTIONS)
+
+    @property
+    def name(self) -> str:
+        return self.acceptor.gate.where
+
+    async def start(self) -> None:
+        await super().start()
+        await self.acceptor.start()
+        self._server = self.acceptor.server
+
+
+class _Counted(asyncio.Protocol):
+    """aiohttp's handler of one connection, counted in its listener's maximumConnections."""
+
+    __slots__ = ("_gate", "_handler")
+
+    def __init__(self, handler: asyncio.Protocol, gate: Gate) -> None:
+        self._handler = handler
+        self._gate: Gate | None = gate
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        gate = self._gate
+        assert gate is not None
+        if not gate.admit():
+            self._gate = None
+            gate.refuse(cast("asyncio.Transport", transport))
+            return
+        self._handler.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._gate is not None:
+            self._handler.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._handler.eof_received() if self._gate is not None else None
+
+    def pause_writing(self) -> None:
+        self._handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._handler.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.leave()
+            self._handler.connection_lost(exc)

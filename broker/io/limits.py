@@ -1,4 +1,4 @@
-"""Per-connection limits the edge enforces (ActiveMQ's wireFormat and transport options)."""
+"""Per-connection limits the edge enforces: a listener's (ActiveMQ's wireFormat and transport options)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,8 @@ class ConnectionLimits:
     connect_timeout: float = 30.0
     #: Above this many bytes queued in the transport, dispatch to the connection stops.
     write_high_water: int = 256 * 1024
+    #: transport.hbGracePeriodMultiplier: a client whose heart-beats stop is closed after
+    #: its interval times this (ActiveMQ's default is 1.0, strict, a top complaint about it).
+    heartbeat_grace: float = 1.5
+    #: transport.defaultHeartBeat: the (cx, cy) taken for a CONNECT without a heart-beat header.
+    default_heart_beat: tuple[int, int] = (0, 0)

@@ -16,9 +16,9 @@ import pytest
 import trustme
 
 from broker.app import BrokerOptions, BrokerThread
-from broker.http.ws import WebSocketConnector
 from broker.http.ws_transport import WebSocketStompConnection
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 from tests.http_support import call
 from tests.stomp_raw import RawClient
 from tests.ws_support import WsSession, running_ws_broker, start_ws_broker, stomp_path_url, ws_url
@@ -406,9 +406,8 @@ def test_a_plain_http_request_is_told_to_upgrade(ws_broker: BrokerThread) -> Non
 
 def test_a_listener_with_a_path_answers_only_there(tmp_path: Path) -> None:
     options = BrokerOptions(
-        port=0,
+        listeners=(Listener(port=0), Listener("ws", port=0, websocket=True, path="/messaging")),
         data_dir=tmp_path / "data",
-        ws_connectors=(WebSocketConnector("127.0.0.1", 0, path="/messaging"),),
     )
     thread = BrokerThread(options).start()
 

@@ -75,8 +75,10 @@ def test_ws_and_wss_ports(tmp_path: Path) -> None:
         )
     finally:
         output = stop(proc)
-    assert f"STOMP over WebSocket on ws://127.0.0.1:{ws_port}/" in output
-    assert f"STOMP over WebSocket on wss://127.0.0.1:{wss_port}/" in output
+    assert (
+        f"stompd listening on 127.0.0.1:{port}, ws://127.0.0.1:{ws_port}/, wss://127.0.0.1:{wss_port}/ "
+        in output
+    )
 
 
 def test_websocket_is_off_unless_asked_for(tmp_path: Path) -> None:
@@ -86,7 +88,7 @@ def test_websocket_is_off_unless_asked_for(tmp_path: Path) -> None:
         wait_for_port(port)
     finally:
         output = stop(proc)
-    assert "STOMP over WebSocket" not in output
+    assert f"stompd listening on 127.0.0.1:{port} (data dir " in output
 
 
 @pytest.mark.parametrize(
