@@ -21,8 +21,11 @@ from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketListener
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
-from store.leveldb import LevelDB
+from broker.io.space import DiskWatch
+from store.errors import StoreFull
 from store.persistent import MessageStore
+from store.space import Ballast
+from store.temp import TempStore
 from store.worker import IOWorker
 
 if TYPE_CHECKING:
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
-#: Ticks between malloc_trim calls (one second).
+#: Ticks between malloc_trim calls, and between disk space checks (one second).
 TRIM_EVERY = 20
 
 log = logging.getLogger("stompd")
@@ -85,8 +88,10 @@ class Broker:
         options = self.options
         loop = asyncio.get_running_loop()
         options.data_dir.mkdir(parents=True, exist_ok=True)
-        # ActiveMQ's tmp_storage: rebuilt at every start, never fsynced.
-        self.temp_store = LevelDB(options.data_dir / "tmp_storage", wipe=True)
+        # ActiveMQ's tmp_storage: rebuilt at every start, never fsynced, opened at its
+        # first write (so that a full disk only delays swapping).
+        temp_path = options.data_dir / "tmp_storage"
+        self.temp_store = TempStore.open(temp_path)
 
         def post(fn: Callable[[], None]) -> None:
             loop.call_soon_threadsafe(self._io_done, fn)
@@ -95,9 +100,16 @@ class Broker:
         # A corrupt or unreadable store raises StoreError naming its path: never an
         # empty broker that silently forgot what it had stored.
         started = time.perf_counter()
-        store_dir = options.store_dir or options.data_dir / "store"
-        self.message_store = MessageStore.open(store_dir)
-        committer = self.message_store.start_committer(post, self._store_failed)
+        store_path = options.store_dir or options.data_dir / "store"
+        ballast = Ballast(options.data_dir / "disk-reserve")
+        try:
+            self.message_store = MessageStore.open(store_path)
+        except StoreFull:
+            if not ballast.release():
+                raise
+            self.message_store = MessageStore.open(store_path)
+        ballast.ensure()
+        committer = self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
         self.engine = Engine(
             options.core,
             temp_store=self.temp_store,
@@ -108,10 +120,13 @@ class Broker:
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
-            store_dir,
+            store_path,
             stored,
             (time.perf_counter() - started) * 1000,
         )
+        self.disk_watch = DiskWatch()
+        self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
+        self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
         self.server = StompServer(self.engine)
         try:
             await self._listen()
@@ -163,14 +178,20 @@ class Broker:
         if self.engine.persistence is not None:
             self.engine.persistence.store_failed(exc)
 
+    def _store_stalled(self, exc: BaseException | None) -> None:
+        if self.engine.persistence is not None:
+            self.engine.persistence.store_stalled(exc)
+
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())
         self.engine.tick()
         self._ticks += 1
-        if self._ticks % TRIM_EVERY == 0 and self._libc is not None:
-            # Message bodies are malloc'd and freed by the million while swapping; give
-            # the freed pages back so RSS follows the memory limit, not the backlog.
-            self._libc.malloc_trim(0)
+        if self._ticks % TRIM_EVERY == 0:
+            self.disk_watch.check()
+            if self._libc is not None:
+                # Message bodies are malloc'd and freed by the million while swapping; give
+                # the freed pages back so RSS follows the memory limit, not the backlog.
+                self._libc.malloc_trim(0)
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:

@@ -37,6 +37,17 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 
+# promtool (tests/docker check the Prometheus config and the Grafana dashboard's queries):
+# that one binary out of Debian's prometheus package, so no Prometheus server is installed.
+if [ ! -x .venv/bin/promtool ]; then
+    tmp=$(mktemp -d)
+    (cd "$tmp" && { apt-get download prometheus >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null && apt-get download prometheus >/dev/null; }; })
+    dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -x -C "$tmp" ./usr/bin/promtool
+    install -m 0755 "$tmp/usr/bin/promtool" .venv/bin/promtool
+    rm -rf "$tmp"
+fi
+
 for dir in tests/js; do
     if [ -f "$dir/package.json" ]; then
         (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)

@@ -8,18 +8,26 @@ submission order, through ``post`` (the broker sets it to the event loop's
 
 Submissions are merged into one pending map (last write of a key wins, in
 submission order), which makes a batch's puts and deletes independent of each
-other's order and lets ``get`` answer "what will be on disk once everything
-submitted is written" for the builders that must read before they write.
+other's order, and lets ``get`` and ``range`` answer "what will be on disk once
+everything submitted is written": reads never wait for a write (which, on a full
+disk, may take a long time).
 
 A submission nobody waits on (``on_durable=None``, e.g. acks) does not wake the
 writer: it rides along with the next batch that someone does wait on, or is written
 after ``linger`` seconds, so a drain of acks costs a few fsyncs a second, not one
 per ack.
 
-After a failed write the committer writes nothing more: a later batch would carry
-counters that count the failed batch's records, and disk would no longer agree with
-itself.  ``on_error`` is posted once; later submissions are dropped (their
-``on_durable`` never runs) and the store must be reopened.
+A failed write (a full disk, most often) loses nothing: the batch stays in flight
+(still answering ``get`` and ``range``), its callbacks wait, and the writer reopens
+the database (see ``store.leveldb``) and writes the same batch again, backing off up
+to ``store.overlay.RETRY_MAX`` seconds, until it succeeds.  Batches are written whole and in order,
+so disk always holds a prefix of the batches: the counters invariant of
+``store.persistent`` holds through any number of failures.  ``on_stall(exc)`` is
+posted when writes start failing and ``on_stall(None)`` when they work again, so
+that the broker holds producers back meanwhile.  Only a corrupt database, or a close
+while writes still fail, stops the committer for good: ``on_error`` is posted once,
+and the batches not written are dropped with their callbacks (nobody is told they
+are durable).
 """
 
 from __future__ import annotations
@@ -30,13 +38,17 @@ import threading
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from store.errors import StoreError
+from store.errors import StoreCorrupt, StoreError
+from store.overlay import backoff, in_range, merge_range
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
 
 log = logging.getLogger("stompd.store")
+
+#: While writes keep failing, a reminder in the log this often (seconds).
+NAG_EVERY = 30.0
 
 
 class Durable(Protocol):
@@ -47,6 +59,13 @@ class Durable(Protocol):
     def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None: ...
 
     def get(self, key: bytes) -> bytes | None: ...
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]: ...
+
+    def reopen(self) -> None:
+        """Start afresh after a failed write (raises if that cannot be done yet)."""
 
 
 class Batch:
@@ -94,6 +113,7 @@ class GroupCommitter:
         "_lazy_since",
         "_linger",
         "_on_error",
+        "_on_stall",
         "_pending",
         "_post",
         "_taken_ticket",
@@ -105,6 +125,8 @@ class GroupCommitter:
         "fsync_seconds",
         "largest_batch",
         "records",
+        "stalled",
+        "write_failures",
     )
 
     def __init__(
@@ -113,12 +135,14 @@ class GroupCommitter:
         post: Callable[[Callable[[], None]], None],
         on_error: Callable[[BaseException], None],
         *,
+        on_stall: Callable[[BaseException | None], None] | None = None,
         linger: float = 0.02,
         name: str = "stompd-commit",
     ) -> None:
         self._db = db
         self._post = post
         self._on_error = on_error
+        self._on_stall = on_stall
         self._linger = linger
         self._cond = threading.Condition(threading.Lock())
         self._pending: dict[bytes, bytes | None] = {}
@@ -137,7 +161,11 @@ class GroupCommitter:
         self.largest_batch = 0
         #: Seconds spent in synced writes (the write and its fsync).
         self.fsync_seconds = 0.0
-        #: The write error that stopped the committer, if one did.
+        #: Failed write attempts (each batch is retried until it is written).
+        self.write_failures = 0
+        #: The error of the write that keeps failing now, if one does.
+        self.stalled: BaseException | None = None
+        #: The error that stopped the committer for good, if one did.
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -172,7 +200,7 @@ class GroupCommitter:
     def _refuse(self) -> bool:
         if self._closing:
             raise StoreError(f"the store at {self._db.path} is closed")
-        # Failed: drop it, see the module docstring.
+        # Failed for good: drop it, see the module docstring.
         return self.error is not None
 
     def _queued(self, on_durable: Callable[[], None] | None) -> None:
@@ -186,14 +214,29 @@ class GroupCommitter:
             self._lazy_since = time.monotonic()
             self._cond.notify()
 
+    # -- reads: what disk will hold once everything submitted is written ------------
+
     def get(self, key: bytes) -> bytes | None:
         """``key``'s value once everything submitted so far is written (any thread)."""
         with self._cond:
-            for ops in (self._pending, self._inflight):
-                if key in ops:
-                    return ops[key]
+            if key in self._pending:
+                return self._pending[key]
+            if key in self._inflight:
+                return self._inflight[key]
         # Not pending: whatever was queued for it is already applied to the database.
         return self._db.get(key)
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]:
+        """The database's ``range`` once everything submitted so far is written (any thread)."""
+        with self._cond:
+            overlay = in_range(self._inflight, start, stop)
+            overlay.update(in_range(self._pending, start, stop))
+        if not overlay:
+            return self._db.range(start, stop, limit, keys_only=keys_only)
+        read = functools.partial(self._db.range, keys_only=keys_only)
+        return merge_range(read, overlay, start, stop, limit, keys_only)
 
     def flush_wait(self, timeout: float | None = None) -> bool:
         """Block until everything submitted so far is durable; False on timeout or failure."""
@@ -210,7 +253,10 @@ class GroupCommitter:
             return self.error is None
 
     def close(self, timeout: float = 30.0) -> None:
-        """Write what is pending, then stop; later submissions raise ``StoreError``."""
+        """Write what is pending, then stop; later submissions raise ``StoreError``.
+
+        While writes fail, the batch in flight gets one more try, then it is dropped.
+        """
         with self._cond:
             self._closing = True
             self._cond.notify_all()
@@ -260,27 +306,78 @@ class GroupCommitter:
                 self._cond.wait()
 
     def _write(self, ops: dict[bytes, bytes | None]) -> bool:
+        """Write ``ops``, as often as it takes; False if the committer stopped first."""
         puts = [(k, v) for k, v in ops.items() if v is not None]
         deletes = [k for k, v in ops.items() if v is None]
-        start = time.perf_counter()
-        try:
-            self._db.write(puts, deletes)
-        except Exception as exc:
-            self._fail(exc)
-            return False
-        self.fsync_seconds += time.perf_counter() - start
-        self.batches += 1
-        self.records += len(ops)
-        self.largest_batch = max(self.largest_batch, len(ops))
+        failures = 0
+        nagged = 0.0
+        while True:
+            start = time.perf_counter()
+            try:
+                if failures:
+                    self._db.reopen()
+                self._db.write(puts, deletes)
+            except StoreCorrupt as exc:
+                self._fail(exc)
+                return False
+            except Exception as exc:
+                failures += 1
+                self.write_failures += 1
+                now = time.monotonic()
+                if self.stalled is None:
+                    self.stalled = exc
+                    nagged = now
+                    log.error(
+                        "write to the message store failed; its %d records are kept and the write "
+                        "is retried until it succeeds (persistent producers wait meanwhile): %s",
+                        len(ops),
+                        exc,
+                    )
+                    self._notify_stall(exc)
+                elif now - nagged >= NAG_EVERY:
+                    nagged = now
+                    log.error("the message store still cannot write (%d attempts): %s", failures, exc)
+                if not self._pause(failures):
+                    self._fail(StoreError(f"the store at {self._db.path} closed while writes failed: {exc}"))
+                    return False
+                continue
+            self.fsync_seconds += time.perf_counter() - start
+            self.batches += 1
+            self.records += len(ops)
+            self.largest_batch = max(self.largest_batch, len(ops))
+            if self.stalled is not None:
+                log.warning("the message store writes again after %d failed attempts: nothing lost", failures)
+                self.stalled = None
+                self._notify_stall(None)
+            return True
+
+    def _pause(self, failures: int) -> bool:
+        """Back off before the next try; False if closing (after a last try)."""
+        deadline = time.monotonic() + backoff(failures)
+        with self._cond:
+            if self._closing:
+                return failures < 2
+            while not self._closing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
         return True
+
+    def _notify_stall(self, exc: BaseException | None) -> None:
+        on_stall = self._on_stall
+        if on_stall is not None:
+            self._deliver(functools.partial(on_stall, exc))
 
     def _fail(self, exc: Exception) -> None:
         with self._cond:
             self.error = exc
+            self.stalled = None
             self._pending = {}
             self._inflight = {}
             self._callbacks = []
             self._cond.notify_all()
+        log.critical("the message store stopped writing: %s", exc)
         self._deliver(functools.partial(self._on_error, exc))
 
     def _deliver(self, callback: Callable[[], None]) -> None:

@@ -2,56 +2,138 @@
 
 plyvel releases the GIL inside LevelDB calls, so the work done here on a worker thread
 runs beside the event loop rather than stalling it.
+
+After a failed write the database must be reopened before the next one (``reopen``):
+LevelDB then refuses every later write if the failure was in a background compaction
+(the error sticks), and a write whose log append failed half-way leaves a torn record
+in the log, after which a later, successful, record may be dropped when the log is
+replayed.  Opening again replays the log up to its last whole record and starts a new
+one.  Calls from other threads wait while that happens (a gate, not a lock: reads and
+writes still run side by side).
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
 from typing import TYPE_CHECKING
 
 import plyvel
 
-from store.errors import StoreCorrupt, StoreError
+from store import space
+from store.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable, no_space
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
+_ALL_KEYS_BELOW = b"\xff" * 32
+#: Room asked for beyond the log's size before a reopen replays it into a table.
+_REOPEN_MARGIN = 1 << 20
+
 
 class LevelDB:
-    __slots__ = ("_db", "path", "sync")
+    __slots__ = ("_active", "_closed", "_db", "_gate", "_reopening", "path", "sync")
 
-    def __init__(self, path: Path, *, wipe: bool = False, sync: bool = False) -> None:
+    def __init__(self, path: Path, *, wipe: bool = False, sync: bool = False, lazy: bool = False) -> None:
         self.path = path
         #: fsync every batch (the persistent store); the temp store is rebuilt at start.
         self.sync = sync
+        self._gate = threading.Condition(threading.Lock())
+        self._active = 0
+        self._reopening = False
+        self._closed = False
+        self._db: plyvel.DB | None = None
         if wipe and path.exists():
             shutil.rmtree(path)
+        if not lazy:
+            self._db = self._open()
+
+    def _open(self) -> plyvel.DB:
+        path = self.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # A small block cache (swap traffic is written once and read once, so caching
             # buys little), 8 MB memtables: 4 MB ones stalled writes on compaction here.
-            self._db = plyvel.DB(
+            return plyvel.DB(
                 str(path), create_if_missing=True, write_buffer_size=8 << 20, lru_cache_size=4 << 20
             )
         except plyvel.CorruptionError as exc:
             raise StoreCorrupt(f"the store at {path} is corrupt: {exc}") from exc
         except (plyvel.Error, OSError) as exc:
-            raise StoreError(f"cannot open the store at {path}: {exc}") from exc
+            raise _error(f"cannot open the store at {path}", exc) from exc
+
+    # -- the gate ------------------------------------------------------------------
+
+    def _enter(self) -> plyvel.DB:
+        with self._gate:
+            while self._reopening:
+                self._gate.wait()
+            db = self._db
+            if db is None:
+                if self._closed:
+                    raise StoreUnavailable(f"the store at {self.path} is closed")
+                # Lazy, or a reopen failed (no room yet): try again now.
+                db = self._db = self._open()
+            self._active += 1
+            return db
+
+    def _leave(self) -> None:
+        with self._gate:
+            self._active -= 1
+            if self._reopening and not self._active:
+                self._gate.notify_all()
+
+    @property
+    def opened(self) -> bool:
+        return self._db is not None
+
+    def reopen(self) -> None:
+        """Close and open again (see the module docstring); raises ``StoreFull``, still
+        open, when the file system lacks the room to replay the log into a table."""
+        needed = space.used_bytes(self.path, ".log") + _REOPEN_MARGIN
+        free = space.free_bytes(self.path)
+        if free < needed:
+            raise StoreFull(
+                f"the store at {self.path} cannot be reopened yet: {free} bytes free, {needed} needed"
+            )
+        with self._gate:
+            self._reopening = True
+            while self._active:
+                self._gate.wait()
+            old, self._db = self._db, None
+        try:
+            if old is not None:
+                old.close()
+            self._db = self._open()
+        finally:
+            # A failed open leaves it closed: the next call tries to open it again.
+            with self._gate:
+                self._reopening = False
+                self._gate.notify_all()
+
+    # -- reads and writes ----------------------------------------------------------
 
     def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
+        db = self._enter()
         try:
-            with self._db.write_batch(sync=self.sync) as batch:
+            with db.write_batch(sync=self.sync) as batch:
                 for key in deletes:
                     batch.delete(key)
                 for key, value in puts:
                     batch.put(key, value)
         except plyvel.Error as exc:
-            raise StoreError(f"write to the store at {self.path} failed: {exc}") from exc
+            raise _error(f"write to the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
 
     def get(self, key: bytes) -> bytes | None:
-        value: bytes | None = self._db.get(key)
-        return value
+        db = self._enter()
+        try:
+            value: bytes | None = db.get(key)
+            return value
+        finally:
+            self._leave()
 
     def range(
         self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
@@ -60,34 +142,65 @@ class LevelDB:
         out: list[tuple[bytes, bytes]] = []
         if limit is not None and limit <= 0:
             return out
+        db = self._enter()
         try:
-            with self._db.iterator(start=start, stop=stop, fill_cache=False) as it:
+            with db.iterator(start=start, stop=stop, fill_cache=False) as it:
                 for key, value in it:
                     out.append((key, b"" if keys_only else value))
                     if limit is not None and len(out) >= limit:
                         break
         except plyvel.Error as exc:
-            raise StoreError(f"read from the store at {self.path} failed: {exc}") from exc
+            raise _error(f"read from the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
         return out
 
     def delete_range(self, start: bytes, stop: bytes) -> int:
         """Delete every key in [start, stop); returns the value bytes freed."""
         freed = 0
+        db = self._enter()
         try:
             with (
-                self._db.iterator(start=start, stop=stop, fill_cache=False) as it,
-                self._db.write_batch(sync=self.sync) as batch,
+                db.iterator(start=start, stop=stop, fill_cache=False) as it,
+                db.write_batch(sync=self.sync) as batch,
             ):
                 for key, value in it:
                     freed += len(value)
                     batch.delete(key)
         except plyvel.Error as exc:
-            raise StoreError(f"delete in the store at {self.path} failed: {exc}") from exc
+            raise _error(f"delete in the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
         return freed
 
     def compact(self) -> None:
-        self._db.compact_range()
+        db = self._enter()
+        try:
+            # Explicit bounds: with none, plyvel hands LevelDB an empty range, and only
+            # the memtable is flushed.  Every key of ours sorts below 0xff...
+            db.compact_range(start=b"", stop=_ALL_KEYS_BELOW)
+        except plyvel.Error as exc:
+            raise _error(f"compaction of the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
 
     def close(self) -> None:
-        if not self._db.closed:
-            self._db.close()
+        with self._gate:
+            self._reopening = True
+            while self._active:
+                self._gate.wait()
+            db, self._db = self._db, None
+            self._closed = True
+            self._reopening = False
+            self._gate.notify_all()
+        if db is not None and not db.closed:
+            db.close()
+
+
+def _error(what: str, exc: BaseException) -> StoreError:
+    text = f"{what}: {exc}"
+    if no_space(str(exc)):
+        return StoreFull(text)
+    if isinstance(exc, plyvel.CorruptionError):
+        return StoreCorrupt(text)
+    return StoreError(text)

@@ -6,8 +6,9 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
 
     b"m" dest  9-p seq     -> message value (opaque; the broker encodes it)   store.keys
     b"n" dest  9-p seq     -> refs(4) size(4): durable subscribers still owed a topic message
-    b"r" sub   9-p seq     -> dest(4) [0x01 once dispatched]: one pointer per (durable
-                              subscription, message owed)
+    b"r" sub   9-p seq     -> dest(4) [deliveries so far, once dispatched: big-endian,
+                              1 byte or more]: one pointer per (durable subscription,
+                              message owed)
     b"d" dest              -> destination record: format(1) len(kind)(1) kind name (utf-8)
     b"c" id                -> counters: stored messages per priority (10 x 8), value bytes (8)
     b"p" sub               -> a durable subscription's pointers per priority (10 x 8)
@@ -16,8 +17,10 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
                               d, s and p records there are (4 each; one c per d),
                               so that a scan which silently stops short is caught
     b"t" due_ms seq        -> scheduled message (opaque), due-time order
-    b"x" dest  9-p seq     -> empty: the message has been dispatched (so it comes back
-                              ``redelivered`` after a restart); deleted with the message
+    b"x" dest  9-p seq     -> deliveries so far (big-endian, 1 byte or more; empty: 1):
+                              the message has been dispatched (so it comes back
+                              ``redelivered``, its count kept, after a restart); deleted
+                              with the message
 
 Destination and subscription ids come from one counter, starting at 1; counter id 0
 is the scheduler's (``t`` records, all counted at priority 0).
@@ -29,6 +32,9 @@ never with messages.  The in-memory counters are the authority: each builder upd
 them and puts their new value into its batch.  Batches therefore must be submitted
 in the order they were built (submit each right after building it) and never dropped;
 then the last counter value in any prefix of the batches is the one that matches it.
+A write that fails does not break this: the committer keeps the failed batch and
+writes it again (whole, before anything submitted after it) until it succeeds, so
+disk holds a prefix of the batches at every moment, failures or not.
 
 Sequences are reserved in blocks: ``g`` holds a bound above every sequence handed
 out, rewritten only when a reservation passes it, so a restart never reuses one.
@@ -51,7 +57,8 @@ Threads:
   which reads a pointer and a refcount through the committer's ``get`` (what disk
   will hold once everything submitted is written; a memtable or cache hit as a rule).
 * Reads (``page``, ``page_subscription``, ``pointers``, ``scheduled``, ``next_due``):
-  any thread, normally the store's IOWorker; they see what has been written.
+  any thread, normally the store's IOWorker; once the committer runs they see
+  everything submitted (``GroupCommitter.range``), written or not, and never wait.
 """
 
 from __future__ import annotations
@@ -98,21 +105,25 @@ _REFS = struct.Struct(">II")
 _DEST = struct.Struct(">I")
 _RECORD_HEAD = struct.Struct(">BB")
 _SEQ = slice(-8, None)
-_DISPATCHED_FLAG = b"\x01"
 
 
 class Database(Durable, Protocol):
     """What the store reads and writes: ``store.leveldb.LevelDB`` opened with ``sync=True``."""
 
-    def range(
-        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
-    ) -> list[tuple[bytes, bytes]]: ...
+    def compact(self) -> None: ...
 
     def close(self) -> None: ...
 
 
 class Reader(Protocol):
+    """Where reads go: the database at start-up, then the committer (what disk will hold
+    once everything submitted is written, so that no read waits for a write)."""
+
     def get(self, key: bytes) -> bytes | None: ...
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]: ...
 
 
 class Counters:
@@ -354,10 +365,11 @@ class MessageStore:
         post: Callable[[Callable[[], None]], None],
         on_error: Callable[[BaseException], None],
         *,
+        on_stall: Callable[[BaseException | None], None] | None = None,
         linger: float = 0.02,
     ) -> GroupCommitter:
-        """Start the writer thread; from now on ``ack_shared`` reads through it."""
-        committer = GroupCommitter(self.db, post, on_error, linger=linger)
+        """Start the writer thread; from now on every read goes through it."""
+        committer = GroupCommitter(self.db, post, on_error, on_stall=on_stall, linger=linger)
         self.committer = committer
         self._reader = committer
         return committer
@@ -493,9 +505,10 @@ class MessageStore:
         self._count(batch, dest_id, counters, -freed)
         self._stamp(batch)
 
-    def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int) -> None:
-        """Remember that a stored message has been dispatched (``page`` reports it)."""
-        batch.put(_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq), b"")
+    def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int, deliveries: int) -> None:
+        """Remember that a stored message has been dispatched, ``deliveries`` times in all
+        (``page_marked`` reports it, so maximumRedeliveries counts across restarts)."""
+        batch.put(_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq), _count(deliveries))
 
     def claim(self, seq: int) -> None:
         """``seq`` (handed out by the broker) is in use: keep the bound in ``g`` above it."""
@@ -633,14 +646,14 @@ class MessageStore:
     def page(self, dest_id: int, priority: int, lo_seq: int, limit: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` (seq, value) of ``dest_id`` at ``priority`` from ``lo_seq``, FIFO."""
         stop = keys.prefix_end(keys.level_prefix(dest_id, priority))
-        rows = self.db.range(keys.message_key(dest_id, priority, lo_seq), stop, limit)
+        rows = self._reader.range(keys.message_key(dest_id, priority, lo_seq), stop, limit)
         return [(int.from_bytes(key[_SEQ]), value) for key, value in rows]
 
     def page_marked(
         self, dest_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
-    ) -> list[tuple[int, bytes, bool]]:
-        """Up to ``limit`` (seq, value, dispatched) with lo_seq <= seq <= hi_seq, FIFO."""
-        rows = self.db.range(
+    ) -> list[tuple[int, bytes, int]]:
+        """Up to ``limit`` (seq, value, deliveries so far) with lo_seq <= seq <= hi_seq, FIFO."""
+        rows = self._reader.range(
             keys.message_key(dest_id, priority, lo_seq),
             keys.message_key(dest_id, priority, hi_seq + 1),
             limit,
@@ -649,38 +662,40 @@ class MessageStore:
             return []
         level = keys.MAX_PRIORITY - priority
         last = int.from_bytes(rows[-1][0][_SEQ])
-        marks = self.db.range(
+        marks = self._reader.range(
             _ENTRY.pack(DISPATCHED, dest_id, level, lo_seq),
             _ENTRY.pack(DISPATCHED, dest_id, level, last + 1),
-            keys_only=True,
         )
-        dispatched = {int.from_bytes(key[_SEQ]) for key, _ in marks}
+        deliveries = {int.from_bytes(key[_SEQ]): _deliveries(mark) for key, mark in marks}
         out = []
         for key, value in rows:
             seq = int.from_bytes(key[_SEQ])
-            out.append((seq, value, seq in dispatched))
+            out.append((seq, value, deliveries.get(seq, 0)))
         return out
 
-    def mark_pointer(self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int) -> None:
-        """Remember that a message owed to ``sub_id`` has been dispatched to it."""
+    def mark_pointer(
+        self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int, deliveries: int
+    ) -> None:
+        """Remember that a message owed to ``sub_id`` has been dispatched to it, ``deliveries``
+        times in all."""
         pointer = _ENTRY.pack(POINTER, sub_id, keys.MAX_PRIORITY - priority, seq)
         if self._read(batch, pointer) is not None:
-            batch.put(pointer, _DEST.pack(dest_id) + _DISPATCHED_FLAG)
+            batch.put(pointer, _DEST.pack(dest_id) + _count(deliveries))
 
     def page_subscription_marked(
         self, sub_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
-    ) -> list[tuple[int, int, bytes, bool]]:
-        """Up to ``limit`` (seq, dest_id, value, dispatched) owed to ``sub_id``, lo <= seq <= hi."""
+    ) -> list[tuple[int, int, bytes, int]]:
+        """Up to ``limit`` (seq, dest_id, value, deliveries so far) owed to ``sub_id``, lo <= seq <= hi."""
         level = keys.MAX_PRIORITY - priority
         start = _ENTRY.pack(POINTER, sub_id, level, lo_seq)
         stop = _ENTRY.pack(POINTER, sub_id, level, hi_seq + 1)
-        out: list[tuple[int, int, bytes, bool]] = []
-        for key, pointer in self.db.range(start, stop, limit):
+        out: list[tuple[int, int, bytes, int]] = []
+        for key, pointer in self._reader.range(start, stop, limit):
             seq = int.from_bytes(key[_SEQ])
             dest_id = _DEST.unpack_from(pointer)[0]
-            value = self._get(keys.message_key(dest_id, priority, seq))
+            value = self._get(keys.message_key(dest_id, priority, seq), self._reader)
             if value is not None:
-                out.append((seq, dest_id, value, pointer[_DEST.size :] == _DISPATCHED_FLAG))
+                out.append((seq, dest_id, value, int.from_bytes(pointer[_DEST.size :])))
         return out
 
     def page_subscription(
@@ -691,10 +706,10 @@ class MessageStore:
         start = _ENTRY.pack(POINTER, sub_id, level, lo_seq)
         stop = keys.prefix_end(_POINTER_LEVEL.pack(POINTER, sub_id, level))
         out: list[tuple[int, int, bytes]] = []
-        for key, dest in self.db.range(start, stop, limit):
+        for key, dest in self._reader.range(start, stop, limit):
             seq = int.from_bytes(key[_SEQ])
             dest_id = _DEST.unpack_from(dest)[0]
-            value = self._get(keys.message_key(dest_id, priority, seq))
+            value = self._get(keys.message_key(dest_id, priority, seq), self._reader)
             # None: acked by this subscriber, and deleted as the last one, since the scan.
             if value is not None:
                 out.append((seq, dest_id, value))
@@ -704,7 +719,7 @@ class MessageStore:
         """Up to ``limit`` (dest_id, priority, seq) still owed to ``sub_id``, best first."""
         prefix = _ID.pack(POINTER, sub_id)
         out: list[tuple[int, int, int]] = []
-        for key, dest in self.db.range(prefix, keys.prefix_end(prefix), limit):
+        for key, dest in self._reader.range(prefix, keys.prefix_end(prefix), limit):
             _, _, level, seq = _ENTRY.unpack(key)
             out.append((_DEST.unpack_from(dest)[0], keys.MAX_PRIORITY - level, seq))
         return out
@@ -713,15 +728,30 @@ class MessageStore:
         """Up to ``limit`` (due_ms, seq, value) due at or before ``until_ms``, earliest first."""
         stop = _TIMED.pack(SCHEDULED, until_ms + 1, 0)
         out: list[tuple[int, int, bytes]] = []
-        for key, value in self.db.range(SCHEDULED, stop, limit):
+        for key, value in self._reader.range(SCHEDULED, stop, limit):
             _, due_ms, seq = _TIMED.unpack(key)
             out.append((due_ms, seq, value))
         return out
 
     def next_due(self) -> int | None:
         """When the earliest scheduled entry is due (epoch ms), or None."""
-        rows = self.db.range(SCHEDULED, keys.prefix_end(SCHEDULED), 1, keys_only=True)
+        rows = self._reader.range(SCHEDULED, keys.prefix_end(SCHEDULED), 1, keys_only=True)
         return int(_TIMED.unpack(rows[0][0])[1]) if rows else None
+
+
+_SMALL_COUNTS: Final = tuple(bytes((n,)) for n in range(256))
+
+
+def _count(deliveries: int) -> bytes:
+    """A delivery count as the fewest big-endian bytes (format 1 wrote a lone 1 byte: one)."""
+    if deliveries < 256:
+        return _SMALL_COUNTS[deliveries]
+    return deliveries.to_bytes((deliveries.bit_length() + 7) // 8)
+
+
+def _deliveries(mark: bytes) -> int:
+    """The delivery count a dispatch mark holds (an empty mark, as format 1 wrote: one)."""
+    return int.from_bytes(mark) if mark else 1
 
 
 def _subscription_key(client_id: str, name: str) -> bytes:

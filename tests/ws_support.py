@@ -144,6 +144,15 @@ class WsSession:
         await self.session.close()
 
 
+async def ws_round_trip(url: str, destination: str, body: bytes = b"hello", **kwargs: Any) -> bytes:
+    """Connect, subscribe to ``destination``, send ``body`` there, return what comes back."""
+    async with WsSession(url, **kwargs) as session:
+        await session.connect()
+        await session.send_frame("SUBSCRIBE", {"id": "1", "destination": destination})
+        await session.send_frame("SEND", {"destination": destination}, body)
+        return (await session.recv()).body
+
+
 def ws_url(thread: BrokerThread, scheme: str = "ws", path: str = "/") -> str:
     return f"{scheme}://127.0.0.1:{thread.ws_ports[0]}{path}"
 

@@ -15,6 +15,9 @@ when the head reaches it, so every operation is O(1) amortised whatever the dept
 
 Holding: every message in the memory part holds its meter (``Message.hold``); ``pop``
 and ``remove`` pass that hold to the caller, and ``push_returned`` takes one back.
+
+A page-in that fails (the disk) is retried after a back-off (``Disk.failed``); the
+cursor counts as paging until then, so nothing asks for the same page again and again.
 """
 
 from __future__ import annotations
@@ -24,14 +27,16 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from broker.core.swap import read_page
+from store.api import Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from broker.core.disk import Disk
     from broker.core.message import Message
     from broker.core.swap import Log, PageResult, StoredSource
     from broker.core.usage import UsageMeter
-    from store.api import Worker
+    from store.api import Outcome
 
 LEVELS = 10
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
@@ -54,6 +59,8 @@ class Cursor:
         "mem_bytes",
         "mem_count",
         "meter",
+        "name",
+        "page_failures",
         "paging",
         "skip",
         "stored",
@@ -87,6 +94,10 @@ class Cursor:
         #: they are still in the store (until acked), so a page-in must pass over them.
         self.skip: list[set[int]] | None = None
         self.paging = False
+        #: Failed page-ins in a row (a retry is scheduled while this is above zero).
+        self.page_failures = 0
+        #: What owns it, for the log ("/queue/orders").
+        self.name = ""
         self.closed = False
         #: Called when a page-in has brought messages back (the owner dispatches again).
         self.wakeup: Callable[[], None] | None = None
@@ -287,29 +298,39 @@ class Cursor:
         if priority < 0:
             return False
         self.paging = True
-        worker = self.disk_worker()
+        disk = self.before_read()
         page_size = log.space.page_size if log is not None else 500
         job = functools.partial(
             read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
         )
-        worker.submit(job, self._paged_in)
+        disk.submit(job, self._paged_in)
         return not self.paging
 
-    def disk_worker(self) -> Worker:
+    def before_read(self) -> Disk:
         """Before a read of the disk part: submit what is queued for writing (temp log and
-        store), so the read sees it; returns the worker thread to read on."""
-        log = self.log
-        source = self.stored
-        if source is not None:
-            source.submit_writes()
-        if log is not None:
-            log.flush()
-            return log.space.worker
-        assert source is not None
-        return source.worker
+        store), so the read sees it; returns the disk to read it on."""
+        if self.stored is not None:
+            self.stored.submit_writes()
+        if self.log is not None:
+            self.log.flush()
+        return self.disk()
 
-    def _paged_in(self, result: PageResult) -> None:
-        priority, messages, last, freed = result
+    def disk(self) -> Disk:
+        log = self.log
+        if log is not None:
+            return log.space.disk
+        assert self.stored is not None
+        return self.stored.disk
+
+    def _paged_in(self, outcome: Outcome[PageResult]) -> None:
+        if isinstance(outcome, Failed):
+            self.page_failures += 1
+            if not self.closed:
+                what = f"reading back messages of {self.name or 'a subscription'}"
+                self.disk().failed(what, outcome.error, self.page_failures, self._retry_page_in)
+            return
+        self.page_failures = 0
+        priority, messages, last, freed = outcome.value
         self.paging = False
         log = self.log
         if freed and log is not None:
@@ -346,6 +367,12 @@ class Cursor:
         if log is not None and log.shared:
             log.gc()
         if self.wakeup is not None:
+            self.wakeup()
+
+    def _retry_page_in(self) -> None:
+        self.paging = False
+        if not self.closed and self.wakeup is not None:
+            # The owner dispatches again: its next ``pop`` asks for the page anew.
             self.wakeup()
 
     def taken_from_disk(self, message: Message) -> bool:

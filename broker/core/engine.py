@@ -17,6 +17,7 @@ from broker.core import names, scheduler
 from broker.core.clock import Clock
 from broker.core.cursor import Cursor
 from broker.core.destinations import Destination, Destinations
+from broker.core.disk import Disk
 from broker.core.durable import Durable, Durables, decode
 from broker.core.errors import (
     AccessDenied,
@@ -84,14 +85,15 @@ class Engine:
         self.settings = settings = settings or CoreSettings()
         self.clock = clock or Clock()
         self.usage = SystemUsage(settings.memory_limit, settings.store_limit, settings.temp_limit)
+        self.disk = Disk(worker, self.clock, temp_store, self.usage.memory) if worker is not None else None
         self.swap = (
-            SwapSpace(temp_store, worker, self.usage.temp, self.usage.memory, settings.page_size)
-            if temp_store is not None and worker is not None
+            SwapSpace(temp_store, self.disk, self.usage.temp, self.usage.memory, settings.page_size)
+            if temp_store is not None and self.disk is not None
             else None
         )
         self.persistence = (
-            Persistence(message_store, committer, self.usage.store, worker)
-            if message_store is not None and committer is not None and worker is not None
+            Persistence(message_store, committer, self.usage.store, self.disk)
+            if message_store is not None and committer is not None and self.disk is not None
             else None
         )
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
@@ -216,6 +218,8 @@ class Engine:
 
     def tick(self) -> None:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
+        if self.disk is not None:
+            self.disk.run_due()
         self.jobs.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
@@ -321,7 +325,7 @@ class Engine:
         if not self._fits(message, targets):
             if self.settings.send_fail_if_no_space:
                 self.blocked.stats.failed_sends += 1
-                raise no_space_error(self._why_full())
+                raise no_space_error(self._why_full(), store=self._store_full(message))
             timeout = self.settings.send_fail_if_no_space_after_timeout
             deadline = self.clock.ms + timeout if timeout else 0
             self._park(session, ParkedSend(message, targets, receipt, deadline))
@@ -384,7 +388,7 @@ class Engine:
         for target in targets:
             if message.persistent and type(target) is Queue and target.persistence is not None:
                 # Stored: past the high-water mark it needs no RAM and no temp space.
-                if not self.usage.store.fits(size):
+                if self._store_full(message):
                     return False
                 continue
             if type(target) is Topic and self.durables.records and not self._kept_fits(target, message, temp):
@@ -399,7 +403,7 @@ class Engine:
                 continue
             assert isinstance(target, Topic)
             stored = message.persistent and self.durables and self.persistence is not None
-            if stored and not self.usage.store.fits(size):
+            if stored and self._store_full(message):
                 return False
             for sub in self.router.subscribers(target):
                 if stored and sub.durable is not None:
@@ -424,12 +428,24 @@ class Engine:
         self._seq += 1
         return self._seq
 
+    def _store_full(self, message: Message) -> bool:
+        """No room to store ``message``: storeUsage is at its limit (which the disk's free
+        space bounds, see ``UsageMeter.bound``), or the store's writes fail now."""
+        persistence = self.persistence
+        if persistence is not None and persistence.stalled is not None:
+            return True
+        return not self.usage.store.fits(message.size)
+
     def _why_full(self) -> str:
         usage = self.usage
-        return (
+        why = (
             f"memory usage {usage.memory.percent:.0f}%, store usage {usage.store.percent:.0f}% "
             f"and temp usage {usage.temp.percent:.0f}% of their limits"
         )
+        persistence = self.persistence
+        if persistence is not None and persistence.stalled is not None:
+            why = f"the message store cannot write now ({persistence.stalled}); {why}"
+        return why
 
     # -- flow control ----------------------------------------------------------
 
@@ -478,7 +494,14 @@ class Engine:
             session.outbox.resume_reading()
 
     def _run_unparked(self, session: Session, frame: f.Frame) -> None:
+        parked = session.parked
+        waiting = len(parked)
         self._invoke(self._handlers[frame.command], session, frame)
+        if len(parked) > waiting:
+            # A SEND that still does not fit was parked again: at the head, where it
+            # was, not behind the frames that came after it (whose RECEIPTs would
+            # otherwise overtake it).
+            parked.appendleft(parked.pop())
         if session.phase is CLOSING:
             session.outbox.close()
 

@@ -46,6 +46,20 @@ class NoSpace(BrokerError):
     summary = "resource limit reached"
 
 
+class SlowConsumer(BrokerError):
+    """More bytes waited to be written to a connection than its limit (nats-server's
+    "Slow Consumer Detected: MaxPending Exceeded")."""
+
+    summary = "slow consumer"
+
+
+class StoreFull(NoSpace):
+    """The message store has no room (storeUsage, or the disk under it): ActiveMQ's
+    "Persistent store is Full" under sendFailIfNoSpace."""
+
+    summary = "store full"
+
+
 class StoreFailed(BrokerError):
     summary = "message store failed"
 

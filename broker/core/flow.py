@@ -16,7 +16,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
-from broker.core.errors import NoSpace
+from broker.core.errors import NoSpace, StoreFull
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -53,10 +53,12 @@ class ParkedSend:
         self.size = message.size
 
 
-def no_space_error(why: str) -> NoSpace:
-    return NoSpace(
-        f"{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost"
-    )
+def no_space_error(why: str, *, store: bool = False) -> NoSpace:
+    """The ERROR for a refused SEND; ``store``: the message store is what is full."""
+    if store:
+        why = f"the message store is full ({why})"
+    kind = StoreFull if store else NoSpace
+    return kind(f"{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost")
 
 
 class Blocked:

@@ -53,7 +53,6 @@ class Message:
         "holders",
         "id",
         "in_log",
-        "marked",
         "meter",
         "origin",
         "persistent",
@@ -107,8 +106,6 @@ class Message:
         #: Bytes of its record in the message store (0: not stored), and where.
         self.stored = 0
         self.store_dest = 0
-        #: Its dispatch is recorded in the store (it comes back redelivered after a crash).
-        self.marked = False
         self._wire: tuple[bytes, bytes] | None = None
         self._wire_version = ""
 

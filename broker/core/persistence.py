@@ -7,13 +7,22 @@ group committer's fsyncs.  Three rules make a ``kill -9`` at any moment safe:
 * A persistent SEND's RECEIPT, and anything after it on that connection, goes out
   only once the batch holding the message is durable: the connection's outbox is
   held until then (so receipts also stay in order with everything else).
-* A stored message is marked dispatched (one small key) before its MESSAGE leaves:
-  the consumer's outbox is held until the mark is durable.  After a crash a message
-  comes back ``redelivered:true`` exactly when it may have been seen.
+* A stored message is marked dispatched (one small key, holding its delivery count)
+  before its MESSAGE leaves: the consumer's outbox is held until the mark is durable.
+  After a crash a message comes back ``redelivered:true`` exactly when it may have
+  been seen, and its delivery count goes on from where it was (maximumRedeliveries
+  cannot be dodged by crashing the broker).
 * An auto-acknowledged message is deleted in a batch after the one with its mark: a
   crash in between redelivers it, flagged, rather than losing it.
 
 Acks need no wait: their deletes ride along with the next batch.
+
+When the store cannot write (a full disk), the committer keeps the batch and retries
+it (``store.commit``): what waits for it (RECEIPTs, MESSAGEs) simply waits longer,
+and ``stalled`` holds producers of persistent messages back meanwhile.  Only a store
+that fails for good (``store_failed``) answers the waiting connections with an ERROR,
+and then the frames that waited for durability are dropped, never sent: a RECEIPT
+means durable.
 """
 
 from __future__ import annotations
@@ -24,16 +33,18 @@ import struct
 from typing import TYPE_CHECKING
 
 from broker.core import stored
+from store.api import Failed
 from store.commit import Batch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.disk import Disk
     from broker.core.message import Message
     from broker.core.queue import Queue
     from broker.core.session import Outbox, Session
     from broker.core.usage import UsageMeter
-    from store.api import Worker
+    from store.api import Outcome
     from store.commit import GroupCommitter
     from store.persistent import MessageStore
 
@@ -55,27 +66,27 @@ class Persistence:
     __slots__ = (
         "_adds",
         "_batch",
+        "_drain_failures",
         "_held",
         "_later",
         "_later_shared",
         "_removes",
         "_waiting",
         "committer",
+        "disk",
         "failed",
         "meter",
+        "stalled",
         "store",
-        "worker",
     )
 
-    def __init__(
-        self, store: MessageStore, committer: GroupCommitter, meter: UsageMeter, worker: Worker
-    ) -> None:
+    def __init__(self, store: MessageStore, committer: GroupCommitter, meter: UsageMeter, disk: Disk) -> None:
         self.store = store
         self.committer = committer
         #: ``storeUsage``: bytes of stored message records.
         self.meter = meter
-        #: Where cursors read stored messages back (the temp store's worker thread).
-        self.worker = worker
+        #: Where cursors read stored messages back (the store's worker thread).
+        self.disk = disk
         self._batch = Batch()
         # Per destination, gathered until ``flush``: one counters update per batch, not per message.
         self._adds: dict[int, list[tuple[int, int, bytes]]] = {}
@@ -85,8 +96,11 @@ class Persistence:
         self._later_shared: list[tuple[int, Message]] = []
         #: Outboxes held for batches submitted and not yet durable (failed on a store error).
         self._waiting: list[list[Outbox]] = []
-        #: The write error that stopped the store, if one did.
+        #: The write error that keeps failing now (the committer retries), if one does.
+        self.stalled: BaseException | None = None
+        #: The error that stopped the store for good, if one did.
         self.failed: BaseException | None = None
+        self._drain_failures = 0
 
     # -- destinations ------------------------------------------------------------
 
@@ -115,16 +129,17 @@ class Persistence:
     def drain(self, sub_id: int) -> None:
         """Release a removed subscription's pointers, a page at a time (off the loop's reads)."""
         self.flush()
-        committer = self.committer
-        store = self.store
+        job = functools.partial(self.store.pointers, sub_id, DRAIN_PAGE)
+        self.disk.submit(job, functools.partial(self._drained, sub_id))
 
-        def job() -> list[tuple[int, int, int]]:
-            committer.flush_wait()
-            return store.pointers(sub_id, DRAIN_PAGE)
-
-        self.worker.submit(job, functools.partial(self._drained, sub_id))
-
-    def _drained(self, sub_id: int, refs: list[tuple[int, int, int]]) -> None:
+    def _drained(self, sub_id: int, outcome: Outcome[list[tuple[int, int, int]]]) -> None:
+        if isinstance(outcome, Failed):
+            self._drain_failures += 1
+            what = f"releasing the messages of removed durable subscription {sub_id}"
+            self.disk.failed(what, outcome.error, self._drain_failures, functools.partial(self.drain, sub_id))
+            return
+        self._drain_failures = 0
+        refs = outcome.value
         before = self.store.used_bytes
         self.store.ack_shared(self._batch, sub_id, refs)
         self.meter.release(before - self.store.used_bytes)
@@ -161,8 +176,10 @@ class Persistence:
             self.hold(session.outbox)
 
     def dispatched_shared(self, message: Message, sub_id: int, session: Session, auto: bool) -> None:
-        """A stored topic message is about to go to durable subscription ``sub_id``."""
-        self.store.mark_pointer(self._batch, sub_id, message.store_dest, message.priority, message.seq)
+        """A stored topic message goes to durable subscription ``sub_id`` (its count just went up)."""
+        self.store.mark_pointer(
+            self._batch, sub_id, message.store_dest, message.priority, message.seq, message.delivery_count
+        )
         self.hold(session.outbox)
         if auto:
             self._later_shared.append((sub_id, message))
@@ -174,15 +191,15 @@ class Persistence:
         self.meter.release(before - self.store.used_bytes)
 
     def dispatched(self, message: Message, session: Session, auto: bool) -> None:
-        """``message`` is about to be written to ``session``: record that first."""
-        if not message.marked:
-            message.marked = True
-            self.store.mark_dispatched(self._batch, message.store_dest, message.priority, message.seq)
-            self.hold(session.outbox)
+        """``message`` is about to be written to ``session`` (its delivery count is about to
+        go up): record that first, with the count it is about to have."""
+        self.store.mark_dispatched(
+            self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
+        )
+        self.hold(session.outbox)
         if auto:
             # Deleted only once this batch (and so its mark) is durable: ``flush`` passes
-            # ``_later`` to the batch's completion, which needs a hold to have one.
-            self.hold(session.outbox)
+            # ``_later`` to the batch's completion (the hold above gives it one).
             self._later.append(message)
 
     def remove(self, message: Message) -> None:
@@ -246,19 +263,28 @@ class Persistence:
         for outbox in held:
             outbox.release()
 
+    def store_stalled(self, exc: BaseException | None) -> None:
+        """The committer's writes fail (``exc``: it retries them), or work again (None)."""
+        self.stalled = exc
+
     def store_failed(self, exc: BaseException) -> None:
-        """The committer stopped: nothing more can be made durable."""
+        """The committer stopped for good: nothing more can be made durable."""
         log.critical("the message store failed; persistent messages are refused from now on: %s", exc)
         self.failed = exc
+        self.stalled = None
         waiting, self._waiting = self._waiting, []
-        for held in waiting:
-            self._fail_held(held)
+        self._fail_held([outbox for held in waiting for outbox in held])
 
     def _fail_held(self, held: list[Outbox]) -> None:
+        """What these outboxes hold waited for writes that will never be durable: drop it
+        (a RECEIPT must never say otherwise), then end each connection with an ERROR."""
         exc = self.failed
         assert exc is not None
+        for outbox in dict.fromkeys(held):
+            outbox.drop_held()
         for outbox in held:
             outbox.release()
+        for outbox in dict.fromkeys(held):
             outbox.fail(exc)
 
 
@@ -313,17 +339,20 @@ class StoredSchedule:
         self._added_min = None
         persistence = self.persistence
         persistence.flush()
-        committer, store = persistence.committer, persistence.store
+        store = persistence.store
 
         def job() -> tuple[list[tuple[int, int, bytes]], int | None]:
-            committer.flush_wait()
             rows = store.scheduled(now_ms, DUE_PAGE)
             later = store.scheduled(_FAR_FUTURE, len(rows) + 1)
             return rows, later[len(rows)][0] if len(later) > len(rows) else None
 
-        def done(result: tuple[list[tuple[int, int, bytes]], int | None]) -> None:
-            rows, next_due = result
+        def done(outcome: Outcome[tuple[list[tuple[int, int, bytes]], int | None]]) -> None:
             self._reading = False
+            if isinstance(outcome, Failed):
+                # Read again at the next poll (a tick away): nothing was taken.
+                log.warning("reading due scheduled messages failed: %s", outcome.error)
+                return
+            rows, next_due = outcome.value
             added = self._added_min
             self.next_due = next_due if added is None else min(added, next_due or added)
             if len(rows) == DUE_PAGE:
@@ -331,7 +360,7 @@ class StoredSchedule:
             for due_ms, seq, value in rows:
                 self._fire(due_ms, seq, value, fire)
 
-        persistence.worker.submit(job, done)
+        persistence.disk.submit(job, done)
 
     def _fire(
         self, due_ms: int, seq: int, value: bytes, fire: Callable[[Message, str, int, int, int], None]
@@ -355,28 +384,23 @@ class StoredSchedule:
 class _StoredSource:
     """Stored messages read back into a cursor, on the worker thread (see ``swap.StoredSource``)."""
 
-    __slots__ = ("persistence", "worker")
+    __slots__ = ("disk", "persistence")
 
     def __init__(self, persistence: Persistence) -> None:
         self.persistence = persistence
-        self.worker = persistence.worker
+        self.disk = persistence.disk
 
     def submit_writes(self) -> None:
         self.persistence.flush()
 
-    def _wait_for_writes(self) -> MessageStore:
-        """Reads see only what is written: wait for what was submitted before this read."""
-        self.persistence.committer.flush_wait()
-        return self.persistence.store
 
-
-def _restored(seq: int, priority: int, value: bytes, dest_id: int, dispatched: bool) -> Message:
+def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:
     message = stored.decode(seq, priority, value)
     message.stored = len(value)
     message.store_dest = dest_id
-    if dispatched:
+    if deliveries:
         message.redelivered = True
-        message.delivery_count = 1
+        message.delivery_count = deliveries
     return message
 
 
@@ -391,13 +415,8 @@ class QueueSource(_StoredSource):
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
         dest_id = self.dest_id
-        out = []
-        for seq, value, dispatched in self._wait_for_writes().page_marked(dest_id, priority, lo, hi, limit):
-            message = _restored(seq, priority, value, dest_id, dispatched)
-            # A queue message's mark is the message's own (a topic's is per subscriber).
-            message.marked = dispatched
-            out.append(message)
-        return out
+        rows = self.persistence.store.page_marked(dest_id, priority, lo, hi, limit)
+        return [_restored(seq, priority, value, dest_id, deliveries) for seq, value, deliveries in rows]
 
 
 class SubscriptionSource(_StoredSource):
@@ -410,7 +429,7 @@ class SubscriptionSource(_StoredSource):
         self.sub_id = sub_id
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
-        rows = self._wait_for_writes().page_subscription_marked(self.sub_id, priority, lo, hi, limit)
+        rows = self.persistence.store.page_subscription_marked(self.sub_id, priority, lo, hi, limit)
         return [
-            _restored(seq, priority, value, dest_id, dispatched) for seq, dest_id, value, dispatched in rows
+            _restored(seq, priority, value, dest_id, deliveries) for seq, dest_id, value, deliveries in rows
         ]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, cast
 
 from broker.core.cursor import Cursor
 from broker.core.swap import ScanResult, scan_disk
+from store.api import Failed
 
 #: Records one disk scan may read before it reports back (and the loop serves others).
 DISK_SCAN_BUDGET = 20_000
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from broker.core.subscription import Subscription
     from broker.core.swap import Log
     from broker.core.usage import UsageMeter
+    from store.api import Outcome
 
 
 class QueueStats:
@@ -45,6 +47,7 @@ class Queue:
     __slots__ = (
         "_active",
         "_disk_scan_busy",
+        "_disk_scan_failures",
         "_disk_scan_pos",
         "_disk_scanned_for",
         "_dispatching",
@@ -80,6 +83,7 @@ class Queue:
         self.meter = meter
         self.cursor = Cursor(meter, log, high_water=high_water)
         self.cursor.wakeup = self.dispatch
+        self.cursor.name = name
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
         self.on_expired: Callable[[Message], None] | None = None
@@ -93,6 +97,8 @@ class Queue:
         self._scan = False
         self._dispatching = False
         self._disk_scan_busy = False
+        #: Failed scans in a row (a retry is scheduled while this is above zero).
+        self._disk_scan_failures = 0
         self._disk_scan_pos = [0] * 10
         self._disk_scanned_for: frozenset[Subscription] = frozenset()
 
@@ -274,15 +280,23 @@ class Queue:
         if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
             return False
         self._disk_scan_busy = True
-        worker = cursor.disk_worker()
+        disk = cursor.before_read()
         job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
-        worker.submit(job, self._disk_scanned)
+        disk.submit(job, self._disk_scanned)
         return True
 
-    def _disk_scanned(self, result: ScanResult) -> None:
-        picked, positions, freed = result
-        self._disk_scan_busy = False
+    def _disk_scanned(self, outcome: Outcome[ScanResult]) -> None:
         cursor = self.cursor
+        if isinstance(outcome, Failed):
+            # Busy until the retry: dispatch would only ask for the same scan again.
+            self._disk_scan_failures += 1
+            if not cursor.closed:
+                what = f"looking through the swapped messages of {self.name}"
+                cursor.disk().failed(what, outcome.error, self._disk_scan_failures, self._retry_disk_scan)
+            return
+        self._disk_scan_failures = 0
+        picked, positions, freed = outcome.value
+        self._disk_scan_busy = False
         if cursor.log is not None and freed:
             cursor.log.space.meter.release(freed)
         self._disk_scan_pos = positions
@@ -298,6 +312,10 @@ class Queue:
                 self._deliver(sub, message)
             else:
                 cursor.push_returned(message)
+        self.dispatch()
+
+    def _retry_disk_scan(self) -> None:
+        self._disk_scan_busy = False
         self.dispatch()
 
     def _pick(self, message: Message | None) -> Subscription | None:

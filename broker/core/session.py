@@ -2,7 +2,8 @@
 
 The session is what the core knows of a connection.  It writes only through its
 ``outbox`` (``push`` a tuple of byte chunks); ``writable`` is cleared by the edge while
-the transport is above its high-water mark, and dispatch to this session stops.
+more bytes wait to be written to it than its high-water mark (in the transport, or in
+an outbox held for the store), and dispatch to this session stops.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Outbox(Protocol):
         """Keep what is pushed from now on until as many ``release`` calls (nested)."""
 
     def release(self) -> None: ...
+
+    def drop_held(self) -> None:
+        """Throw away what was pushed since the oldest hold: it will never be durable."""
 
     def pause_reading(self) -> None: ...
 

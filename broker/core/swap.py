@@ -7,25 +7,32 @@ key range it has on disk, and what every cursor has read past is deleted (``gc``
 
 Writes are batched: ``append`` queues a record, and ``flush`` (called by the engine
 once per batch of frames, and before any read) submits one write for all of them.
-Every job runs on the store's worker thread, in submission order.
+Every job runs on the store's worker thread, in submission order.  A write cannot be
+lost: the temp store keeps the records of a failed write in RAM, readable, until a
+retry writes them, and ``Disk`` keeps them charged to memory meanwhile.
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 from broker.core import record
 from store import keys
+from store.api import Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.cursor import Cursor
+    from broker.core.disk import Disk
     from broker.core.message import Message
     from broker.core.usage import UsageMeter
-    from store.api import TempStore, Worker
+    from store.api import Outcome, TempStore
+
+log = logging.getLogger("stompd.swap")
 
 PageResult = tuple[int, list["Message"], int, int]
 ScanResult = tuple[list[tuple["Message", object]], list[int], int]
@@ -37,7 +44,7 @@ class StoredSource(Protocol):
     ``read`` runs on a worker thread and sees everything submitted to the store so far.
     """
 
-    worker: Worker
+    disk: Disk
 
     def submit_writes(self) -> None:
         """Loop thread, before a read job: submit what is built, so that the read sees it."""
@@ -53,13 +60,13 @@ class SwapSpace:
     control) instead of letting queued writes grow without bound.
     """
 
-    __slots__ = ("_dirty", "_next_log", "memory", "meter", "page_size", "store", "worker")
+    __slots__ = ("_dirty", "_next_log", "disk", "memory", "meter", "page_size", "store")
 
     def __init__(
-        self, store: TempStore, worker: Worker, meter: UsageMeter, memory: UsageMeter, page_size: int = 500
+        self, store: TempStore, disk: Disk, meter: UsageMeter, memory: UsageMeter, page_size: int = 500
     ) -> None:
         self.store = store
-        self.worker = worker
+        self.disk = disk
         self.meter = meter
         self.memory = memory
         self.page_size = page_size
@@ -114,13 +121,20 @@ class Log:
         puts, self._pending = self._pending, []
         size, self._pending_bytes = self._pending_bytes, 0
         store = self.space.store
-        memory = self.space.memory
-        self.space.worker.submit(lambda: store.write(puts), lambda _: memory.release(size))
+        self.space.disk.submit(lambda: store.write(puts), functools.partial(self._written, size))
+
+    def _written(self, size: int, outcome: Outcome[None]) -> None:
+        if isinstance(outcome, Failed):
+            # ``TempStore.write`` keeps what it cannot write: this is a bug, and the
+            # records' memory stays charged rather than pretend they are anywhere.
+            log.critical("a write to the temp store raised", exc_info=outcome.error)
+            return
+        # On disk, or held in RAM by the temp store (``Disk`` charges that part again).
+        self.space.memory.release(size)
 
     def gc(self) -> None:
         """Delete what no cursor of this shared log still needs."""
         store = self.space.store
-        meter = self.space.meter
         for priority in range(10):
             floor = self.written_hi[priority] + 1
             for cursor in self.cursors:
@@ -132,7 +146,15 @@ class Log:
             start = keys.level_prefix(self.id, priority)
             stop = keys.message_key(self.id, priority, floor)
             self.flush()
-            self.space.worker.submit(functools.partial(store.delete_range, start, stop), meter.release)
+            self.space.disk.submit(functools.partial(store.delete_range, start, stop), self._freed)
+
+    def _freed(self, outcome: Outcome[int]) -> None:
+        if isinstance(outcome, Failed):
+            # The records stay (read past by every cursor, wiped at the next start); so
+            # does their charge to the temp limit, which is the safe side to err on.
+            log.error("deleting consumed records from the temp store failed", exc_info=outcome.error)
+            return
+        self.space.meter.release(outcome.value)
 
     def drop(self) -> None:
         """The destination is gone: delete everything it had on disk."""
@@ -142,9 +164,7 @@ class Log:
         self.space.memory.release(self._pending_bytes)
         self._pending.clear()
         self._pending_bytes = 0
-        self.space.worker.submit(
-            lambda: store.delete_range(prefix, keys.prefix_end(prefix)), self.space.meter.release
-        )
+        self.space.disk.submit(lambda: store.delete_range(prefix, keys.prefix_end(prefix)), self._freed)
 
 
 def read_page(
@@ -174,11 +194,12 @@ def read_page(
     if full:
         rows = [row for row in rows if keys.unpack_message_key(row[0])[2] <= cut]
         stored = [message for message in stored if message.seq <= cut]
+    # Decoded before anything is deleted: a failure here must leave the records where they are.
+    swapped = [record.decode(v) for _, v in rows]
     freed = 0
     if log is not None and not log.shared and rows:
         log.space.store.write(deletes=[k for k, _ in rows])
         freed = sum(len(v) for _, v in rows)
-    swapped = [record.decode(v) for _, v in rows]
     messages = list(heapq.merge(swapped, stored, key=_seq)) if stored and swapped else swapped or stored
     last = cut if full else (messages[-1].seq if messages else hi)
     return priority, messages, last, freed

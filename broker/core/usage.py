@@ -8,10 +8,12 @@ from __future__ import annotations
 
 
 class UsageMeter:
-    __slots__ = ("limit", "name", "parent", "peak", "used")
+    __slots__ = ("configured", "limit", "name", "parent", "peak", "used")
 
     def __init__(self, name: str, limit: int, parent: UsageMeter | None = None) -> None:
         self.name = name
+        #: The limit as configured; ``limit`` is lower while the disk under it has less room.
+        self.configured = limit
         self.limit = limit
         self.parent = parent
         self.used = 0
@@ -36,6 +38,11 @@ class UsageMeter:
         while meter is not None:
             meter.used -= n
             meter = meter.parent
+
+    def bound(self, room: int) -> None:
+        """The disk under this meter has room for ``room`` more bytes: the limit is what
+        is used plus that (never above the configured limit)."""
+        self.limit = min(self.configured, self.used + max(room, 0))
 
     def fits(self, n: int, fraction: float = 1.0) -> bool:
         """Would ``n`` more bytes stay within ``fraction`` of this limit and every parent's?"""

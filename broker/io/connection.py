@@ -2,8 +2,9 @@
 
 This is the only place that knows both the transport and the engine, and it decides
 nothing: frames go to the engine, errors become one ERROR frame and a clean close,
-``pause_writing``/``resume_writing`` become the session's ``writable`` flag, and a
-timer keeps the negotiated heart-beats.
+``pause_writing``/``resume_writing`` go to the outbox, whose verdict (with what it
+holds) becomes the session's ``writable`` flag, and a timer keeps the negotiated
+heart-beats.
 """
 
 from __future__ import annotations
@@ -91,7 +92,14 @@ class StompConnection(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
         self._outbox = self.outbox_class(
-            self._loop, transport, self._fail, self._close, self._limits.write_high_water
+            self._loop,
+            transport,
+            self._fail,
+            self._close,
+            self._limits.write_high_water,
+            max_pending=self._limits.max_pending,
+            on_writable=self._writable_changed,
+            meter=self._engine.usage.memory,
         )
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
@@ -129,12 +137,17 @@ class StompConnection(asyncio.Protocol):
         return None
 
     def pause_writing(self) -> None:
-        if self._session is not None:
-            self._engine.set_writable(self._session, False)
+        if self._outbox is not None:
+            self._outbox.pause_writing()
 
     def resume_writing(self) -> None:
-        if self._session is not None and not self._closed:
-            self._engine.set_writable(self._session, True)
+        if self._outbox is not None:
+            self._outbox.resume_writing()
+
+    def _writable_changed(self, writable: bool) -> None:
+        """The outbox's verdict (transport buffer, held bytes) on dispatching to it."""
+        if self._session is not None and not (writable and self._closed):
+            self._engine.set_writable(self._session, writable)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True

@@ -16,8 +16,12 @@ class ConnectionLimits:
     max_header_length: int = 10 * 1024
     #: ActiveMQ's transport.connectAttemptTimeout is 30 s.
     connect_timeout: float = 30.0
-    #: Above this many bytes queued in the transport, dispatch to the connection stops.
+    #: Above this many bytes queued in the transport (or held for the store), dispatch
+    #: to the connection stops.
     write_high_water: int = 256 * 1024
+    #: Above this many bytes waiting to be written, the client is a slow consumer and
+    #: is closed with an ERROR (nats-server's max_pending, and its default).
+    max_pending: int = 64 << 20
     #: transport.hbGracePeriodMultiplier: a client whose heart-beats stop is closed after
     #: its interval times this (ActiveMQ's default is 1.0, strict, a top complaint about it).
     heartbeat_grace: float = 1.5

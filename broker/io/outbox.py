@@ -1,28 +1,61 @@
-"""Per-connection write coalescing: everything pushed in one loop turn goes out in one write."""
+"""Per-connection write coalescing and bounded pending bytes.
+
+Everything pushed in one loop turn goes out in one write.  What waits to be written
+(here, and in the transport's buffer) is bounded the way nats-server bounds a
+client's pending bytes (client.go ``queueOutbound``: the producer stalls at 75 % of
+``max_pending``, the connection is cut at 100 %):
+
+* past ``limit`` bytes (the high-water mark) the connection stops being writable: the engine stops
+  dispatching to it (messages wait in their cursors, where the memory and temp limits
+  hold producers back).  A held outbox (see ``hold``) counts too: it writes nothing,
+  so without this an auto-ack subscription would empty a whole backlog into it.
+* past ``max_pending`` bytes (output the engine cannot stop: RECEIPTs to a client
+  that sends and never reads) the client is a slow consumer: an ERROR, and the
+  connection is closed.
+
+Bytes held while the store makes something durable are charged to the memory meter.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
+
+from broker.core.errors import SlowConsumer
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
+
+    from broker.core.usage import UsageMeter
+
+log = logging.getLogger("stompd.connection")
 
 
 class Outbox:
     """What the core writes through; also its way to pause reading or end the connection."""
 
     __slots__ = (
+        "_backlog",
         "_chunks",
         "_close",
+        "_cut",
         "_fail",
         "_finish",
+        "_held_bytes",
+        "_held_from",
         "_holds",
         "_limit",
         "_loop",
+        "_max_pending",
+        "_meter",
+        "_on_writable",
+        "_paused",
         "_pending",
         "_scheduled",
         "_transport",
+        "_writable",
+        "peak_pending",
         "wrote_at",
     )
 
@@ -33,6 +66,10 @@ class Outbox:
         fail: Callable[[BaseException], None],
         close: Callable[[], None],
         limit: int = 256 * 1024,
+        *,
+        max_pending: int = 64 << 20,
+        on_writable: Callable[[bool], None] | None = None,
+        meter: UsageMeter | None = None,
     ) -> None:
         self._loop = loop
         self._transport = transport
@@ -40,21 +77,52 @@ class Outbox:
         self._close = close
         self._chunks: list[bytes] = []
         self._pending = 0
-        #: Past this many bytes in one turn, write now: the transport then tells us
-        #: (pause_writing) to stop dispatching, instead of a turn's worth piling up here.
+        #: The high-water mark: past this many bytes in one turn, write now (the
+        #: transport then says pause_writing); past it while held, stop dispatching.
         self._limit = limit
+        #: Past this many bytes waiting (here and in the transport), a slow consumer.
+        self._max_pending = max_pending
+        self._on_writable = on_writable
+        self._meter = meter
         self._scheduled = False
         #: While above zero nothing is written: the store has not yet made durable what
         #: the queued frames acknowledge (see broker.core.persistence).
         self._holds = 0
+        #: Where the oldest hold began in ``_chunks`` (what ``drop_held`` drops).
+        self._held_from = 0
+        #: Bytes pushed while held (charged to ``meter`` until written or dropped).
+        self._held_bytes = 0
         self._finish: Callable[[], None] | None = None
+        #: The transport's buffer is above its high-water mark (pause_writing).
+        self._paused = False
+        #: Held bytes are above ``limit``.
+        self._backlog = False
+        self._writable = True
+        #: Cut as a slow consumer: nothing more is queued.
+        self._cut = False
+        #: The most bytes ever queued here at once (held, or within one turn).
+        self.peak_pending = 0
         #: Loop time of the last flush, so heart-beats go out only on idle connections.
         self.wrote_at = loop.time()
 
     def push(self, parts: tuple[bytes, ...]) -> None:
+        if self._cut:
+            return
         self._chunks.extend(parts)
-        self._pending += sum(map(len, parts))
+        n = sum(map(len, parts))
+        pending = self._pending = self._pending + n
+        if pending > self.peak_pending:
+            self.peak_pending = pending
         if self._holds:
+            self._held_bytes += n
+            if self._meter is not None:
+                self._meter.charge(n)
+            if self._pending > self._limit:
+                if self._pending > self._max_pending:
+                    self._slow_consumer(self._pending)
+                elif not self._backlog:
+                    self._backlog = True
+                    self._update_writable()
             return
         if self._pending > self._limit:
             self.flush()
@@ -72,20 +140,39 @@ class Outbox:
             return
         self._chunks = []
         self._pending = 0
+        self._unheld()
         transport = self._transport
         if transport.is_closing():
             return
         self._write(transport, chunks)
         self.wrote_at = self._loop.time()
+        buffered = transport.get_write_buffer_size()
+        if buffered > self._max_pending:
+            self._slow_consumer(buffered)
 
     def _write(self, transport: asyncio.Transport, chunks: list[bytes]) -> None:
         # One write per flush; a message-oriented transport (WebSocket) overrides this.
         transport.write(b"".join(chunks))
 
+    def _unheld(self) -> None:
+        if self._held_bytes and self._meter is not None:
+            self._meter.release(self._held_bytes)
+        self._held_bytes = 0
+        if self._backlog:
+            self._backlog = False
+            self._update_writable()
+
+    # -- holds (broker.core.persistence) ---------------------------------------------
+
     def hold(self) -> None:
+        if not self._holds:
+            self._held_from = len(self._chunks)
         self._holds += 1
 
     def release(self) -> None:
+        if not self._holds:
+            # Cut as a slow consumer while held: nothing is held any more.
+            return
         self._holds -= 1
         if self._holds:
             return
@@ -94,6 +181,14 @@ class Outbox:
         if finish is not None:
             finish()
 
+    def drop_held(self) -> None:
+        """Throw away what was pushed while held: what it acknowledged never became durable."""
+        if self._holds:
+            dropped = self._chunks[self._held_from :]
+            del self._chunks[self._held_from :]
+            self._pending -= sum(map(len, dropped))
+            self._unheld()
+
     def finish(self, then: Callable[[], None]) -> None:
         """Write what is queued, then ``then()`` (closing): after any hold is released."""
         if self._holds:
@@ -101,6 +196,64 @@ class Outbox:
             return
         self.flush()
         then()
+
+    # -- flow control ----------------------------------------------------------------
+
+    def pause_writing(self) -> None:
+        """The transport's buffer passed its high-water mark."""
+        self._paused = True
+        self._update_writable()
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._update_writable()
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes pushed while held, not yet written (charged to the memory meter)."""
+        return self._held_bytes
+
+    def _update_writable(self) -> None:
+        writable = not (self._paused or self._backlog)
+        if writable != self._writable:
+            self._writable = writable
+            if self._on_writable is not None:
+                self._on_writable(writable)
+
+    def _slow_consumer(self, pending: int) -> None:
+        if self._cut:
+            return
+        self._cut = True
+        # Nothing more is dispatched to it; the cut itself waits for the end of this
+        # turn, so that no dispatch loop is left half-way through a closed connection.
+        self._backlog = True
+        self._update_writable()
+        log.warning(
+            "slow consumer: %d bytes wait to be written (max %d); closing", pending, self._max_pending
+        )
+        self._loop.call_soon(self._cut_now)
+
+    def _cut_now(self) -> None:
+        # What is queued is not worth keeping, nor worth waiting for the store: the
+        # ERROR goes out alone, now (the holds' releases, when they come, find none).
+        self._chunks = []
+        self._pending = 0
+        self._holds = 0
+        self._unheld()
+        self._cut = False
+        # Cut once: the ERROR's own write must not count as another slow consumer.
+        limit, self._max_pending = self._max_pending, 1 << 62
+        self._fail(
+            SlowConsumer(
+                f"slow consumer: more than {limit} bytes waited to be written to this "
+                "connection, so it was closed (unacknowledged messages go back to their queues)"
+            )
+        )
+        self._cut = True
 
     def pause_reading(self) -> None:
         self._transport.pause_reading()

@@ -181,6 +181,32 @@ def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
     assert engine.blocked.stats.blocked_now == 0
 
 
+def test_frames_parked_behind_a_send_keep_their_order_when_it_is_parked_again() -> None:
+    """A SEND parked behind another, retried and still too big, waits at the head again:
+    the RECEIPT of a later frame must not overtake it."""
+    engine, _ = swapping_engine(memory=32 * KB, temp=8 * KB)
+    producer = Peer(engine)
+    for i in range(60):
+        producer.send_frame("SEND", {"destination": "/queue/o"}, b"%06d" % i + b"x" * 1000)
+    assert len(producer.session.parked) > 2
+    producer.send_frame("BEGIN", {"transaction": "t"})
+    producer.send_frame("ABORT", {"transaction": "t", "receipt": "after-60"})
+    queue = engine.queues["/queue/o"]
+    consumer = Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/o", "id": "1", "ack": "client-individual"})
+    unacked = [f for f in consumer.received() if f.command == "MESSAGE"]
+    got: list[int] = []
+    while not any(f.command == "RECEIPT" for f in producer.received()):
+        # One ack at a time frees room for about one parked SEND per retry.
+        message = unacked.pop(0)
+        got.append(int(message.body[:6]))
+        consumer.send_frame("ACK", {"id": message.headers["ack"]})
+        unacked += [f for f in consumer.received() if f.command == "MESSAGE"]
+    assert queue.stats.enqueued == 60
+    got += [int(f.body[:6]) for f in unacked + consumer.received() if f.command == "MESSAGE"]
+    assert got == list(range(len(got)))
+
+
 def test_send_fail_if_no_space() -> None:
     engine, _ = swapping_engine(memory=16 * KB, temp=4 * KB, send_fail_if_no_space=True)
     p = Peer(engine)

@@ -573,3 +573,50 @@ def test_kill_9_at_random_points_loses_no_receipted_message(procs: Processes, tm
         f"{len(missing)} of {len(receipted)} receipted persistent messages were never delivered "
         f"({context}), e.g. {missing[:10]}"
     )
+
+
+# -- redelivery counts across kill -9 ----------------------------------------------
+
+
+def test_nack_and_kill_9_cycles_end_in_the_dlq_after_the_configured_count(
+    procs: Processes, tmp_path: Path
+) -> None:
+    """maximumRedeliveries=3: every delivery counts, those cut short by a crash too.
+
+    Each lifetime takes the message, NACKs it, takes it again and is killed holding it:
+    deliveries 1-2, 3-4, then 5, whose NACK sends it to the DLQ.  Were the count lost
+    with the process, each lifetime would start again from one and it never would.
+    """
+    broker = procs.broker(tmp_path, "--maximum-redeliveries", "3")
+    broker.start()
+    producer = connected(broker.port)
+    send_persistent(producer, "/queue/poison", [("p1", 4)])
+    producer.close()
+    for lifetime in (1, 2, 3):
+        consumer = connected(broker.port)
+        subscribe(consumer, "/queue/poison", "client-individual")
+        (first,) = collect(consumer, 1)
+        assert body(first) == "p1"
+        assert redelivered(first) == (lifetime > 1)
+        consumer.send("NACK", {"id": first.headers["ack"], "receipt": "nacked"})
+        if lifetime == 3:
+            break
+        frames = [consumer.recv(), consumer.recv()]
+        assert sorted(f.command for f in frames) == ["MESSAGE", "RECEIPT"], frames
+        broker.kill()
+        consumer.close()
+        broker.start()
+    frame = consumer.recv()
+    assert frame.command == "RECEIPT", frame
+    consumer.expect_nothing(0.3)
+    consumer.close()
+    dlq = connected(broker.port)
+    subscribe(dlq, "/queue/ActiveMQ.DLQ", "auto")
+    (dead,) = collect(dlq, 1)
+    assert body(dead) == "p1"
+    assert (
+        "Delivery[5] exceeds redelivery policy limit (maximumRedeliveries=3)"
+        in dead.headers["dlqDeliveryFailureCause"]
+    )
+    dlq.close()
+    broker.stop()

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -29,7 +28,7 @@ from tests.clients import Client, Collector, client, eventually
 from tests.integration.test_server import ROOT
 from tests.listener_support import Pki, broker_from_xml, read_to_eof
 from tests.stomp_raw import RawClient
-from tests.ws_support import WsSession
+from tests.ws_support import WsSession, ws_round_trip
 
 pytestmark = pytest.mark.integration
 
@@ -207,14 +206,6 @@ def test_tls_from_pkcs12_stores_with_an_optional_client_certificate(tmp_path: Pa
 
 
 # -- the same over WebSocket -------------------------------------------------------
-
-
-async def ws_round_trip(url: str, destination: str, body: bytes = b"hello", **kwargs: Any) -> bytes:
-    async with WsSession(url, **kwargs) as session:
-        await session.connect()
-        await session.send_frame("SUBSCRIBE", {"id": "1", "destination": destination})
-        await session.send_frame("SEND", {"destination": destination}, body)
-        return (await session.recv()).body
 
 
 def test_websocket_listeners_have_their_own_limits(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

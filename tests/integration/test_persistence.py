@@ -251,7 +251,7 @@ def test_store_full_with_send_fail_if_no_space_is_an_error_and_loses_nothing_sto
         for i in range(15):
             p.send("/queue/refuse", f"{i:04d}" + "z" * 1000, **P)
         eventually(lambda: bool(p.listener.errors))
-        assert p.listener.errors[0].headers["message"] == "resource limit reached"
+        assert p.listener.errors[0].headers["message"] == "store full"
     with broker(data) as b, client(b.port) as c:
         c.subscribe("/queue/refuse")
         got = c.listener.wait_messages(1)

@@ -1,19 +1,22 @@
-"""Group commit: shared fsyncs, callbacks once each and in order, errors reported, ordering kept."""
+"""Group commit: shared fsyncs, callbacks once each and in order, failed writes kept and retried,
+ordering kept, reads that see what is pending."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
 from store.commit import Batch, GroupCommitter
-from store.errors import StoreError
+from store.errors import StoreCorrupt, StoreError, StoreFull
 from store.leveldb import LevelDB
 from tests.store.conftest import run_now
+from tests.store.faults import FaultyDB
 
 
 def unexpected(exc: BaseException) -> None:
@@ -48,19 +51,13 @@ class GatedDB:
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
 
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]:
+        return self.db.range(start, stop, limit, keys_only=keys_only)
 
-class FailingDB:
-    path = Path("/nowhere/store")
-
-    def __init__(self) -> None:
-        self.writes = 0
-
-    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
-        self.writes += 1
-        raise StoreError(f"write to the store at {self.path} failed: No space left on device")
-
-    def get(self, key: bytes) -> bytes | None:
-        return None
+    def reopen(self) -> None:
+        self.db.reopen()
 
 
 @pytest.fixture
@@ -155,21 +152,109 @@ def test_unwaited_writes_ride_along_or_go_after_the_linger(db: LevelDB) -> None:
     committer.close()
 
 
-def test_a_failed_write_is_reported_and_nothing_after_it_is_durable() -> None:
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def faulty(db: LevelDB) -> FaultyDB:
+    return FaultyDB(db)
+
+
+def test_a_failed_write_keeps_its_batch_and_is_retried_until_it_succeeds(faulty: FaultyDB) -> None:
+    posted: list[str] = []
+    stalls: list[BaseException | None] = []
+    faulty.full = True
+    committer = GroupCommitter(faulty, run_now, unexpected, on_stall=stalls.append)
+    committer.submit([(b"k", b"v")], [], lambda: posted.append("durable"))
+    wait_for(lambda: committer.write_failures >= 3)
+    # Not durable, so not said to be; still what a read sees (reads never wait for writes).
+    assert posted == []
+    assert not committer.flush_wait(0)
+    assert committer.get(b"k") == b"v"
+    assert committer.range(b"a", b"z") == [(b"k", b"v")]
+    assert faulty.db.get(b"k") is None
+    assert len(stalls) == 1 and isinstance(stalls[0], StoreFull)
+    assert committer.stalled is stalls[0]
+    faulty.full = False
+    assert committer.flush_wait(10)
+    committer.close()
+    assert posted == ["durable"]
+    assert stalls[1:] == [None] and committer.stalled is None
+    assert faulty.db.get(b"k") == b"v"
+    # Every retry reopens the database first: LevelDB's own error sticks, and a torn log
+    # record could cost a later one at the next open.
+    assert faulty.reopens == 1
+    assert committer.write_failures >= 3
+    assert committer.error is None
+
+
+def test_batches_submitted_during_a_failure_follow_it_in_order(faulty: FaultyDB) -> None:
+    """The counters invariant: disk holds a prefix of the batches whatever fails."""
+    posted: list[int] = []
+    faulty.full = True
+    committer = GroupCommitter(faulty, run_now, unexpected)
+    committer.submit([(b"count", b"1"), (b"m1", b"x")], [], functools.partial(posted.append, 1))
+    wait_for(lambda: faulty.failures >= 1)
+    committer.submit([(b"count", b"2"), (b"m2", b"x")], [], functools.partial(posted.append, 2))
+    committer.submit([(b"count", b"3")], [b"m1"], functools.partial(posted.append, 3))
+    assert committer.get(b"count") == b"3"
+    assert committer.range(b"m", b"n") == [(b"m2", b"x")]
+    faulty.full = False
+    assert committer.flush_wait(10)
+    committer.close()
+    assert posted == [1, 2, 3]
+    assert faulty.db.range(b"", b"z") == [(b"count", b"3"), (b"m2", b"x")]
+
+
+def test_range_reads_what_is_pending_over_what_is_on_disk(db: LevelDB) -> None:
+    gated = GatedDB(db)
+    db.write([(b"k%02d" % n, b"disk") for n in range(10)])
+    committer = GroupCommitter(gated, run_now, unexpected)
+    committer.submit([(b"first", b"")], [], nothing)
+    assert gated.writing.wait(5)
+    committer.submit([(b"k05", b"new"), (b"k10", b"new")], [b"k00", b"k01", b"k02"])
+    assert committer.range(b"k", b"l", 3) == [(b"k03", b"disk"), (b"k04", b"disk"), (b"k05", b"new")]
+    assert [k for k, _ in committer.range(b"k", b"l")] == [b"k%02d" % n for n in range(3, 11)]
+    assert committer.range(b"k09", b"l", keys_only=True) == [(b"k09", b""), (b"k10", b"")]
+    gated.gate.set()
+    assert committer.flush_wait(5)
+    assert committer.range(b"k", b"l") == db.range(b"k", b"l")
+    committer.close()
+
+
+def test_closing_while_writes_fail_drops_the_batch_and_says_so(faulty: FaultyDB) -> None:
     posted: list[object] = []
     errors: list[BaseException] = []
-    failing = FailingDB()
-    committer = GroupCommitter(failing, run_now, errors.append)
+    faulty.full = True
+    committer = GroupCommitter(faulty, run_now, errors.append)
+    committer.submit([(b"k", b"v")], [], lambda: posted.append("durable"))
+    wait_for(lambda: faulty.failures >= 1)
+    committer.close()
+    assert posted == []
+    assert len(errors) == 1 and "closed while writes failed" in str(errors[0])
+    assert "space" in str(errors[0])
+    assert committer.batches == 0
+    assert faulty.db.get(b"k") is None
+
+
+def test_a_corrupt_store_stops_the_committer_for_good(faulty: FaultyDB) -> None:
+    posted: list[object] = []
+    errors: list[BaseException] = []
+    faulty.corrupt = True
+    committer = GroupCommitter(faulty, run_now, errors.append)
     committer.submit([(b"k", b"v")], [], lambda: posted.append("durable"))
     assert not committer.flush_wait(5)
     committer.submit([(b"k2", b"v")], [], lambda: posted.append("later"))
     assert not committer.flush_wait(0.1)
     committer.close()
     assert posted == []
-    assert len(errors) == 1 and "No space left" in str(errors[0])
+    assert len(errors) == 1 and isinstance(errors[0], StoreCorrupt)
     assert committer.error is errors[0]
-    assert failing.writes == 1
-    assert committer.batches == 0
+    assert faulty.attempts == 1
 
 
 def test_close_writes_what_is_pending_and_refuses_more(db: LevelDB) -> None:

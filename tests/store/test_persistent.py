@@ -142,6 +142,40 @@ def test_a_message_rewritten_in_place_keeps_its_place_and_its_count(opened: Open
     assert store.used_bytes == len(b"first, delivered twice") + 6
 
 
+def test_dispatch_marks_keep_the_delivery_count_across_reopen(opened: Opened) -> None:
+    dest = queue(opened)
+    seqs = opened.store.reserve_sequences(4)
+    put(opened, dest, [(4, seq, b"m") for seq in seqs])
+    with opened.batch() as batch:
+        opened.store.mark_dispatched(batch, dest, 4, seqs[1], 1)
+        opened.store.mark_dispatched(batch, dest, 4, seqs[2], 3)
+        opened.store.mark_dispatched(batch, dest, 4, seqs[3], 300)
+    with opened.batch() as batch:
+        opened.store.mark_dispatched(batch, dest, 4, seqs[2], 4)  # dispatched once more
+    store = opened.reopen()
+    rows = store.page_marked(dest, 4, seqs[0], seqs[-1], 10)
+    assert [(seq, deliveries) for seq, _, deliveries in rows] == list(zip(seqs, [0, 1, 4, 300], strict=True))
+    # The first format's mark was empty: one delivery.
+    x_key = b"x" + keys.message_key(dest, 4, seqs[0])[1:]
+    with opened.batch() as batch:
+        batch.put(x_key, b"")
+    assert store.page_marked(dest, 4, seqs[0], seqs[0], 1)[0][2] == 1
+
+
+def test_a_durable_subscribers_pointer_keeps_its_delivery_count(opened: Opened) -> None:
+    topic = queue(opened, "t")
+    with opened.batch() as batch:
+        sub = opened.store.put_subscription(batch, "client", "sub", b"")
+    (seq,) = opened.store.reserve_sequences(1)
+    with opened.batch() as batch:
+        opened.store.add_shared(batch, topic, 4, seq, b"m", [sub])
+    assert opened.store.page_subscription_marked(sub, 4, 0, seq, 10) == [(seq, topic, b"m", 0)]
+    with opened.batch() as batch:
+        opened.store.mark_pointer(batch, sub, topic, 4, seq, 2)
+    store = opened.reopen()
+    assert store.page_subscription_marked(sub, 4, 0, seq, 10) == [(seq, topic, b"m", 2)]
+
+
 def test_builders_refuse_an_unknown_destination(opened: Opened) -> None:
     with pytest.raises(KeyError, match="no destination 99"):
         opened.store.add_messages(Batch(), 99, [(4, 1, b"")])

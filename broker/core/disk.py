@@ -1,0 +1,139 @@
+"""The store's worker thread as the core sees it: jobs whose outcome the waiting code
+must handle, failures counted and logged once, retries after a back-off.
+
+Every job goes through ``Disk.submit`` and its ``done`` gets an ``Ok`` or a
+``Failed`` (``store.api``).  Whoever waits on a job (a cursor for its page-in, a queue
+for its disk scan, the store for a drain page) handles a failure by calling
+``failed``: the failure is counted and logged there, once, and ``retry`` runs after
+a back-off measured on the engine's clock (``run_due``, from ``Engine.tick``).
+
+The temp store keeps the records of a write that failed in RAM until a retry writes
+them (``store.temp``); ``Disk`` charges those bytes to the memory meter, as reported
+after each job, so that they hold producers back like any message in memory, and
+asks for a retry on ticks while nothing else would.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from store.api import Failed, Ok
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from broker.core.clock import Clock
+    from broker.core.usage import UsageMeter
+    from store.api import Outcome, TempStore, Worker
+
+T = TypeVar("T")
+log = logging.getLogger("stompd.disk")
+
+#: Retries of a failed job wait this long, doubled per failure in a row, up to RETRY_MAX_MS.
+RETRY_FIRST_MS = 100
+RETRY_MAX_MS = 5000
+
+
+class DiskStats:
+    __slots__ = ("failures", "retries")
+
+    def __init__(self) -> None:
+        #: Jobs that failed while someone waited for them (each logged once).
+        self.failures = 0
+        #: Retries run after a failure.
+        self.retries = 0
+
+
+class Disk:
+    __slots__ = (
+        "_held",
+        "_order",
+        "_retries",
+        "_retrying_temp",
+        "clock",
+        "memory",
+        "stats",
+        "temp",
+        "worker",
+    )
+
+    def __init__(
+        self,
+        worker: Worker,
+        clock: Clock,
+        temp: TempStore | None = None,
+        memory: UsageMeter | None = None,
+    ) -> None:
+        self.worker = worker
+        self.clock = clock
+        self.temp = temp
+        self.memory = memory
+        self.stats = DiskStats()
+        self._retries: list[tuple[int, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        #: Bytes the temp store holds in RAM (failed writes), as last reported; charged.
+        self._held = 0
+        self._retrying_temp = False
+
+    def submit(self, job: Callable[[], T], done: Callable[[Outcome[T]], None]) -> None:
+        """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread."""
+        temp = self.temp
+        if temp is None:
+            self.worker.submit(job, done)
+            return
+
+        def run() -> tuple[Outcome[T], int]:
+            try:
+                outcome: Outcome[T] = Ok(job())
+            except Exception as exc:
+                outcome = Failed(exc)
+            return outcome, temp.held_bytes
+
+        self.worker.submit(run, lambda result: self._finish(result, done))
+
+    def _finish(
+        self, result: Outcome[tuple[Outcome[Any], int]], done: Callable[[Outcome[Any]], None]
+    ) -> None:
+        if isinstance(result, Failed):
+            done(result)
+            return
+        outcome, held = result.value
+        if held != self._held and self.memory is not None:
+            self.memory.charge(held - self._held)
+        self._held = held
+        done(outcome)
+
+    @property
+    def held(self) -> int:
+        """Bytes of failed temp writes still in RAM (charged to memory until written)."""
+        return self._held
+
+    # -- failures and retries ------------------------------------------------------
+
+    def failed(self, what: str, exc: BaseException, attempt: int, retry: Callable[[], None]) -> None:
+        """``what`` failed for the ``attempt``-th time in a row: count, log, retry later."""
+        self.stats.failures += 1
+        delay = min(RETRY_FIRST_MS << min(attempt - 1, 16), RETRY_MAX_MS)
+        log.warning("%s failed (attempt %d), retrying in %d ms: %s", what, attempt, delay, exc)
+        heapq.heappush(self._retries, (self.clock.ms + delay, next(self._order), retry))
+
+    def run_due(self) -> None:
+        """Run the retries that are due; ask the temp store to write what it holds."""
+        retries = self._retries
+        now = self.clock.ms
+        while retries and retries[0][0] <= now:
+            retry = heapq.heappop(retries)[2]
+            self.stats.retries += 1
+            retry()
+        temp = self.temp
+        if self._held and temp is not None and not self._retrying_temp:
+            self._retrying_temp = True
+            self.submit(temp.retry, self._temp_retried)
+
+    def _temp_retried(self, outcome: Outcome[bool]) -> None:
+        self._retrying_temp = False
+        if isinstance(outcome, Failed):
+            log.error("retrying the temp store's held writes failed", exc_info=outcome.error)

@@ -1,0 +1,96 @@
+"""Disk space as flow control: the store and temp limits follow their file systems.
+
+At start each limit is capped at what its disk can hold, and the cap is logged, as
+ActiveMQ does (``BrokerService.checkUsageLimit``); then, once a second, each limit
+is set again to what is used plus the room left (``store.space.room``), as ActiveMQ
+does with ``schedulePeriodForDiskUsageCheck``.  So producers of persistent messages
+are held back (or refused with "store full" under sendFailIfNoSpace) before the disk
+fills, whatever else fills it.
+
+LevelDB frees the space of deleted records only when it compacts the tables that
+hold them, which a store that no longer grows may never do: when the store's files
+hold more dead records than the room left, a compaction is run on a thread of its
+own, so that producers resume once consumers have drained.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from store import space
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from broker.core.usage import UsageMeter
+
+log = logging.getLogger("stompd.space")
+
+#: Seconds between two compactions started for lack of room.
+COMPACT_EVERY = 2.0
+#: A store's files may hold this much beyond twice its live records before a lack of
+#: room makes it compact (LevelDB's own overhead, and a log not yet flushed).
+RECLAIM_SLACK = 1 << 20
+
+
+class Watched:
+    """One store: its limit's meter, its directory, and how to compact it."""
+
+    __slots__ = ("compact", "compacted_at", "compacting", "meter", "name", "path")
+
+    def __init__(self, name: str, meter: UsageMeter, path: Path, compact: Callable[[], None]) -> None:
+        self.name = name
+        self.meter = meter
+        self.path = path
+        self.compact = compact
+        self.compacting = False
+        self.compacted_at = 0.0
+
+
+class DiskWatch:
+    __slots__ = ("_stores",)
+
+    def __init__(self) -> None:
+        self._stores: list[Watched] = []
+
+    def watch(self, name: str, meter: UsageMeter, path: Path, compact: Callable[[], None]) -> None:
+        """Cap ``meter``'s limit now (logged), and keep it within the disk from now on."""
+        self._stores.append(Watched(name, meter, path, compact))
+        meter.bound(space.capped_limit(name, meter.configured, path, meter.used) - meter.used)
+
+    def check(self) -> None:
+        """Set each limit to what its disk can hold now (once a second)."""
+        for store in self._stores:
+            room = space.room(store.path)
+            store.meter.bound(room)
+            self._reclaim(store, room)
+
+    def _reclaim(self, store: Watched, room: int) -> None:
+        if store.compacting or time.monotonic() - store.compacted_at < COMPACT_EVERY:
+            return
+        on_disk = space.used_bytes(store.path)
+        # What a compaction would give back is worth it once it is more than the room left.
+        if on_disk - space.AMPLIFICATION * store.meter.used - RECLAIM_SLACK <= room:
+            return
+        store.compacting = True
+        log.info(
+            "%s: little room left on the disk and %d mb of files for %d mb of records: compacting",
+            store.name,
+            on_disk >> 20,
+            store.meter.used >> 20,
+        )
+        threading.Thread(target=self._compact, args=(store,), name="stompd-compact", daemon=True).start()
+
+    @staticmethod
+    def _compact(store: Watched) -> None:
+        try:
+            store.compact()
+        except Exception as exc:
+            log.warning("%s: compaction failed: %s", store.name, exc)
+        finally:
+            store.compacted_at = time.monotonic()
+            store.compacting = False

@@ -1,0 +1,215 @@
+"""The temp (swap) store: a LevelDB under ``<data-dir>/tmp_storage`` that never loses a write.
+
+Wiped at start, as ActiveMQ's tmp_storage, and opened lazily, at its first write, so
+that a broker starting on a full disk starts and serves what its message store holds
+(swapping waits until there is room).
+
+A write that fails (a full disk, most often) keeps its records in RAM (``held``):
+reads merge them with what is on disk, deletes apply to them, and each later call
+first tries again to write them (after reopening the database: see
+``store.leveldb``), backing off while it keeps failing.  The caller charges
+``held_bytes`` to its memory limit, so records that cannot be written slow producers
+down instead of being lost.  Everything here runs on the store's worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from store.errors import StoreError
+from store.leveldb import LevelDB
+from store.overlay import Read, backoff, in_range, merge_range
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from pathlib import Path
+
+log = logging.getLogger("stompd.store")
+
+
+class Database(Protocol):
+    """``store.leveldb.LevelDB`` (or a test's stand-in that fails on demand)."""
+
+    path: Path
+
+    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None: ...
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]: ...
+
+    def delete_range(self, start: bytes, stop: bytes) -> int: ...
+
+    def reopen(self) -> None: ...
+
+    def compact(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class TempStore:
+    __slots__ = (
+        "_db",
+        "_failures",
+        "_has_data",
+        "_held",
+        "_held_bytes",
+        "_held_ranges",
+        "_reopen",
+        "_retry_at",
+        "failures",
+        "path",
+    )
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self.path = db.path
+        #: Records whose write failed (None: a delete), and range deletes, to write again.
+        self._held: dict[bytes, bytes | None] = {}
+        self._held_ranges: list[tuple[bytes, bytes]] = []
+        self._held_bytes = 0
+        #: Something was ever written to the database (before that, reads skip it).
+        self._has_data = False
+        self._reopen = False
+        self._retry_at = 0.0
+        self._failures = 0
+        #: Failed write attempts, in all.
+        self.failures = 0
+
+    @classmethod
+    def open(cls, path: Path) -> TempStore:
+        """Wipe what a previous run left at ``path``; the database opens at the first write."""
+        return cls(LevelDB(path, wipe=True, lazy=True))
+
+    @property
+    def held_bytes(self) -> int:
+        return self._held_bytes
+
+    # -- writes ----------------------------------------------------------------------
+
+    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
+        if not (self._held or self._held_ranges):
+            puts, deletes = list(puts), list(deletes)
+            if self._try(lambda: self._db.write(puts, deletes)):
+                self._has_data = self._has_data or bool(puts)
+                return
+        self._hold(puts, deletes)
+        self.retry()
+
+    def retry(self) -> bool:
+        """Write what is held if a retry is due; True when nothing is held any more."""
+        if not (self._held or self._held_ranges):
+            return True
+        if time.monotonic() < self._retry_at:
+            return False
+        ranges = list(self._held_ranges)
+        held = self._held
+        puts = [(k, v) for k, v in held.items() if v is not None]
+        deletes = [k for k, v in held.items() if v is None]
+
+        def write_all() -> None:
+            for start, stop in ranges:
+                self._db.delete_range(start, stop)
+                self._held_ranges.remove((start, stop))
+            self._db.write(puts, deletes)
+
+        if not self._try(write_all):
+            return False
+        self._has_data = self._has_data or bool(puts)
+        log.warning("the temp store writes again, after %d failed attempts; nothing was lost", self._failures)
+        self._failures = 0
+        self._held = {}
+        self._held_bytes = 0
+        return True
+
+    def _try(self, write: Callable[[], None]) -> bool:
+        try:
+            if self._reopen:
+                self._db.reopen()
+                self._reopen = False
+            write()
+        except StoreError as exc:
+            self.failures += 1
+            self._failures += 1
+            self._reopen = True
+            self._retry_at = time.monotonic() + backoff(self._failures)
+            if self._failures == 1:
+                log.error(
+                    "write to the temp store failed; the records are kept in memory (and count "
+                    "against the memory limit) until a retry writes them: %s",
+                    exc,
+                )
+            return False
+        return True
+
+    def _hold(self, puts: Iterable[tuple[bytes, bytes]], deletes: Iterable[bytes]) -> None:
+        held = self._held
+        for key in deletes:
+            old = held.get(key)
+            if old is not None:
+                self._held_bytes -= len(old)
+            # Only what the database may hold needs a delete written later.
+            if self._has_data:
+                held[key] = None
+            else:
+                held.pop(key, None)
+        for key, value in puts:
+            old = held.get(key)
+            if old is not None:
+                self._held_bytes -= len(old)
+            held[key] = value
+            self._held_bytes += len(value)
+
+    # -- reads -----------------------------------------------------------------------
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` (key, value) with start <= key < stop, in key order: disk and held."""
+        overlay = in_range(self._held, start, stop) if self._held else {}
+        hidden = [(lo, hi) for lo, hi in self._held_ranges if lo < stop and start < hi]
+        if self._has_data and not overlay and not hidden:
+            return self._db.range(start, stop, limit, keys_only=keys_only)
+        return merge_range(self._read(hidden, keys_only), overlay, start, stop, limit, keys_only)
+
+    def _read(self, hidden: list[tuple[bytes, bytes]], keys_only: bool) -> Read:
+        """The database's rows, less those under a range delete not written yet."""
+
+        def read(start: bytes, stop: bytes, limit: int | None) -> list[tuple[bytes, bytes]]:
+            if not self._has_data:
+                return []
+            if not hidden:
+                return self._db.range(start, stop, limit, keys_only=keys_only)
+            # Rare (a range delete that failed): read it all, then filter.
+            rows = self._db.range(start, stop, keys_only=keys_only)
+            return [row for row in rows if not any(lo <= row[0] < hi for lo, hi in hidden)]
+
+        return read
+
+    def delete_range(self, start: bytes, stop: bytes) -> int:
+        """Delete every key in [start, stop); returns the value bytes freed."""
+        if self._has_data and self.retry():
+            try:
+                return self._db.delete_range(start, stop)
+            except StoreError as exc:
+                log.debug("range delete in the temp store failed; retried later: %s", exc)
+                self._reopen = True
+        freed = sum(len(value) for _, value in self.range(start, stop))
+        for key in [k for k in self._held if start <= k < stop]:
+            value = self._held.pop(key)
+            if value is not None:
+                self._held_bytes -= len(value)
+        if self._has_data:
+            # Written once the database takes writes again; reads skip the range meanwhile.
+            self._held_ranges.append((start, stop))
+        return freed
+
+    def compact(self) -> None:
+        """Give the space of consumed records back to the file system (any thread)."""
+        if self._has_data:
+            self._db.compact()
+
+    def close(self) -> None:
+        self._db.close()
