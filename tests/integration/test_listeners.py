@@ -326,8 +326,9 @@ def test_stompd_serves_every_listener_of_its_file(tmp_path: Path, pki: Pki) -> N
         plain, tls, ws = (int(port) for port in listening.groups())
         with client(plain) as watcher:
             watcher.subscribe("/topic/every")
-            with tls_client(pki, tls, None) as (conn, _):
-                conn.send("/topic/every", "from TLS")
+            with tls_client(pki, tls, None) as (conn, collector):
+                conn.send("/topic/every", "from TLS", headers={"receipt": "t"})
+                collector.wait_receipt("t")
             assert asyncio.run(ws_round_trip(f"ws://127.0.0.1:{ws}/stomp", "/topic/every")) == b"hello"
             assert [m.body for m in watcher.listener.wait_messages(2)] == ["from TLS", "hello"]
         assert not any("not applied yet" in line for line in lines)
