@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:
         # The data directory cannot be made or written, say.
-        print(f"stompd: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"stompd: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

@@ -92,7 +92,6 @@ def _listener(connector: TransportConnector, config: BrokerConfig) -> Listener:
         scheme=connector.scheme,
         host=connector.host,
         port=connector.port,
-        name=connector.name,
         limits=_limits(connector),
         max_connections=connector.maximum_connections,
         ssl=_tls_context(connector, config) if connector.tls else None,

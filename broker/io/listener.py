@@ -44,7 +44,6 @@ class Listener:
     host: str = "127.0.0.1"
     #: 0 picks a free port.
     port: int = 61613
-    name: str = "stomp"
     limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: maximumConnections (None: no limit).
     max_connections: int | None = None

@@ -32,7 +32,7 @@ class StompServer:
         """Open a STOMP (or STOMP over TLS) listener; returns the port bound (``port=0``
         picks a free one).  Raises ListenError saying which listener could not listen."""
         refusal = TooManyConnections(
-            f"{listener.url()} accepts at most {listener.max_connections} connections (maximumConnections)"
+            f"this listener takes at most {listener.max_connections} connections (its maximumConnections)"
         )
         acceptor = Acceptor(
             listener,
