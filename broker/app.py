@@ -17,7 +17,9 @@ from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
+from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketListener
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 from broker.io.server import StompServer
 from broker.io.space import DiskWatch
 from store.errors import StoreFull
@@ -37,20 +39,30 @@ TRIM_EVERY = 20
 log = logging.getLogger("stompd")
 
 
+def _default_listeners() -> tuple[Listener, ...]:
+    return (Listener(),)
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerOptions:
-    host: str = "127.0.0.1"
-    port: int = 61613
+    #: activemq.xml's transportConnectors: STOMP, STOMP over TLS, ws:// and wss://, each
+    #: with its own limits (the default: STOMP on 127.0.0.1:61613).
+    listeners: tuple[Listener, ...] = field(default_factory=_default_listeners)
     data_dir: Path = Path("data")
     #: The persistent message store (None: ``data_dir/store``).
     store_dir: Path | None = None
     core: CoreSettings = field(default_factory=CoreSettings)
-    limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: The admin HTTP server (API, console, /health): None turns it off (embedded
     #: brokers and tests), 0 picks a free port; the command line's default is 8161.
     http_host: str = "127.0.0.1"
     http_port: int | None = None
     http_security: HttpSecurity = field(default_factory=HttpSecurity)
+    #: A directory the admin server also serves, openly, at /static/.
+    http_static_dir: Path | None = None
+    #: STOMP over WebSocket at /stomp on the admin server: its connections' limits
+    #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
+    http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    http_allowed_origins: tuple[str, ...] = ()
 
 
 class Broker:
@@ -58,10 +70,16 @@ class Broker:
 
     def __init__(self, options: BrokerOptions) -> None:
         self.options = options
+        #: The ports the listeners are bound to, in ``options.listeners`` order.
+        self.ports: list[int] = []
+        #: The first STOMP (TCP or TLS) listener's port (0: there is none).
         self.port = 0
+        #: The WebSocket listeners' ports, in order.
+        self.ws_ports: list[int] = []
         #: The port the HTTP server is bound to (0: it is off).
         self.http_port = 0
         self.http: HttpServer | None = None
+        self.ws: list[WebSocketListener] = []
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -109,15 +127,48 @@ class Broker:
         self.disk_watch = DiskWatch()
         self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
         self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
-        self.server = StompServer(self.engine, options.limits)
+        self.server = StompServer(self.engine)
+        try:
+            await self._listen()
+        except BaseException:
+            # A port taken, an address not ours: close what did open, then say why.
+            await self.stop()
+            raise
+        self._tick = loop.call_later(TICK_S, self._on_tick)
+        addresses = ", ".join(
+            _address(listener, port) for listener, port in zip(options.listeners, self.ports, strict=True)
+        )
+        log.info("stompd listening on %s (data dir %s)", addresses, options.data_dir)
+        return self.port
+
+    async def _listen(self) -> None:
+        options = self.options
         if options.http_port is not None:
-            self.http = HttpServer(EngineAdminOps(self.engine, self.server.peers), options.http_security)
+            self.http = HttpServer(
+                EngineAdminOps(self.engine, self.server.peers), options.http_security, options.http_static_dir
+            )
+            endpoint = StompWebSocketEndpoint(
+                self.server, options.http_stomp_limits, options.http_allowed_origins
+            )
+            self.http.add_websocket(PATH, endpoint.handle)
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
-        self.port = await self.server.start(options.host, options.port)
-        self._tick = loop.call_later(TICK_S, self._on_tick)
-        log.info("stompd listening on %s:%d (data dir %s)", options.host, self.port, options.data_dir)
-        return self.port
+        listeners = options.listeners
+        ports = [0] * len(listeners)
+        # The WebSocket listeners first: once a STOMP port answers, every listener does.
+        for index in sorted(range(len(listeners)), key=lambda i: not listeners[i].websocket):
+            listener = listeners[index]
+            if listener.websocket:
+                websocket = WebSocketListener(self.server, listener)
+                self.ws.append(websocket)
+                ports[index] = await websocket.start()
+            else:
+                ports[index] = await self.server.listen(listener)
+        self.ports = ports
+        self.ws_ports = [port for listener, port in zip(listeners, ports, strict=True) if listener.websocket]
+        self.port = next(
+            (port for listener, port in zip(listeners, ports, strict=True) if not listener.websocket), 0
+        )
 
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())
@@ -144,10 +195,14 @@ class Broker:
         self._tick = asyncio.get_running_loop().call_later(TICK_S, self._on_tick)
 
     async def stop(self) -> None:
+        # Ticks go on while connections close: they flush what closing them stored.
+        # STOMP first, WebSocket clients included, so the HTTP servers find no handler
+        # still running when they stop.
+        await self.server.stop()
+        for listener in self.ws:
+            await listener.stop()
         if self.http is not None:
             await self.http.stop()
-        # Ticks go on while connections close: they flush what closing them stored.
-        await self.server.stop()
         if self._tick is not None:
             self._tick.cancel()
         self.engine.flush()
@@ -156,6 +211,13 @@ class Broker:
         self.worker.close()
         self.temp_store.close()
         log.info("stompd stopped")
+
+
+def _address(listener: Listener, port: int) -> str:
+    # Plain STOMP as it always read (host:port); anything else with its scheme.
+    if listener.scheme in ("stomp", "stomp+nio"):
+        return f"{listener.host}:{port}"
+    return listener.url(port)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -218,7 +280,9 @@ class BrokerThread:
         self.loop = new_event_loop()
         self.ready = threading.Event()
         self.port = 0
+        self.ports: list[int] = []
         self.http_port = 0
+        self.ws_ports: list[int] = []
         self._error: BaseException | None = None
         self._stopped: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
@@ -245,7 +309,9 @@ class BrokerThread:
         self._stopped = asyncio.Event()
         self.broker = Broker(self.options)
         self.port = await self.broker.start()
+        self.ports = self.broker.ports
         self.http_port = self.broker.http_port
+        self.ws_ports = self.broker.ws_ports
         self.ready.set()
         await self._stopped.wait()
         await self.broker.stop()

@@ -16,10 +16,12 @@ from pathlib import Path
 
 from broker.app import run
 from broker.http.server import AdminPortError
+from broker.io.listener import ListenError
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config import overrides, passwords
 from config.issues import ConfigError
 from config.loader import load
+from config.loader_transports import allowed_origins
 from config.model import BrokerConfig
 from config.report import render
 from config.units import InvalidSize, parse_size
@@ -112,6 +114,31 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="with no users configured, accept admin clients not on loopback (default: loopback only)",
     )
+    http.add_argument(
+        "--http-static-dir",
+        type=Path,
+        metavar="DIR",
+        help="also serve DIR at /static/, to anyone who can reach the port (say, a web app using /stomp)",
+    )
+    ws = parser.add_argument_group("STOMP over WebSocket (also at /stomp on the admin server)")
+    ws.add_argument("--ws-host", help="address of the ws:// and wss:// listeners (default 127.0.0.1)")
+    ws.add_argument(
+        "--ws-port", type=int, help="port of the first ws:// listener (ActiveMQ's is 61614; default off)"
+    )
+    ws.add_argument(
+        "--wss-port", type=int, help="port of the first wss:// listener (needs --wss-cert; default off)"
+    )
+    ws.add_argument(
+        "--wss-cert", type=Path, metavar="PEM", help="certificate chain of the TLS listeners (<sslContext>)"
+    )
+    ws.add_argument("--wss-key", type=Path, metavar="PEM", help="its private key (default: in --wss-cert)")
+    ws.add_argument(
+        "--ws-allowed-origins",
+        type=_origins,
+        metavar="ORIGINS",
+        help="comma-separated origins (https://app.example.com) whose pages may connect, or *; "
+        "default: pages from the same host and port only",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return parser
 
@@ -123,6 +150,13 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _origins(text: str) -> tuple[str, ...]:
+    try:
+        return allowed_origins(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _argument_problem(args: argparse.Namespace) -> str | None:
     if args.config is not None and args.check_config is not None:
         return "give --config or --check-config, not both"
@@ -130,8 +164,13 @@ def _argument_problem(args: argparse.Namespace) -> str | None:
         return "--heartbeat-grace must be at least 1.0"
     if args.cursor_memory_high_water_mark is not None and not 1 <= args.cursor_memory_high_water_mark <= 100:
         return "--cursor-memory-high-water-mark must be 1-100"
-    if args.port is not None and not 0 <= args.port <= 65535:
-        return "--port must be 0-65535"
+    for name in ("port", "ws_port", "wss_port"):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value <= 65535:
+            return f"--{name.replace('_', '-')} must be 0-65535"
+    file = args.config or args.check_config
+    if args.wss_port is not None and args.wss_cert is None and file is None:
+        return "--wss-port needs --wss-cert (and --wss-key unless the key is in it)"
     if any("=" not in define for define in args.defines):
         return "-D takes NAME=VALUE"
     return None
@@ -223,10 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     except AdminPortError as exc:
         print(f"stompd: {exc} (--http-port 0 turns the admin server off)", file=sys.stderr)
         return 1
+    except ListenError as exc:
+        print(f"stompd: {exc.strerror}", file=sys.stderr)
+        return 1
     except OSError as exc:
-        print(
-            f"stompd: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", file=sys.stderr
-        )
+        # The data directory cannot be made or written, say.
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"stompd: {exc.strerror or exc}{where}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0

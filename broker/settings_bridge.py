@@ -1,12 +1,14 @@
-"""The settings model -> what today's broker takes (BrokerOptions, CoreSettings, ConnectionLimits).
+"""The settings model -> what today's broker takes (BrokerOptions, CoreSettings, Listener).
 
 The broker applies broker-wide settings today: the system usage limits, the data and
 store directories, the default policy entry's limits, prefetch and dead-letter strategy,
-the default redelivery policy, and the first plain STOMP listener (address, frame and
-header limits, connect timeout, heart-beat grace).  Everything else the model holds (per-
-destination entries, users and permissions, TLS, more listeners, exports)
-is parsed and checked but not applied yet: :func:`not_applied` names what, so that
-``--check-config`` can say so.
+the default redelivery policy, every transportConnector (stomp, stomp+nio, stomp+ssl,
+stomp+nio+ssl, ws, wss: address, path, limits, maximumConnections, heart-beat grace and
+default, connect timeout, TLS from <sslContext> with client certificates, allowed
+origins), <transportDefaults> (for /stomp too) and the admin server.  Everything else
+the model holds (per-destination entries, users and permissions, exports) is parsed and
+checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
+can say so.
 """
 
 from __future__ import annotations
@@ -17,11 +19,17 @@ from typing import TYPE_CHECKING, Any
 from broker.app import BrokerOptions
 from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
+from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
+from broker.tls import TlsSetupError, server_context
 from config.model import BrokerConfig, DeadLetterStrategy, PolicyEntry, RedeliveryPlugin, RedeliveryPolicy
 
 if TYPE_CHECKING:
+    import ssl
     from collections.abc import Iterable
+
+    from config.model import TransportConnector, TransportDefaults
 
 
 class CannotRun(Exception):
@@ -29,25 +37,19 @@ class CannotRun(Exception):
 
 
 def broker_options(config: BrokerConfig) -> BrokerOptions:
-    listener = config.first_stomp_connector()
-    if listener is None:
-        schemes = ", ".join(sorted({f"{c.scheme}://" for c in config.connectors}))
-        raise CannotRun(
-            f"stompd cannot serve {schemes} listeners yet: add a stomp:// transportConnector "
-            "(or give --host/--port)"
-        )
     usage = config.system_usage
     policy = config.policies.default
     dead_letter = policy.dead_letter
     redelivery = config.redelivery.default
     individual = dead_letter.kind == "individual"
+    static_dir = config.http.static_directory
+    if static_dir is not None and not static_dir.is_dir():
+        raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
     return BrokerOptions(
-        host=listener.host,
-        port=listener.port,
+        listeners=tuple(_listener(connector, config) for connector in config.connectors),
         data_dir=config.broker.data_directory,
         store_dir=config.persistence.directory,
         core=CoreSettings(
-            heartbeat_grace=listener.hb_grace_period_multiplier,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             memory_limit=usage.memory_limit,
@@ -65,16 +67,59 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             send_fail_if_no_space=usage.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
         ),
-        limits=ConnectionLimits(
-            max_frame_size=listener.max_frame_size,
-            max_headers=listener.max_headers,
-            max_header_length=listener.max_header_length,
-            connect_timeout=listener.connect_attempt_timeout / 1000,
-        ),
         http_host=config.http.host,
         http_port=config.http.port or None,
         http_security=HttpSecurity(allow_remote=config.http.allow_remote),
+        http_static_dir=static_dir,
+        http_stomp_limits=_limits(config.transport_defaults),
+        http_allowed_origins=_origins(config.http.allowed_origins),
     )
+
+
+def _limits(transport: TransportConnector | TransportDefaults) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_frame_size=transport.max_frame_size,
+        max_headers=transport.max_headers,
+        max_header_length=transport.max_header_length,
+        connect_timeout=transport.connect_attempt_timeout / 1000,
+        heartbeat_grace=transport.hb_grace_period_multiplier,
+        default_heart_beat=transport.default_heart_beat,
+    )
+
+
+def _listener(connector: TransportConnector, config: BrokerConfig) -> Listener:
+    return Listener(
+        scheme=connector.scheme,
+        host=connector.host,
+        port=connector.port,
+        limits=_limits(connector),
+        max_connections=connector.maximum_connections,
+        ssl=_tls_context(connector, config) if connector.tls else None,
+        websocket=connector.websocket,
+        path=connector.path,
+        allowed_origins=_origins(connector.allowed_origins),
+    )
+
+
+def _origins(origins: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        return tuple(normalize_origin(origin) for origin in origins)
+    except InvalidOrigin as exc:
+        raise CannotRun(f"allowedOrigins: {exc}") from None
+
+
+def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSLContext:
+    where = f"{connector.scheme}://{connector.host}:{connector.port}"
+    if config.ssl is None:
+        raise CannotRun(f"{where} needs TLS certificates: an <sslContext> in the file, or --wss-cert")
+    try:
+        return server_context(
+            config.ssl,
+            need_client_auth=connector.need_client_auth,
+            want_client_auth=connector.want_client_auth,
+        )
+    except TlsSetupError as exc:
+        raise CannotRun(f"cannot load the TLS certificates for {where}: {exc}") from None
 
 
 #: Settings broker_options wires, per object (the rest of each object is not applied yet).
@@ -93,17 +138,6 @@ _APPLIED_DEAD_LETTER = frozenset(
     {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
 )
 _APPLIED_REDELIVERY = frozenset({"maximum_redeliveries", "redelivery_delay"})
-_APPLIED_LISTENER = frozenset(
-    {
-        "host",
-        "port",
-        "max_frame_size",
-        "max_headers",
-        "max_header_length",
-        "connect_attempt_timeout",
-        "hb_grace_period_multiplier",
-    }
-)
 
 
 def _changed(obj: Any, default: Any, key: str, applied: Iterable[str]) -> set[str]:
@@ -123,16 +157,6 @@ def not_applied(config: BrokerConfig) -> set[str]:
     """
     defaults = BrokerConfig()
     out = _changed(config.broker, defaults.broker, "broker", ("data_directory", "broker_name"))
-    out |= _changed(
-        config.transport_defaults, defaults.transport_defaults, "transport_defaults", _APPLIED_LISTENER
-    )
-    first = config.first_stomp_connector()
-    for index, connector in enumerate(config.connectors):
-        key = f"connectors[{index}]"
-        if connector is first:
-            out |= _changed(connector, defaults.connectors[0], key, _APPLIED_LISTENER)
-        else:
-            out.add(key)
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
     dead_letter = config.policies.default.dead_letter
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
@@ -142,7 +166,7 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
-    out |= {name for name in ("authentication", "authorization", "ssl") if getattr(config, name) is not None}
+    out |= {name for name in ("authentication", "authorization") if getattr(config, name) is not None}
     # No exporter exists yet, whatever its settings.
     out.add("export")
     return out

@@ -25,7 +25,7 @@ from config import xmltree
 from config.issues import ConfigError, ConfigIssue, Issues
 from config.loader_policies import load_destination_policy
 from config.loader_security import load_plugins, load_ssl
-from config.loader_transports import inherit, load_connectors, load_defaults
+from config.loader_transports import allowed_origins, inherit, load_connectors, load_defaults
 from config.model import (
     BrokerConfig,
     BrokerSettings,
@@ -198,6 +198,16 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
             config = replace(config, redelivery=redelivery)
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))
+        ssl = config.ssl
+        for connector in config.connectors:
+            asks = connector.need_client_auth or connector.want_client_auth
+            if asks and ssl is not None and ssl.trust_store is None and ssl.ca_file is None:
+                ctx.issues.error(
+                    connector.source.line,
+                    "broker/transportConnectors/transportConnector",
+                    f"{connector.name!r} asks for client certificates: <sslContext> needs the CA "
+                    "certificates to check them against (trustStore, or caFile)",
+                )
     else:
         for connector in config.connectors:
             if connector.tls:
@@ -350,6 +360,8 @@ def _http(ctx: Context, node: Node) -> HttpServer:
     fields.get("host", "host", nonempty)
     fields.get("port", "port", integer(0, 65535))
     fields.get("allowRemote", "allow_remote", boolean)
+    fields.get("staticDirectory", "static_directory", path)
+    fields.get("allowedOrigins", "allowed_origins", allowed_origins)
     fields.finish()
     return HttpServer(**fields.values, origins=fields.origins)
 

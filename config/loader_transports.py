@@ -96,6 +96,10 @@ def allowed_origins(text: str) -> tuple[str, ...]:
         parts = urlsplit(origin)
         if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
             raise ValueError(f"{origin!r} is not an origin: write scheme://host[:port], or *")
+        try:
+            parts.port  # noqa: B018 (the check is the access: a bad port raises)
+        except ValueError:
+            raise ValueError(f"{origin!r}: the port is not a number from 0 to 65535") from None
     return origins
 
 

@@ -383,6 +383,10 @@ class HttpServer:
     port: int = _setting(8161, "port")
     #: With no users configured, accept admin clients that are not on loopback.
     allow_remote: bool = _setting(False, "allowRemote")
+    #: Also served, to anyone who can reach the port, at /static/ (a web app using /stomp).
+    static_directory: Path | None = _setting(None, "staticDirectory")
+    #: Origins whose pages may use /stomp (STOMP over WebSocket); empty: same origin only.
+    allowed_origins: tuple[str, ...] = _setting((), "allowedOrigins")
     origins: Origins = _origins()
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from config.loader_policies import reinherit
 from config.loader_transports import inherit
-from config.model import BrokerConfig, Origin, TransportDefaults
+from config.model import BrokerConfig, ConnectorScheme, Origin, SslContext, TransportDefaults
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -53,18 +53,60 @@ def _transport(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]
     return set_limit
 
 
-def _listener(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
-    """``--host``/``--port``: the first plain STOMP listener's, defining one if there is none."""
+def _listener(
+    name: str, scheme: ConnectorScheme = "stomp"
+) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
+    """``--host``/``--port`` (the first plain STOMP listener), ``--ws-port`` (the first
+    ws:// one), ``--wss-port`` (the first wss:// one): set it, defining one if there is none
+    (a STOMP listener goes first, a WebSocket one last)."""
 
     def set_address(config: BrokerConfig, value: Any, origin: Origin) -> BrokerConfig:
-        first = config.first_stomp_connector()
+        if scheme == "stomp":
+            first = config.first_stomp_connector()
+        else:
+            first = next((c for c in config.connectors if c.scheme == scheme), None)
         if first is None:
-            added = replace(inherit(config.transport_defaults), source=origin)
-            return replace(config, connectors=(_with(added, origin, **{name: value}), *config.connectors))
+            added = _with(
+                replace(inherit(config.transport_defaults), name=scheme, scheme=scheme, source=origin),
+                origin,
+                **{name: value},
+            )
+            both = (added, *config.connectors) if scheme == "stomp" else (*config.connectors, added)
+            return replace(config, connectors=both)
         connectors = tuple(_with(c, origin, **{name: value}) if c is first else c for c in config.connectors)
         return replace(config, connectors=connectors)
 
     return set_address
+
+
+def _websocket(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
+    """``--ws-host``, ``--ws-allowed-origins``: every ws:// and wss:// listener's (and the
+    admin server's /stomp origins)."""
+
+    def set_all(config: BrokerConfig, value: Any, origin: Origin) -> BrokerConfig:
+        connectors = tuple(_with(c, origin, **{name: value}) if c.websocket else c for c in config.connectors)
+        http = _with(config.http, origin, allowed_origins=value) if name == "allowed_origins" else config.http
+        return replace(config, connectors=connectors, http=http)
+
+    return set_all
+
+
+def _certificate(config: BrokerConfig, value: Any, origin: Origin) -> BrokerConfig:
+    """``--wss-cert``: the PEM chain of every TLS listener, with its key unless ``--wss-key``
+    names another file; it replaces a keyStore."""
+    ssl = _with(
+        config.ssl or SslContext(),
+        origin,
+        certificate_file=value,
+        key_file=value,
+        key_store=None,
+        key_store_password=None,
+    )
+    return replace(config, ssl=ssl)
+
+
+def _key(config: BrokerConfig, value: Any, origin: Origin) -> BrokerConfig:
+    return replace(config, ssl=_with(config.ssl or SslContext(), origin, key_file=value))
 
 
 def _policy(**fixed: Any) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
@@ -128,6 +170,15 @@ KEYS: dict[str, Callable[[BrokerConfig, Any, Origin], BrokerConfig]] = {
     "http_host": _section("http", "host"),
     "http_port": _section("http", "port"),
     "http_allow_remote": _section("http", "allow_remote"),
+    "http_static_dir": _section("http", "static_directory"),
+    # The ports first: --ws-host and the origins then apply to the listeners they define.
+    "ws_port": _listener("port", "ws"),
+    "wss_port": _listener("port", "wss"),
+    "ws_host": _websocket("host"),
+    "ws_allowed_origins": _websocket("allowed_origins"),
+    # The certificate before the key: --wss-cert also names the key, --wss-key replaces it.
+    "wss_cert": _certificate,
+    "wss_key": _key,
     "export_dir": _section("export", "directory"),
 }
 

@@ -16,6 +16,7 @@ from broker.app import BrokerOptions, BrokerThread
 from broker.core.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
 from broker.io.limits import ConnectionLimits
+from broker.io.listener import Listener
 
 T = TypeVar("T")
 
@@ -56,7 +57,8 @@ def on_broker(thread: BrokerThread, ask: Callable[[EngineAdminOps], T]) -> T:
 def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
     core = overrides.pop("core", CoreSettings())
     limits = overrides.pop("limits", ConnectionLimits())
-    options = BrokerOptions(host="127.0.0.1", port=0, data_dir=data_dir, core=core, limits=limits)  # type: ignore[arg-type]
+    listener = Listener(port=0, limits=limits)  # type: ignore[arg-type]
+    options = BrokerOptions(listeners=(listener,), data_dir=data_dir, core=core)  # type: ignore[arg-type]
     return BrokerThread(options).start()
 
 
@@ -88,3 +90,12 @@ def http_broker(tmp_path: Path) -> Iterator[BrokerThread]:
         yield thread
     finally:
         thread.stop()
+
+
+@pytest.fixture
+def ws_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    """A broker with a ws:// listener and its admin server (``/stomp``), on ephemeral ports."""
+    from tests.ws_support import running_ws_broker
+
+    with running_ws_broker(tmp_path / "data") as thread:
+        yield thread

@@ -14,6 +14,7 @@ from typing import Any
 from broker.app import BrokerOptions, BrokerThread
 from broker.core.settings import CoreSettings
 from broker.http.auth import HttpSecurity
+from broker.io.listener import Listener
 
 
 def start_http_broker(
@@ -23,8 +24,7 @@ def start_http_broker(
     core: CoreSettings | None = None,
 ) -> BrokerThread:
     options = BrokerOptions(
-        host="127.0.0.1",
-        port=0,
+        listeners=(Listener(port=0),),
         data_dir=data_dir,
         core=core or CoreSettings(),
         http_host=http_host,

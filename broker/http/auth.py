@@ -88,7 +88,7 @@ def is_loopback(host: str | None) -> bool:
     return address.is_loopback
 
 
-def _host_is_loopback(host_header: str | None) -> bool:
+def host_is_loopback(host_header: str | None) -> bool:
     if not host_header:
         # HTTP/1.0 clients may leave it out; then nothing was resolved by name.
         return True
@@ -114,7 +114,7 @@ def check(
                 "the admin API accepts only loopback clients while no users are configured "
                 "(configure users, or start the broker with --http-allow-remote)",
             )
-        if not _host_is_loopback(host_header):
+        if not host_is_loopback(host_header):
             return None, Denied(403, f"Host {host_header!r} is not a loopback name")
         return None, None
     credentials = basic_credentials(authorization)

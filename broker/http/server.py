@@ -42,11 +42,19 @@ class AdminPortError(OSError):
     """The admin server could not listen (port taken, address not ours)."""
 
 
+#: Where ``static_dir`` is served.
+STATIC_PREFIX = "/static/"
+
+
 class HttpServer:
-    def __init__(self, ops: AdminOps, security: HttpSecurity | None = None) -> None:
+    def __init__(
+        self, ops: AdminOps, security: HttpSecurity | None = None, static_dir: Path | None = None
+    ) -> None:
         self.security = security or HttpSecurity()
         #: Paths answered without credentials or the loopback rule.
         self.open_paths: set[str] = {"/health"}
+        #: Path prefixes answered likewise (the operator's own static files).
+        self.open_prefixes: tuple[str, ...] = ()
         self.operations = Operations()
         self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
         self.app[api.OPS_KEY] = ops
@@ -57,9 +65,21 @@ class HttpServer:
         self.app.router.add_get("/console", _to_console)
         self.app.router.add_get("/console/", _console_index)
         self.app.router.add_static("/console/", CONSOLE_DIR)
+        if static_dir is not None:
+            # The operator's files (say, a web app that talks STOMP to /stomp): served to
+            # whoever can reach the port, under the operator's own page policies.
+            self.app.router.add_static(STATIC_PREFIX, static_dir)
+            self.open_prefixes = (STATIC_PREFIX,)
         self.app.on_response_prepare.append(_add_security_headers)
         self._runner: web.AppRunner | None = None
         self.port = 0
+
+    def add_websocket(
+        self, path: str, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> None:
+        """Serve a WebSocket endpoint that does its own authentication (STOMP's CONNECT)."""
+        self.app.router.add_get(path, handler)
+        self.open_paths.add(path)
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
@@ -88,7 +108,7 @@ class HttpServer:
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if request.path in self.open_paths:
+        if request.path in self.open_paths or request.path.startswith(self.open_prefixes):
             return await handler(request)
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
         address = peer[0] if isinstance(peer, tuple) else None
@@ -116,5 +136,10 @@ async def _console_index(request: web.Request) -> web.StreamResponse:
 
 
 async def _add_security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    if request.path.startswith(STATIC_PREFIX):
+        # Not ours: the console's page policy would forbid what an operator's app needs
+        # (say, a WebSocket to another port); it can set its own in a <meta> tag.
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        return
     for name, value in SECURITY_HEADERS.items():
         response.headers.setdefault(name, value)

@@ -20,12 +20,15 @@ from broker.core.session import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
 from protocol.encoder import encode_frame
 from protocol.errors import StompError
+from protocol.frames import CONNECT, STOMP
 from protocol.parser import FrameParser
 
 if TYPE_CHECKING:
     from broker.core.engine import Engine
     from broker.core.session import Session
     from broker.io.limits import ConnectionLimits
+    from broker.io.listener import Gate
+    from protocol.frames import Frame
 
 log = logging.getLogger("stompd.connection")
 
@@ -33,10 +36,22 @@ HEARTBEAT = b"\n"
 
 
 class StompConnection(asyncio.Protocol):
-    def __init__(self, engine: Engine, limits: ConnectionLimits, registry: set[StompConnection]) -> None:
+    #: What the core writes through (a WebSocket connection sends one message per frame).
+    outbox_class: type[Outbox] = Outbox
+
+    def __init__(
+        self,
+        engine: Engine,
+        limits: ConnectionLimits,
+        registry: set[StompConnection],
+        gate: Gate | None = None,
+    ) -> None:
         self._engine = engine
+        #: The limits of the listener it came in on (each transportConnector has its own).
         self._limits = limits
         self._registry = registry
+        #: Its listener's maximumConnections count (None once it is not counted in it).
+        self._gate = gate
         self._loop = asyncio.get_running_loop()
         self._parser = FrameParser(
             max_frame_size=limits.max_frame_size,
@@ -64,6 +79,11 @@ class StompConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast("asyncio.Transport", transport)
+        if self._gate is not None and not self._gate.admit():
+            self._gate.refuse(transport)
+            self._gate = None
+            self._closed = True
+            return
         self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -71,7 +91,7 @@ class StompConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
-        self._outbox = Outbox(
+        self._outbox = self.outbox_class(
             self._loop,
             transport,
             self._fail,
@@ -97,6 +117,8 @@ class StompConnection(asyncio.Protocol):
         try:
             parser.feed(data)
             while (frame := parser.next_frame()) is not None:
+                if session.phase is AWAIT_CONNECT:
+                    self._default_heart_beat(frame)
                 engine.handle(session, frame)
                 if session.closing:
                     self._close()
@@ -129,6 +151,9 @@ class StompConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._gate is not None:
+            self._gate.leave()
+            self._gate = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -174,6 +199,14 @@ class StompConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.abort()
 
+    def _default_heart_beat(self, frame: Frame) -> None:
+        """ActiveMQ's transport.defaultHeartBeat: a CONNECT without a heart-beat header is
+        taken as one that asked for the listener's default (ProtocolConverter does the
+        same), so even a STOMP 1.0 client that dies silently is noticed."""
+        default = self._limits.default_heart_beat
+        if frame.command in (CONNECT, STOMP) and "heart-beat" not in frame.headers and any(default):
+            frame.headers["heart-beat"] = f"{default[0]},{default[1]}"
+
     # -- timers ----------------------------------------------------------------
 
     def _connect_deadline(self) -> None:
@@ -201,7 +234,7 @@ class StompConnection(asyncio.Protocol):
             return
         now = self._loop.time()
         recv_ms = session.heartbeat_recv_ms
-        if recv_ms and (now - self._last_read) * 1000 > recv_ms * self._engine.settings.heartbeat_grace:
+        if recv_ms and (now - self._last_read) * 1000 > recv_ms * self._limits.heartbeat_grace:
             log.info("closing %s: no data or heart-beat for %.1f s", self.peer, now - self._last_read)
             self._close()
             return

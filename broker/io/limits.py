@@ -1,4 +1,4 @@
-"""Per-connection limits the edge enforces (ActiveMQ's wireFormat and transport options)."""
+"""Per-connection limits the edge enforces: a listener's (ActiveMQ's wireFormat and transport options)."""
 
 from __future__ import annotations
 
@@ -22,3 +22,8 @@ class ConnectionLimits:
     #: Above this many bytes waiting to be written, the client is a slow consumer and
     #: is closed with an ERROR (nats-server's max_pending, and its default).
     max_pending: int = 64 << 20
+    #: transport.hbGracePeriodMultiplier: a client whose heart-beats stop is closed after
+    #: its interval times this (ActiveMQ's default is 1.0, strict, a top complaint about it).
+    heartbeat_grace: float = 1.5
+    #: transport.defaultHeartBeat: the (cx, cy) taken for a CONNECT without a heart-beat header.
+    default_heart_beat: tuple[int, int] = (0, 0)

@@ -144,11 +144,15 @@ class Outbox:
         transport = self._transport
         if transport.is_closing():
             return
-        transport.write(b"".join(chunks))
+        self._write(transport, chunks)
         self.wrote_at = self._loop.time()
         buffered = transport.get_write_buffer_size()
         if buffered > self._max_pending:
             self._slow_consumer(buffered)
+
+    def _write(self, transport: asyncio.Transport, chunks: list[bytes]) -> None:
+        # One write per flush; a message-oriented transport (WebSocket) overrides this.
+        transport.write(b"".join(chunks))
 
     def _unheld(self) -> None:
         if self._held_bytes and self._meter is not None:

@@ -1,4 +1,4 @@
-"""The listening socket and the set of live connections."""
+"""The broker's STOMP listeners and the set of live connections (TCP, TLS and WebSocket)."""
 
 from __future__ import annotations
 
@@ -6,34 +6,51 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from broker.core.errors import to_error_frame
 from broker.io.connection import StompConnection
+from broker.io.listener import Acceptor, TooManyConnections
+from protocol.encoder import encode_frame
+from protocol.frames import V1_0
 
 if TYPE_CHECKING:
     from broker.core.engine import Engine
     from broker.io.limits import ConnectionLimits
+    from broker.io.listener import Gate, Listener
 
 log = logging.getLogger("stompd.server")
 
 
 class StompServer:
-    def __init__(self, engine: Engine, limits: ConnectionLimits) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._limits = limits
-        self._server: asyncio.Server | None = None
+        self._acceptors: list[Acceptor] = []
         self.connections: set[StompConnection] = set()
+        #: False once ``stop`` has begun: other listeners (WebSocket) refuse new clients.
+        self.accepting = True
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen; returns the port actually bound (``port=0`` picks a free one)."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            lambda: StompConnection(self._engine, self._limits, self.connections),
-            host,
-            port,
-            reuse_address=True,
-            backlog=1024,
+    async def listen(self, listener: Listener) -> int:
+        """Open a STOMP (or STOMP over TLS) listener; returns the port bound (``port=0``
+        picks a free one).  Raises ListenError saying which listener could not listen."""
+        refusal = TooManyConnections(
+            f"this listener takes at most {listener.max_connections} connections (its maximumConnections)"
         )
-        bound: int = self._server.sockets[0].getsockname()[1]
-        return bound
+        acceptor = Acceptor(
+            listener,
+            lambda gate: self.connection(listener.limits, gate=gate),
+            encode_frame(to_error_frame(refusal), V1_0),
+        )
+        port = await acceptor.start()
+        self._acceptors.append(acceptor)
+        return port
+
+    def connection(
+        self,
+        limits: ConnectionLimits,
+        kind: type[StompConnection] = StompConnection,
+        gate: Gate | None = None,
+    ) -> StompConnection:
+        """A new connection on this broker's engine and registry (TCP or WebSocket)."""
+        return kind(self._engine, limits, self.connections, gate)
 
     def peers(self) -> dict[str, tuple[str, float]]:
         """Session id -> (peer address, connected since in epoch seconds), for the admin API."""
@@ -49,8 +66,9 @@ class StompServer:
 
         A client that does not read what is queued for it is cut off after ``grace``.
         """
-        if self._server is not None:
-            self._server.close()
+        self.accepting = False
+        for acceptor in self._acceptors:
+            acceptor.close()
         for connection in list(self.connections):
             connection.close()
         loop = asyncio.get_running_loop()
@@ -59,6 +77,6 @@ class StompServer:
             await asyncio.sleep(0.01)
         for connection in list(self.connections):
             connection.abort()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for acceptor in self._acceptors:
+            await acceptor.wait_closed()
+        self._acceptors.clear()

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+import trustme
 
 from broker.app import BrokerOptions
 from broker.core.settings import CoreSettings
@@ -29,11 +30,20 @@ def test_no_configuration_is_exactly_todays_embedded_defaults() -> None:
 
 def test_the_example_maps_onto_the_broker() -> None:
     options = broker_options(load(EXAMPLE).config)
-    assert (options.host, options.port) == ("127.0.0.1", 61613)
+    stomp, ws = options.listeners
+    assert (stomp.scheme, stomp.host, stomp.port, stomp.max_connections) == (
+        "stomp+nio",
+        "127.0.0.1",
+        61613,
+        1000,
+    )
+    assert stomp.limits == ConnectionLimits() and not stomp.websocket and stomp.ssl is None
+    assert (ws.scheme, ws.port, ws.path, ws.websocket) == ("ws", 61614, "/stomp", True)
+    assert ws.allowed_origins == ("https://console.example.com:443",)
     assert options.data_dir == Path.cwd() / "data"
     assert options.store_dir == Path.cwd() / "data" / "store"
     assert options.core == CoreSettings(cursor_high_water=0.70)
-    assert options.limits == ConnectionLimits()
+    assert options.http_stomp_limits == ConnectionLimits()
 
 
 def test_file_values_reach_core_settings_and_limits(tmp_path: Path) -> None:
@@ -52,13 +62,14 @@ def test_file_values_reach_core_settings_and_limits(tmp_path: Path) -> None:
         '<redeliveryPolicy maximumRedeliveries="2" redeliveryDelay="250"/></defaultEntry>'
         "</redeliveryPolicyMap></redeliveryPolicyMap></redeliveryPlugin></plugins>\n"
         '<transportConnectors><transportConnector uri="stomp://0.0.0.0:7000?wireFormat.maxFrameSize=1mb&amp;'
-        'transport.hbGracePeriodMultiplier=2.5&amp;transport.connectAttemptTimeout=5000"/></transportConnectors>\n'
-        '<transportDefaults maxHeaders="50" maxHeaderLength="2 kb"/>\n',
+        "transport.hbGracePeriodMultiplier=2.5&amp;transport.connectAttemptTimeout=5000&amp;"
+        'transport.defaultHeartBeat=5000,0&amp;maximumConnections=20"/></transportConnectors>\n'
+        '<transportDefaults maxHeaders="50" maxHeaderLength="2 kb" connectAttemptTimeout="7000"/>\n',
     ).config
     options = broker_options(config)
-    assert (options.host, options.port) == ("0.0.0.0", 7000)
+    (listener,) = options.listeners
+    assert (listener.host, listener.port, listener.max_connections) == ("0.0.0.0", 7000, 20)
     assert options.core == CoreSettings(
-        heartbeat_grace=2.5,
         queue_prefetch=10,
         topic_prefetch=20,
         memory_limit=64 << 20,
@@ -75,8 +86,17 @@ def test_file_values_reach_core_settings_and_limits(tmp_path: Path) -> None:
         send_fail_if_no_space=True,
         send_fail_if_no_space_after_timeout=1500,
     )
-    assert options.limits == ConnectionLimits(
-        max_frame_size=1 << 20, max_headers=50, max_header_length=2048, connect_timeout=5.0
+    assert listener.limits == ConnectionLimits(
+        max_frame_size=1 << 20,
+        max_headers=50,
+        max_header_length=2048,
+        connect_timeout=5.0,
+        heartbeat_grace=2.5,
+        default_heart_beat=(5000, 0),
+    )
+    # /stomp on the admin server has <transportDefaults>'s limits.
+    assert options.http_stomp_limits == ConnectionLimits(
+        max_headers=50, max_header_length=2048, connect_timeout=7.0
     )
 
 
@@ -123,11 +143,11 @@ def test_host_and_port_define_a_listener_when_the_file_has_none_the_broker_can_s
     config = load_body(
         tmp_path, '<transportConnectors><transportConnector uri="ws://127.0.0.1:0/"/></transportConnectors>\n'
     ).config
-    with pytest.raises(CannotRun, match="ws://"):
-        broker_options(config)
+    # A broker with WebSocket listeners only is fine.
+    assert [listener.scheme for listener in broker_options(config).listeners] == ["ws"]
     config = apply(config, [Override("port", 0, "--port")])
     assert [c.scheme for c in config.connectors] == ["stomp", "ws"]
-    assert broker_options(config).port == 0
+    assert [listener.port for listener in broker_options(config).listeners] == [0, 0]
 
 
 def test_every_override_key_applies() -> None:
@@ -137,21 +157,80 @@ def test_every_override_key_applies() -> None:
         "data_dir": Path("d"),
         "heartbeat_grace": 2.0,
         "individual_dead_letter_prefix": "D.",
+        "ws_host": "::1",
+        "ws_allowed_origins": ("https://app.example.com",),
     }
+    # --ws-host changes the WebSocket listeners there are.
+    with_ws = apply(BrokerConfig(), [Override("ws_port", 61614, "--ws-port")])
     for key in KEYS:
-        config = apply(BrokerConfig(), [Override(key, values.get(key, 3), f"--{key}")])
-        assert config != BrokerConfig(), key
+        base = with_ws if key == "ws_host" else BrokerConfig()
+        config = apply(base, [Override(key, values.get(key, 3), f"--{key}")])
+        assert config != base, key
 
 
 def test_check_report_marks_what_is_not_applied() -> None:
     config = load(EXAMPLE).config
     missing = not_applied(config)
-    assert "policies.entries[0]" in missing and "connectors[1]" in missing
+    assert "policies.entries[0]" in missing
+    # Every listener is served, with every option of its URI.
+    assert not any(key.startswith(("connectors", "transport_defaults")) for key in missing)
     assert "system_usage.memory_limit" not in missing
-    assert "connectors[0].maximum_connections" in missing
     report = render(config, lambda key: key not in missing)
     assert re.search(r"policyEntry queue='>' \(\S*activemq\.xml\.example:\d+\)  \[not applied yet\]", report)
     line = next(line for line in report.splitlines() if line.strip().startswith("memoryUsage limit"))
     assert "1 gb" in line and "activemq.xml.example:" in line and "not applied" not in line
     assert "simpleAuthenticationPlugin  [not applied yet]" in report
     assert "********" in report and "change-me" not in report
+
+
+def test_websocket_flags_override_the_files_listeners(tmp_path: Path) -> None:
+    config = load_body(
+        tmp_path,
+        "<transportConnectors>"
+        '<transportConnector uri="stomp://127.0.0.1:0"/>'
+        '<transportConnector name="web" uri="ws://127.0.0.1:61614/stomp?allowedOrigins=https://a.example"/>'
+        "</transportConnectors>\n"
+        '<httpServer allowedOrigins="https://console.example" staticDirectory="."/>\n',
+    ).config
+    # No flag: the file's listener, its path and origins; /stomp's origins and static files.
+    options = broker_options(config)
+    ws = options.listeners[1]
+    assert (ws.port, ws.path, ws.allowed_origins) == (61614, "/stomp", ("https://a.example:443",))
+    assert options.http_allowed_origins == ("https://console.example:443",)
+    assert options.http_static_dir == Path(".")
+    flagged = apply(
+        config,
+        [
+            Override("ws_port", 0, "--ws-port"),
+            Override("ws_host", "::1", "--ws-host"),
+            Override("ws_allowed_origins", ("*",), "--ws-allowed-origins"),
+        ],
+    )
+    web = flagged.connectors[1]
+    assert (web.name, web.host, web.port, web.path) == ("web", "::1", 0, "/stomp")
+    assert str(origin_of(web, "port")) == "flag --ws-port"
+    assert str(origin_of(web, "allowed_origins")) == "flag --ws-allowed-origins"
+    assert str(origin_of(flagged.http, "allowed_origins")) == "flag --ws-allowed-origins"
+    options = broker_options(flagged)
+    assert options.listeners[1].allowed_origins == ("*",) and options.http_allowed_origins == ("*",)
+
+
+def test_ws_and_wss_ports_define_listeners_and_wss_takes_the_flags_certificate(tmp_path: Path) -> None:
+    ca = trustme.CA()
+    chain = tmp_path / "chain.pem"
+    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(chain))
+    config = apply(
+        BrokerConfig(),
+        [
+            Override("ws_port", 0, "--ws-port"),
+            Override("wss_port", 0, "--wss-port"),
+            Override("wss_cert", chain, "--wss-cert"),
+        ],
+    )
+    assert [c.scheme for c in config.connectors] == ["stomp", "ws", "wss"]
+    assert config.ssl is not None and config.ssl.key_file == chain
+    assert str(origin_of(config.ssl, "certificate_file")) == "flag --wss-cert"
+    _, ws, wss = broker_options(config).listeners
+    assert ws.ssl is None and wss.ssl is not None and wss.scheme == "wss" and wss.websocket
+    with pytest.raises(CannotRun, match=r"wss://127\.0\.0\.1:0 needs TLS certificates"):
+        broker_options(apply(BrokerConfig(), [Override("wss_port", 0, "--wss-port")]))

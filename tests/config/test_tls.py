@@ -16,7 +16,10 @@ from config.model import SslContext
 from config.tls import read_key_material
 from tests.config.helpers import FIRST_BODY_LINE, load_body, one_error, warnings_of
 
-TLS_LISTENER = '<transportConnectors><transportConnector uri="stomp+ssl://127.0.0.1:0?needClientAuth=true"/></transportConnectors>\n'
+TLS_LISTENER = (
+    '<transportConnectors><transportConnector uri="stomp+ssl://127.0.0.1:0"/></transportConnectors>\n'
+)
+CLIENT_AUTH_LISTENER = TLS_LISTENER.replace(":0", ":0?needClientAuth=true")
 
 
 def make_cert(common_name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
@@ -73,8 +76,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return paths
 
 
-def ssl_body(attrs: str, listener: bool = True) -> str:
-    return (TLS_LISTENER if listener else "") + f"<sslContext><sslContext {attrs}/></sslContext>\n"
+def ssl_body(attrs: str, listener: bool = True, connectors: str = TLS_LISTENER) -> str:
+    return (connectors if listener else "") + f"<sslContext><sslContext {attrs}/></sslContext>\n"
 
 
 def test_pkcs12_key_and_trust_stores(tmp_path: Path, files: dict[str, Path]) -> None:
@@ -82,7 +85,8 @@ def test_pkcs12_key_and_trust_stores(tmp_path: Path, files: dict[str, Path]) -> 
         tmp_path,
         ssl_body(
             f'keyStore="file:{files["p12"]}" keyStorePassword="storepass" '
-            f'trustStore="{files["trust"]}" trustStorePassword="${{trust.password}}"'
+            f'trustStore="{files["trust"]}" trustStorePassword="${{trust.password}}"',
+            connectors=CLIENT_AUTH_LISTENER,
         ),
         defines={"trust.password": "storepass"},
     ).config
@@ -158,3 +162,16 @@ def test_unreadable_file(tmp_path: Path, files: dict[str, Path]) -> None:
 def test_key_material_needs_a_key() -> None:
     with pytest.raises(ValueError, match="needs keyStore"):
         read_key_material(SslContext())
+
+
+def test_client_certificates_need_a_trust_store(tmp_path: Path, files: dict[str, Path]) -> None:
+    for option in ("needClientAuth", "wantClientAuth"):
+        error = one_error(
+            tmp_path,
+            ssl_body(
+                f'certificateFile="{files["cert"]}" keyFile="{files["key"]}"',
+                connectors=CLIENT_AUTH_LISTENER.replace("needClientAuth", option),
+            ),
+        )
+        assert error.line == FIRST_BODY_LINE
+        assert "asks for client certificates" in error.reason and "trustStore, or caFile" in error.reason

@@ -10,6 +10,7 @@ means "off".
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import re
@@ -24,6 +25,7 @@ import pytest
 
 from tests.docker.image import Dockerfile, HostMap, seconds
 from tests.stomp_raw import RawClient
+from tests.ws_support import ws_round_trip
 
 pytestmark = pytest.mark.integration
 
@@ -165,9 +167,14 @@ def test_the_image_runs_stompd_from_the_shipped_config_on_the_volume(
 ) -> None:
     run = start(started, tmp_path / "volume")
     assert run.argv[1:] == ["--config", str(Path(__file__).parents[2] / "docker" / "activemq.xml")]
-    assert re.search(
-        r"stompd listening on 0\.0\.0\.0:\d+ \(data dir " + re.escape(str(tmp_path / "volume")), run.output()
+    listening = re.search(
+        r"stompd listening on 0\.0\.0\.0:\d+, ws://0\.0\.0\.0:(\d+)/stomp \(data dir "
+        + re.escape(str(tmp_path / "volume")),
+        run.output(),
     )
+    assert listening, run.output()
+    # The WebSocket listener of the shipped file serves STOMP at /stomp.
+    assert asyncio.run(ws_round_trip(f"ws://127.0.0.1:{listening[1]}/stomp", "/queue/image")) == b"hello"
     assert (tmp_path / "volume" / "store").is_dir()
     assert "error" not in run.output().lower()
 

@@ -135,7 +135,7 @@ def test_hash_password_makes_a_hash_the_loader_accepts(
 def test_a_broker_runs_from_a_file_in_process(tmp_path: Path) -> None:
     config = load(small_file(tmp_path), defines={"data": str(tmp_path / "d")}).config
     options = broker_options(apply(config, [Override("store_limit", 1 << 30, "--store-limit")]))
-    assert options.limits.max_frame_size == 1 << 20 and options.core.memory_limit == 32 << 20
+    assert options.listeners[0].limits.max_frame_size == 1 << 20 and options.core.memory_limit == 32 << 20
     thread = BrokerThread(options).start()
     try:
         with client(thread.port) as c:
