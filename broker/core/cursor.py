@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from broker.core.disk import Disk
     from broker.core.message import Message
-    from broker.core.swap import Log, PageResult, StoredSource
+    from broker.core.swap import Log, PageResult, StoreSource
     from broker.core.usage import UsageMeter
     from store.api import Outcome
 
@@ -63,7 +63,7 @@ class Cursor:
         "page_failures",
         "paging",
         "skip",
-        "stored",
+        "store_source",
         "wakeup",
     )
 
@@ -89,7 +89,7 @@ class Cursor:
         self.disk_hi = [0] * LEVELS
         self.disk_total = 0
         #: Persistent messages past the memory part stay only in the message store.
-        self.stored: StoredSource | None = None
+        self.store_source: StoreSource | None = None
         #: Per level, stored messages a disk scan took out of the middle of the range:
         #: they are still in the store (until acked), so a page-in must pass over them.
         self.skip: list[set[int]] | None = None
@@ -121,7 +121,7 @@ class Cursor:
         # other is swapped to the temp log while the temp limit has room; past that,
         # memory takes it up to the hard limit (flow control has checked it fits there).
         if self.disk_count[priority] or not self._room_in_memory(message):
-            if message.stored and self.stored is not None:
+            if message.store_size and self.store_source is not None:
                 self._on_disk(message)
                 return
             log = self.log
@@ -154,9 +154,9 @@ class Cursor:
         self.disk_count[priority] += 1
         self.disk_total += 1
 
-    def recovered(self, source: StoredSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
+    def recovered(self, source: StoreSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
         """Start with what the message store holds: counts per level, sequences up to ``hi``."""
-        self.stored = source
+        self.store_source = source
         for priority, n in enumerate(counts):
             if n:
                 self.disk_count[priority] = n
@@ -291,7 +291,7 @@ class Cursor:
     def _page_in(self) -> bool:
         """Ask for the best level's next batch; True if it is already back (an inline worker)."""
         log = self.log
-        source = self.stored
+        source = self.store_source
         if self.paging or (log is None and source is None):
             return False
         priority = self.best_disk_level()
@@ -309,8 +309,8 @@ class Cursor:
     def before_read(self) -> Disk:
         """Before a read of the disk part: submit what is queued for writing (temp log and
         store), so the read sees it; returns the disk to read it on."""
-        if self.stored is not None:
-            self.stored.submit_writes()
+        if self.store_source is not None:
+            self.store_source.submit_writes()
         if self.log is not None:
             self.log.flush()
         return self.disk()
@@ -319,8 +319,8 @@ class Cursor:
         log = self.log
         if log is not None:
             return log.space.disk
-        assert self.stored is not None
-        return self.stored.disk
+        assert self.store_source is not None
+        return self.store_source.disk
 
     def _paged_in(self, outcome: Outcome[PageResult]) -> None:
         if isinstance(outcome, Failed):
@@ -382,7 +382,7 @@ class Cursor:
         picked, still in the store until acked): the caller must ignore it.
         """
         priority = message.priority
-        if message.stored:
+        if message.store_size:
             if self.skip is None:
                 self.skip = [set() for _ in range(LEVELS)]
             skip = self.skip[priority]

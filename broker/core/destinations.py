@@ -1,8 +1,7 @@
 """Where destinations live: queues, topics, temporary ones, and the route cache.
 
-Each destination gets a memory meter (a child of the broker's) and, when the broker
-has a temp store, a log to swap to: a queue its own, a topic one shared by its
-subscribers' cursors.
+Each destination gets a memory meter (a child of the broker's) and a log in the temp
+store to swap to: a queue its own, a topic one shared by its subscribers' cursors.
 """
 
 from __future__ import annotations
@@ -38,8 +37,8 @@ class Destinations:
         settings: CoreSettings,
         clock: Clock,
         usage: SystemUsage,
-        swap: SwapSpace | None,
-        persistence: Persistence | None = None,
+        swap: SwapSpace,
+        persistence: Persistence,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -62,7 +61,7 @@ class Destinations:
                 self.clock,
                 owner,
                 meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
-                log=self.swap.new_log(shared=False) if self.swap is not None else None,
+                log=self.swap.new_log(shared=False),
                 high_water=self.settings.cursor_high_water,
             )
             queue.on_expired = self.on_expired
@@ -76,8 +75,7 @@ class Destinations:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
             topic.meter = self.usage.memory.child(topic.name, self.settings.destination_memory_limit)
-            if self.swap is not None:
-                topic.log = self.swap.new_log(shared=True)
+            topic.log = self.swap.new_log(shared=True)
         return topic
 
     def temp_queue(self, session: Session, name: str) -> Queue:
@@ -163,5 +161,4 @@ class Destinations:
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts)
-        log = self.swap.new_log(shared=False) if self.swap is not None else None
-        return Cursor(self.usage.memory, log, high_water=high_water)
+        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water)

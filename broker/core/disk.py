@@ -64,8 +64,8 @@ class Disk:
         self,
         worker: Worker,
         clock: Clock,
-        temp: TempStore | None = None,
-        memory: UsageMeter | None = None,
+        temp: TempStore,
+        memory: UsageMeter,
     ) -> None:
         self.worker = worker
         self.clock = clock
@@ -81,9 +81,6 @@ class Disk:
     def submit(self, job: Callable[[], T], done: Callable[[Outcome[T]], None]) -> None:
         """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread."""
         temp = self.temp
-        if temp is None:
-            self.worker.submit(job, done)
-            return
 
         def run() -> tuple[Outcome[T], int]:
             try:
@@ -101,7 +98,7 @@ class Disk:
             done(result)
             return
         outcome, held = result.value
-        if held != self._held and self.memory is not None:
+        if held != self._held:
             self.memory.charge(held - self._held)
         self._held = held
         done(outcome)
@@ -129,7 +126,7 @@ class Disk:
             self.stats.retries += 1
             retry()
         temp = self.temp
-        if self._held and temp is not None and not self._retrying_temp:
+        if self._held and not self._retrying_temp:
             self._retrying_temp = True
             self.submit(temp.retry, self._temp_retried)
 

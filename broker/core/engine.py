@@ -55,9 +55,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.session import Outbox
-    from store.api import TempStore, Worker
-    from store.commit import GroupCommitter
-    from store.persistent import MessageStore
+    from store.api import Stores
 
 log = logging.getLogger("stompd.engine")
 
@@ -73,29 +71,14 @@ _NEVER_PARKED = frozenset({f.ACK, f.NACK})
 
 class Engine:
     def __init__(
-        self,
-        settings: CoreSettings | None = None,
-        clock: Clock | None = None,
-        *,
-        temp_store: TempStore | None = None,
-        worker: Worker | None = None,
-        message_store: MessageStore | None = None,
-        committer: GroupCommitter | None = None,
+        self, settings: CoreSettings | None = None, clock: Clock | None = None, *, stores: Stores
     ) -> None:
         self.settings = settings = settings or CoreSettings()
         self.clock = clock or Clock()
         self.usage = SystemUsage(settings.memory_limit, settings.store_limit, settings.temp_limit)
-        self.disk = Disk(worker, self.clock, temp_store, self.usage.memory) if worker is not None else None
-        self.swap = (
-            SwapSpace(temp_store, self.disk, self.usage.temp, self.usage.memory, settings.page_size)
-            if temp_store is not None and self.disk is not None
-            else None
-        )
-        self.persistence = (
-            Persistence(message_store, committer, self.usage.store, self.disk)
-            if message_store is not None and committer is not None and self.disk is not None
-            else None
-        )
+        self.disk = Disk(stores.worker, self.clock, stores.temp, self.usage.memory)
+        self.swap = SwapSpace(stores.temp, self.disk, self.usage.temp, self.usage.memory, settings.page_size)
+        self.persistence = Persistence(stores.messages, self.usage.store, self.disk)
         self.destinations = Destinations(settings, self.clock, self.usage, self.swap, self.persistence)
         self.destinations.on_expired = self._expired
         self.durables = Durables()
@@ -169,8 +152,6 @@ class Engine:
         Returns how many stored messages there are.
         """
         persistence = self.persistence
-        if persistence is None:
-            return 0
         recovery = persistence.store.recover()
         self._seq = max(self._seq, recovery.next_seq - 1)
         self.usage.store.charge(recovery.used_bytes)
@@ -204,10 +185,8 @@ class Engine:
 
     def flush(self) -> None:
         """End of a batch of work: submit the writes it queued (one per swap log, one store batch)."""
-        if self.swap is not None:
-            self.swap.flush()
-        if self.persistence is not None:
-            self.persistence.flush()
+        self.swap.flush()
+        self.persistence.flush()
 
     def after_io(self, callback: Callable[[], None]) -> None:
         """Run a store completion on the engine's thread, then what it may have freed."""
@@ -218,8 +197,7 @@ class Engine:
 
     def tick(self) -> None:
         """Called a few times a second: scheduled deliveries, parked-SEND deadlines, retries."""
-        if self.disk is not None:
-            self.disk.run_due()
+        self.disk.run_due()
         self.jobs.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
@@ -315,7 +293,7 @@ class Engine:
         receipt = frame.headers.get("receipt")
         tx_id = frame.headers.pop("transaction", None)
         message, targets = self._prepare_send(session, frame)
-        if message.persistent and self.persistence is not None and self.persistence.failed is not None:
+        if message.persistent and self.persistence.failed is not None:
             raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:
             tx = self._transaction(session, tx_id)
@@ -402,7 +380,7 @@ class Engine:
                     return False
                 continue
             assert isinstance(target, Topic)
-            stored = message.persistent and self.durables and self.persistence is not None
+            stored = message.persistent and self.durables
             if stored and self._store_full(message):
                 return False
             for sub in self.router.subscribers(target):
@@ -416,7 +394,7 @@ class Engine:
         """Room in the cursors of the durable subscriptions that keep ``message`` while away
         (they take it on disk, below the memory high-water mark too).  A stored message
         needs nothing there: it is a store pointer."""
-        if message.persistent and self.persistence is not None:
+        if message.persistent:
             return True
         for durable in self.durables.matching(topic):
             cursor = durable.keeping(message)
@@ -431,8 +409,7 @@ class Engine:
     def _store_full(self, message: Message) -> bool:
         """No room to store ``message``: storeUsage is at its limit (which the disk's free
         space bounds, see ``UsageMeter.bound``), or the store's writes fail now."""
-        persistence = self.persistence
-        if persistence is not None and persistence.stalled is not None:
+        if self.persistence.stalled is not None:
             return True
         return not self.usage.store.fits(message.size)
 
@@ -442,9 +419,9 @@ class Engine:
             f"memory usage {usage.memory.percent:.0f}%, store usage {usage.store.percent:.0f}% "
             f"and temp usage {usage.temp.percent:.0f}% of their limits"
         )
-        persistence = self.persistence
-        if persistence is not None and persistence.stalled is not None:
-            why = f"the message store cannot write now ({persistence.stalled}); {why}"
+        stalled = self.persistence.stalled
+        if stalled is not None:
+            why = f"the message store cannot write now ({stalled}); {why}"
         return why
 
     # -- flow control ----------------------------------------------------------
@@ -590,7 +567,7 @@ class Engine:
         else:
             assert isinstance(target, Topic)
             durables = self.durables.matching(target)
-            if durables and message.persistent and self.persistence is not None:
+            if durables and message.persistent:
                 owed = [d.store_id for d in durables if d.accepts(message)]
                 if owed:
                     self.persistence.add_shared(target.name, message, owed, sender)
@@ -690,8 +667,6 @@ class Engine:
         if not client_id:
             raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
         persistence = self.persistence
-        if persistence is None:
-            raise InvalidHeader("this broker has no message store for durable subscriptions")
         durable = self.durables.get(client_id, name)
         if durable is not None:
             if durable.sub is not None:
@@ -720,7 +695,6 @@ class Engine:
         """A durable subscriber's cursor: the one it kept since its last subscriber in this
         broker's lifetime, or a new one over what the store holds for it."""
         persistence = self.persistence
-        assert persistence is not None
         durable.sub = sub
         sub.durable = durable
         sub.persistence = persistence
@@ -731,7 +705,7 @@ class Engine:
         swap = self.swap
         cursor = durable.cursor = Cursor(
             self.usage.memory,
-            swap.new_log(shared=False) if swap is not None else None,
+            swap.new_log(shared=False),
             high_water=self.settings.cursor_high_water,
         )
         owed = persistence.store.pending_of(durable.store_id)
@@ -744,7 +718,6 @@ class Engine:
             for message in durable.cursor.close():
                 message.drop()
             durable.cursor = None
-        assert self.persistence is not None
         self.persistence.remove_subscription(durable.client_id, durable.name)
 
     def _start(self, sub: Subscription) -> None:
@@ -864,15 +837,13 @@ class Engine:
             queue = self.queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
-            if message.stored:
+            if message.store_size:
                 self._unstore(sub, message, queue is not None)
             message.drop()
 
     def _unstore(self, sub: Subscription | None, message: Message, from_queue: bool) -> None:
         """``message`` is done with: delete it from the store (a topic's: this subscriber's share)."""
         persistence = self.persistence
-        if persistence is None:
-            return
         if from_queue:
             persistence.remove(message)
         elif sub is not None and sub.durable is not None:
@@ -958,7 +929,7 @@ class Engine:
         original = self.queues.get(message.destination)
         if original is not None:
             original.acked(1)
-        if message.stored:
+        if message.store_size:
             self._unstore(sub, message, original is not None)
         message.drop()
         self._route(dlq, dead)
@@ -968,7 +939,7 @@ class Engine:
         if message.persistent and self.settings.dead_letter_expired:
             message.hold()
             self._dead_letter(message, "Message expired")
-        elif message.stored:
+        elif message.store_size:
             self._unstore(None, message, True)
 
     # -- transactions ----------------------------------------------------------

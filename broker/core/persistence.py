@@ -32,9 +32,8 @@ import logging
 import struct
 from typing import TYPE_CHECKING
 
-from broker.core import stored
-from store.api import Failed
-from store.commit import Batch
+from broker.core.message_codecs import BadRecord, from_store, to_store
+from store.api import Batch, Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,9 +43,7 @@ if TYPE_CHECKING:
     from broker.core.queue import Queue
     from broker.core.session import Outbox, Session
     from broker.core.usage import UsageMeter
-    from store.api import Outcome
-    from store.commit import GroupCommitter
-    from store.persistent import MessageStore
+    from store.api import MessageStore, Outcome
 
 log = logging.getLogger("stompd.persistence")
 
@@ -72,7 +69,6 @@ class Persistence:
         "_later_shared",
         "_removes",
         "_waiting",
-        "committer",
         "disk",
         "failed",
         "meter",
@@ -80,9 +76,8 @@ class Persistence:
         "store",
     )
 
-    def __init__(self, store: MessageStore, committer: GroupCommitter, meter: UsageMeter, disk: Disk) -> None:
+    def __init__(self, store: MessageStore, meter: UsageMeter, disk: Disk) -> None:
         self.store = store
-        self.committer = committer
         #: ``storeUsage``: bytes of stored message records.
         self.meter = meter
         #: Where cursors read stored messages back (the store's worker thread).
@@ -108,7 +103,7 @@ class Persistence:
         """Record ``queue`` in the store (first persistent message); its id there."""
         if not queue.store_id:
             queue.store_id = self.store.add_destination(self._batch, QUEUE_KIND, queue.name)
-            queue.cursor.stored = QueueSource(self, queue.store_id)
+            queue.cursor.store_source = QueueSource(self, queue.store_id)
         return queue.store_id
 
     def topic_id(self, name: str) -> int:
@@ -151,13 +146,13 @@ class Persistence:
     def add(self, queue: Queue, message: Message, session: Session | None) -> None:
         """Store a persistent message routed to ``queue``; ``session`` (its sender) waits for it."""
         dest_id = queue.store_id or self.attach(queue)
-        value = stored.encode(message)
+        value = to_store(message)
         self.store.claim(message.seq)
         adds = self._adds.get(dest_id)
         if adds is None:
             adds = self._adds[dest_id] = []
         adds.append((message.priority, message.seq, value))
-        message.stored = len(value)
+        message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
         if session is not None:
@@ -166,10 +161,10 @@ class Persistence:
     def add_shared(self, topic: str, message: Message, sub_ids: list[int], session: Session | None) -> None:
         """Store a topic message once for the durable subscriptions ``sub_ids``."""
         dest_id = self.topic_id(topic)
-        value = stored.encode(message)
+        value = to_store(message)
         self.store.claim(message.seq)
         self.store.add_shared(self._batch, dest_id, message.priority, message.seq, value, sub_ids)
-        message.stored = len(value)
+        message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
         if session is not None:
@@ -204,10 +199,10 @@ class Persistence:
 
     def remove(self, message: Message) -> None:
         """Acknowledged (or dead-lettered, or expired): delete it with the next batch."""
-        size = message.stored
+        size = message.store_size
         if not size:
             return
-        message.stored = 0
+        message.store_size = 0
         removes = self._removes.get(message.store_dest)
         if removes is None:
             removes = self._removes[message.store_dest] = []
@@ -238,9 +233,9 @@ class Persistence:
             return
         if held:
             self._waiting.append(held)
-            self.committer.submit_batch(batch, functools.partial(self._durable, held, later, later_shared))
+            self.store.submit(batch, functools.partial(self._durable, held, later, later_shared))
         else:
-            self.committer.submit_batch(batch)
+            self.store.submit(batch)
 
     def _gather(self) -> None:
         # Adds before removes: a message stored and expired in one batch ends deleted.
@@ -314,7 +309,7 @@ class StoredSchedule:
         value = (
             _SCHEDULE.pack(message.priority, period, repeats, len(destination))
             + destination
-            + stored.encode(message)
+            + to_store(message)
         )
         self._put(due_ms, seq, value)
         if sender is not None:
@@ -372,8 +367,8 @@ class StoredSchedule:
         head = _SCHEDULE.size
         destination = value[head : head + n].decode()
         try:
-            message = stored.decode(0, priority, value[head + n :])
-        except stored.BadRecord:
+            message = from_store(0, priority, value[head + n :])
+        except BadRecord:
             log.exception("dropping an unreadable scheduled message due at %d", due_ms)
             return
         message.persistent = message.headers.get("persistent") == "true"
@@ -381,8 +376,8 @@ class StoredSchedule:
         fire(message, destination, due_ms, period, repeats)
 
 
-class _StoredSource:
-    """Stored messages read back into a cursor, on the worker thread (see ``swap.StoredSource``)."""
+class _StoreReader:
+    """Stored messages read back into a cursor, on the worker thread (see ``swap.StoreSource``)."""
 
     __slots__ = ("disk", "persistence")
 
@@ -395,8 +390,8 @@ class _StoredSource:
 
 
 def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:
-    message = stored.decode(seq, priority, value)
-    message.stored = len(value)
+    message = from_store(seq, priority, value)
+    message.store_size = len(value)
     message.store_dest = dest_id
     if deliveries:
         message.redelivered = True
@@ -404,7 +399,7 @@ def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: i
     return message
 
 
-class QueueSource(_StoredSource):
+class QueueSource(_StoreReader):
     """A queue's stored messages."""
 
     __slots__ = ("dest_id",)
@@ -419,7 +414,7 @@ class QueueSource(_StoredSource):
         return [_restored(seq, priority, value, dest_id, deliveries) for seq, value, deliveries in rows]
 
 
-class SubscriptionSource(_StoredSource):
+class SubscriptionSource(_StoreReader):
     """A durable subscription's stored messages (its pointers)."""
 
     __slots__ = ("sub_id",)

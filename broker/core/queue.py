@@ -241,7 +241,7 @@ class Queue:
         """
         cursor = self.cursor
         log = cursor.log
-        source = cursor.stored
+        source = cursor.store_source
         if log is None and source is None:
             return False
         candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
@@ -341,7 +341,7 @@ class Queue:
         stats.dispatched += 1
         if sub.auto:
             stats.dequeued += 1
-        if message.stored:
+        if message.store_size:
             assert self.persistence is not None
             self.persistence.dispatched(message, sub.session, sub.auto)
         sub.deliver(message)

@@ -109,7 +109,7 @@ class Subscription:
             self._sub_header_version = version
         message.delivery_count += 1
         self.delivered += 1
-        if message.stored and self.durable is not None:
+        if message.store_size and self.durable is not None:
             assert self.persistence is not None
             self.persistence.dispatched_shared(message, self.durable.store_id, session, self.auto)
         outbox = session.outbox

@@ -229,9 +229,9 @@ class EngineAdminOps:
         )
 
     def health(self) -> Health:
-        persistence = self._engine.persistence
-        if persistence is not None and persistence.failed is not None:
-            return Health(False, (f"message store failed: {persistence.failed}",))
+        failed = self._engine.persistence.failed
+        if failed is not None:
+            return Health(False, (f"message store failed: {failed}",))
         return Health(True)
 
     # -- the core's admin operations (not there yet) -----------------------------------

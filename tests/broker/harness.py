@@ -14,6 +14,7 @@ from broker.io.outbox import Outbox
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+from store.memory import memory_stores
 
 
 class ListOutbox:
@@ -69,7 +70,7 @@ class Peer:
 
 
 def new_engine(ms: int = 1_000_000) -> Engine:
-    return Engine(clock=Clock(ms))
+    return Engine(clock=Clock(ms), stores=memory_stores())
 
 
 class MockLoop:

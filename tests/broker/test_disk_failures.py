@@ -17,6 +17,7 @@ from broker.core.clock import Clock
 from broker.core.disk import RETRY_FIRST_MS
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from store.api import Stores
 from store.leveldb import LevelDB
 from store.persistent import MessageStore
 from store.temp import TempStore
@@ -37,18 +38,10 @@ class Disks:
         self.store = MessageStore(self.db)
         self.posted: list[Callable[[], None]] = []
         self.errors: list[BaseException] = []
-        committer = self.store.start_committer(
-            self.posted.append, self._failed, on_stall=self._stalled, linger=0.001
-        )
+        self.store.start_committer(self.posted.append, self._failed, on_stall=self._stalled, linger=0.001)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        self.engine = Engine(
-            core,
-            Clock(1_000_000),
-            temp_store=TempStore(self.temp),
-            worker=InlineWorker(),
-            message_store=self.store,
-            committer=committer,
-        )
+        stores = Stores(messages=self.store, temp=TempStore(self.temp), worker=InlineWorker())
+        self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.engine.recover()
 
     def _failed(self, exc: BaseException) -> None:

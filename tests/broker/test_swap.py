@@ -8,14 +8,16 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.errors import NoSpace
 from broker.core.settings import CoreSettings
-from store.memory import MemoryStore
+from store.api import Stores
+from store.memory import MemoryDatabase, memory_message_store
+from store.temp import TempStore
 from store.worker import InlineWorker
 from tests.broker.harness import Peer
 
 KB = 1024
 
 
-class CountingStore(MemoryStore):
+class CountingStore(MemoryDatabase):
     """Counts the records read, to show that scans do not re-read the backlog."""
 
     def __init__(self) -> None:
@@ -33,7 +35,8 @@ def swapping_engine(
 ) -> tuple[Engine, CountingStore]:
     store = CountingStore()
     core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
-    engine = Engine(core, Clock(1_000_000), temp_store=store, worker=InlineWorker())
+    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=InlineWorker())
+    engine = Engine(core, Clock(1_000_000), stores=stores)
     return engine, store
 
 
