@@ -16,8 +16,6 @@ from broker.core.topic import Topic, TopicRouter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from broker.core.clock import Clock
     from broker.core.message import Message
     from broker.core.persistence import Persistence
@@ -45,8 +43,8 @@ class Destinations:
         self.usage = usage
         self.swap = swap
         self.persistence = persistence
-        #: Told of each message a queue finds expired (the engine dead-letters or counts it).
-        self.on_expired: Callable[[Message], None] | None = None
+        #: Persistent messages queues found expired, with their holds, for ``settlement``.
+        self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
@@ -59,15 +57,13 @@ class Destinations:
             queue = Queue(
                 name,
                 self.clock,
+                self.persistence,
+                self.expired,
                 owner,
                 meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
                 log=self.swap.new_log(shared=False),
                 high_water=self.settings.cursor_high_water,
             )
-            queue.on_expired = self.on_expired
-            if owner is None:
-                # Temporary queues die with their connection: nothing of theirs is stored.
-                queue.persistence = self.persistence
             self.queues[name] = queue
         return queue
 
@@ -160,5 +156,5 @@ class Destinations:
         high_water = self.settings.cursor_high_water
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
-            return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts)
-        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water)
+            return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
+        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)

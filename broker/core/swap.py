@@ -4,6 +4,8 @@ A queue's log has one reader, the queue's cursor, which deletes what it pages ba
 in.  A topic's log is shared by the cursors of all its subscriptions: a message is
 written once however many slow subscribers need it, each cursor remembers only the
 key range it has on disk, and what every cursor has read past is deleted (``gc``).
+Each cursor of a shared log tells it, through its ``LogReader``, where its disk part
+starts per priority; the log never looks into a cursor.
 
 Writes are batched: ``append`` queues a record, and ``flush`` (called by the engine
 once per batch of frames, and before any read) submits one write for all of them.
@@ -25,7 +27,6 @@ from store.api import Failed
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.cursor import Cursor
     from broker.core.disk import Disk
     from broker.core.message import Message
     from broker.core.usage import UsageMeter
@@ -37,18 +38,22 @@ PageResult = tuple[int, list["Message"], int, int]
 ScanResult = tuple[list[tuple["Message", object]], list[int], int]
 
 
-class StoreSource(Protocol):
-    """A cursor's second disk source: persistent messages kept in the message store.
+#: A reader's floor at a priority where it has nothing on disk.
+NOTHING = 1 << 63
 
-    ``read`` runs on a worker thread and sees everything submitted to the store so far.
-    """
+
+class StoreSource(Protocol):
+    """A cursor's second disk source: persistent messages kept in the message store
+    (``persistence.QueueStoreReader``, ``persistence.SubscriptionStoreReader``)."""
 
     disk: Disk
 
-    def submit_writes(self) -> None:
-        """Loop thread, before a read job: submit what is built, so that the read sees it."""
+    def prepare_read(self) -> None:
+        """Loop thread, before a read job: make what is built so far visible to it."""
 
-    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]: ...
+    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
+        """Worker thread: up to ``limit`` messages with lo <= seq <= hi, in sequence order."""
+        ...
 
 
 class SwapSpace:
@@ -86,14 +91,24 @@ class SwapSpace:
             log.flush()
 
 
+class LogReader:
+    """One cursor of a shared log: the sequence its disk part starts at, per priority
+    (``NOTHING`` where it has none), as the cursor last reported it."""
+
+    __slots__ = ("floors",)
+
+    def __init__(self) -> None:
+        self.floors = [NOTHING] * 10
+
+
 class Log:
-    __slots__ = ("_gc_floor", "_pending", "_pending_bytes", "cursors", "id", "shared", "space", "written_hi")
+    __slots__ = ("_gc_floor", "_pending", "_pending_bytes", "_readers", "id", "shared", "space", "written_hi")
 
     def __init__(self, space: SwapSpace, log_id: int, shared: bool) -> None:
         self.space = space
         self.id = log_id
         self.shared = shared
-        self.cursors: list[Cursor] = []
+        self._readers: list[LogReader] = []
         self._pending: list[tuple[int, int, int, bytes]] = []
         self._pending_bytes = 0
         #: Highest sequence written, per priority (what ``gc`` may delete up to).
@@ -131,14 +146,25 @@ class Log:
         # On disk, or held in RAM by the temp store (``Disk`` charges that part again).
         self.space.memory.release(size)
 
+    def add_reader(self) -> LogReader:
+        """A cursor starts reading this shared log."""
+        reader = LogReader()
+        self._readers.append(reader)
+        return reader
+
+    def remove_reader(self, reader: LogReader) -> None:
+        """A cursor is done with this shared log: collect what only it still needed."""
+        if reader in self._readers:
+            self._readers.remove(reader)
+        self.gc()
+
     def gc(self) -> None:
-        """Delete what no cursor of this shared log still needs."""
+        """Delete what no reader of this shared log still needs."""
         store = self.space.store
         for priority in range(10):
             floor = self.written_hi[priority] + 1
-            for cursor in self.cursors:
-                if cursor.disk_count[priority]:
-                    floor = min(floor, cursor.disk_lo[priority])
+            for reader in self._readers:
+                floor = min(floor, reader.floors[priority])
             if floor <= self._gc_floor[priority] or not self.written_hi[priority]:
                 continue
             self._gc_floor[priority] = floor

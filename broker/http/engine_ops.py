@@ -189,7 +189,7 @@ class EngineAdminOps:
                 client_id=durable.client_id,
             )
             for durable in engine.durables.records.values()
-            if durable.sub is None
+            if durable.subscriber is None
         )
         return out
 
@@ -225,7 +225,7 @@ class EngineAdminOps:
             temp=_meter(usage.temp),
             connections=len(engine.sessions),
             destinations=len(engine.queues) + len(engine.router.topics),
-            blocked_producers=engine.blocked.stats.blocked_now,
+            blocked_producers=engine.flow.stats.blocked_now,
         )
 
     def health(self) -> Health:

@@ -154,7 +154,7 @@ def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks
     assert cursor.disk_total > 10
     assert disk.held > 10 * 1000
     assert disk.held + cursor.mem_bytes <= engine.usage.memory.used <= engine.usage.memory.limit
-    assert engine.blocked.stats.blocked_now == 1
+    assert engine.flow.stats.blocked_now == 1
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     got = bodies(c)  # what is held is read back from RAM
@@ -164,7 +164,7 @@ def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks
         disks.later(1000)  # a tick asks the temp store to write what it still holds
         got += bodies(c)
     assert got == list(range(150))
-    assert disk.held == 0 and engine.blocked.stats.blocked_now == 0
+    assert disk.held == 0 and engine.flow.stats.blocked_now == 0
 
 
 def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_after(disks: Disks) -> None:
@@ -181,11 +181,11 @@ def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_aft
     # r1's batch is not durable: no RECEIPT.  The next SEND waits for room.
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r2"}, b"2")
     assert p.received() == []
-    assert engine.blocked.stats.blocked_now == 1
+    assert engine.flow.stats.blocked_now == 1
     disks.db.full = False
     disks.settle()
     assert [f.headers["receipt-id"] for f in p.received()] == ["r1", "r2"]
-    assert engine.blocked.stats.blocked_now == 0
+    assert engine.flow.stats.blocked_now == 0
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     disks.settle()

@@ -164,7 +164,7 @@ def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
         both.send_frame("SEND", {"destination": "/queue/f", "receipt": str(i)}, b"%06d" % i + b"x" * 1000)
     engine.flush()
     assert both.session.parked, "the producer should be blocked"
-    assert engine.blocked.stats.blocks == 1
+    assert engine.flow.stats.blocks == 1
     engine.set_writable(both.session, True)
     frames = both.received()
     receipts = [f.headers["receipt-id"] for f in frames if f.command == "RECEIPT"]
@@ -180,8 +180,8 @@ def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
             both.send_frame("ACK", {"id": acks[-1].headers["ack"]})
         frames = both.received()
     assert receipts == [str(i) for i in range(60)]
-    assert not engine.blocked
-    assert engine.blocked.stats.blocked_now == 0
+    assert not engine.flow
+    assert engine.flow.stats.blocked_now == 0
 
 
 def test_frames_parked_behind_a_send_keep_their_order_when_it_is_parked_again() -> None:
