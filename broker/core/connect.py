@@ -4,7 +4,7 @@
 them, as h11's ``_state.py`` does for HTTP: a connection starts in AWAIT_CONNECT,
 where only CONNECT or STOMP may come; CONNECTED takes every other client frame, and
 DISCONNECT moves it to CLOSING, where frames are ignored while it closes.  A pair
-the table lacks is a protocol error (tests/broker/test_connect.py checks every pair).
+the table lacks is a protocol error (tests/broker/test_phases.py checks every pair).
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ if TYPE_CHECKING:
     from broker.core.session import Session
     from broker.core.settings import CoreSettings
 
-#: The frames a client may send once connected.
-IN_SESSION: Final = frozenset(
-    {f.SEND, f.SUBSCRIBE, f.UNSUBSCRIBE, f.ACK, f.NACK, f.BEGIN, f.COMMIT, f.ABORT, f.DISCONNECT}
-)
 OPENING: Final = frozenset({f.CONNECT, f.STOMP})
+#: The frames a client may send once connected.
+IN_SESSION: Final = f.CLIENT_COMMANDS - OPENING
 
 #: (phase, client command) -> the phase once the frame is handled.
 TRANSITIONS: Final[dict[tuple[str, str], str]] = {
@@ -32,7 +30,7 @@ TRANSITIONS: Final[dict[tuple[str, str], str]] = {
     **{(CONNECTED, command): CONNECTED for command in IN_SESSION - {f.DISCONNECT}},
     (CONNECTED, f.DISCONNECT): CLOSING,
     # The connection is closing: whatever still comes is not handled.
-    **{(CLOSING, command): CLOSING for command in IN_SESSION | OPENING},
+    **{(CLOSING, command): CLOSING for command in f.CLIENT_COMMANDS},
 }
 
 
