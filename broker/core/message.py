@@ -7,7 +7,7 @@ STOMP version and reused; only ``subscription``/``ack``/``redelivered`` are adde
 delivery.
 
 Its fields are listed once, below: ``__init__`` and ``__slots__`` come from the list
-(a dataclass), and so do the copies (``copy_to``, ``redelivery_copy``) and both
+(a dataclass; ``_init_with_size``), and so do the copies (``copy_to``, ``redelivery_copy``) and both
 codecs (``message_codecs``: the temp store's record and the message store's).  Each
 field says where the message store keeps it (``STORED``), so a new field cannot be
 forgotten by either codec: tests/broker/test_message.py checks every field is placed.
@@ -15,8 +15,8 @@ forgotten by either codec: tests/broker/test_message.py checks every field is pl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Final
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from protocol.encoder import encode_headers
 
@@ -70,6 +70,35 @@ def _payload(where: str) -> dict[str, str]:
     return {"stored": where}
 
 
+C = TypeVar("C", bound=type)
+#: What ``size`` is, computed in ``__init__`` (see ``_init_with_size``).
+_SIZE = "len(body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(headers)"
+
+
+def _init_with_size(cls: C) -> C:
+    """Give a dataclass the ``__init__`` it generated from its fields, with ``size``
+    computed in it: a ``__post_init__`` would cost every SEND a call (about 60 ns,
+    1% of the hot path; ``benchmarks/bench_engine.py``).  Defaults must be literals."""
+    params, body = [], []
+    for f in fields(cls):
+        if f.init:
+            given = "" if f.default is MISSING else f"={f.default!r}"
+            params.append(f"{f.name}{given}")
+            body.append(f"self.{f.name} = {f.name}")
+        elif f.name == "size":
+            body.append(f"self.size = {_SIZE}")
+        else:
+            body.append(f"self.{f.name} = {f.default!r}")
+    source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body)
+    namespace: dict[str, object] = {}
+    exec(source, {"OBJECT_OVERHEAD": OBJECT_OVERHEAD, "HEADER_OVERHEAD": HEADER_OVERHEAD}, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@_init_with_size
 @dataclass(slots=True, eq=False, repr=False)
 class Message:
     # What the producer sent, as the broker read it: a copy (another destination, a
@@ -103,9 +132,6 @@ class Message:
     store_dest: int = field(default=0, init=False)
     _wire: tuple[bytes, bytes] | None = field(default=None, init=False)
     _wire_version: str = field(default="", init=False)
-
-    def __post_init__(self) -> None:
-        self.size = len(self.body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(self.headers)
 
     def __repr__(self) -> str:
         return f"<Message {self.id or self.seq} {self.destination} p{self.priority}>"

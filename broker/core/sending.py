@@ -10,7 +10,7 @@ scheduler, which routes it now or keeps it as a job.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from broker.core import names, scheduler
 from broker.core.errors import InvalidHeader, StoreFailed, int_header
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from broker.core.transactions import Transactions
 
 log = logging.getLogger("stompd.engine")
+
+#: Headers of the broker's that a producer may not set (see ``message.BROKER_HEADERS``);
+#: one C-level check on the hot path, pops only when one is there.
+_SPOOFED: Final = frozenset({"message-id", "redelivered", "subscription", "ack"})
 
 
 class Sending:
@@ -59,9 +63,8 @@ class Sending:
         receipt = frame.headers.get("receipt")
         tx_id = frame.headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
-        failed = self.persistence.failed
-        if message.persistent and failed is not None:
-            raise StoreFailed(f"persistent messages cannot be stored: {failed}")
+        if message.persistent and self.persistence.failed is not None:
+            raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:
             tx = self.transactions.get(session, tx_id)
             tx.sends.extend(copies(message, targets))
@@ -117,8 +120,9 @@ class Sending:
         pop = headers.pop
         pop("receipt", None)
         content_length = pop("content-length", None) is not None
-        for name in ("message-id", "redelivered", "subscription", "ack"):
-            pop(name, None)
+        if not _SPOOFED.isdisjoint(headers):
+            for name in _SPOOFED:
+                pop(name, None)
         now = self.clock.ms
         priority = DEFAULT_PRIORITY
         text = pop("priority", None)

@@ -89,3 +89,12 @@ def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:
     again = original.redelivery_copy()
     assert state(again) == state(original)
     assert (again.store_size, again.store_dest) == (original.store_size, original.store_dest)
+
+
+def test_init_sets_every_slot_and_the_size() -> None:
+    message = Message(1, "id", "/queue/q", {"a": "b", "c": "d"}, b"xyz")
+    for f in fields(Message):
+        if not f.init and f.name != "size":
+            assert getattr(message, f.name) == f.default, f.name
+    assert message.size == 3 + m.OBJECT_OVERHEAD + 2 * m.HEADER_OVERHEAD
+    assert message.priority == m.DEFAULT_PRIORITY
