@@ -46,11 +46,9 @@ class Disks:
 
     def _failed(self, exc: BaseException) -> None:
         self.errors.append(exc)
-        assert self.engine.persistence is not None
         self.engine.persistence.store_failed(exc)
 
     def _stalled(self, exc: BaseException | None) -> None:
-        assert self.engine.persistence is not None
         self.engine.persistence.store_stalled(exc)
 
     def settle(self, durable: bool = True) -> None:
@@ -101,7 +99,7 @@ def test_a_failed_page_in_is_retried_after_a_back_off_and_loses_nothing(
         c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
         got = bodies(c)
         assert got == list(range(len(got))) and len(got) < 300
-        assert cursor.paging and engine.disk is not None and engine.disk.stats.failures == 1
+        assert cursor.paging and engine.disk.stats.failures == 1
         # Not due yet: nothing asks for the page again meanwhile.
         disks.later(RETRY_FIRST_MS - 1)
         assert engine.disk.stats.failures == 1
@@ -144,7 +142,6 @@ def test_a_failed_disk_scan_is_retried_and_the_selector_still_finds_its_messages
 def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks: Disks) -> None:
     engine = disks.engine
     disk = engine.disk
-    assert disk is not None
     disks.temp.full = True
     p = Peer(engine)
     send(p, "/queue/q", 150)
@@ -177,7 +174,7 @@ def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_aft
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r1"}, b"1")
     assert disks.db.failed.wait(10)
     disks.settle(durable=False)
-    assert engine.persistence is not None and engine.persistence.stalled is not None
+    assert engine.persistence.stalled is not None
     # r1's batch is not durable: no RECEIPT.  The next SEND waits for room.
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r2"}, b"2")
     assert p.received() == []
