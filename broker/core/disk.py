@@ -4,9 +4,9 @@ must handle, failures counted and logged once, retries after a back-off.
 Every job goes through ``Disk.submit`` and its ``done`` gets an ``Ok`` or a
 ``Failed`` (``store.api``), a value the waiting code must look at.  Whoever waits on
 a job (a cursor for its page-in, a queue for its disk scan, the store for a drain
-page) handles a failure by calling
-``failed``: the failure is counted and logged there, once, and ``retry`` runs after
-a back-off measured on the engine's clock (``run_due``, from ``Engine.tick``).
+page) handles a failure by calling ``failed``: the failure is counted and logged
+there, once, and ``retry`` runs after a back-off measured on the engine's clock
+(``run_due``, from ``Engine.tick``).
 
 The temp store keeps the records of a write that failed in RAM until a retry writes
 them (``store.temp``); ``Disk`` charges those bytes to the memory meter, as reported

@@ -3,8 +3,8 @@
 A subscription consumes from the queues its destination names (competing with other
 consumers there) and, for topic destinations, from its own cursor, which topics fill.
 It sees its connection as a ``Channel`` and its queues as ``Source``s: it asks them to
-dispatch when it has credit again (``pump``), and they deliver to it.  Nothing it
-calls calls it back while it works.
+dispatch when it has credit again (``pump``), and they deliver to it; nothing they do
+pumps it again while it pumps (a page-in that came back inline wakes nobody).
 """
 
 from __future__ import annotations
