@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from broker.core.clock import Clock
 from broker.core.engine import Engine
 from protocol import V1_2, Frame, FrameParser, encode_frame
+from store.memory import memory_stores
 
 REPEATS = 5
 BATCH = 1000
@@ -44,7 +45,7 @@ class CountingOutbox:
 
 
 def run(destination: str, count: int) -> float:
-    engine = Engine(clock=Clock(1_000_000))
+    engine = Engine(clock=Clock(1_000_000), stores=memory_stores())
     producer, consumer = CountingOutbox(), CountingOutbox()
     sender, receiver = engine.open_session(producer), engine.open_session(consumer)
     for session in (sender, receiver):

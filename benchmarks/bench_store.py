@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from store.commit import Batch, GroupCommitter  # noqa: E402
+from store.api import Batch  # noqa: E402
+from store.commit import GroupCommitter  # noqa: E402
 from store.leveldb import LevelDB  # noqa: E402
 from store.persistent import MessageStore  # noqa: E402
 

@@ -22,6 +22,7 @@ from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
 from broker.io.space import DiskWatch
+from store.api import Stores
 from store.errors import StoreFull
 from store.persistent import MessageStore
 from store.space import Ballast
@@ -109,14 +110,9 @@ class Broker:
                 raise
             self.message_store = MessageStore.open(store_path)
         ballast.ensure()
-        committer = self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
-        self.engine = Engine(
-            options.core,
-            temp_store=self.temp_store,
-            worker=self.worker,
-            message_store=self.message_store,
-            committer=committer,
-        )
+        self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
+        stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
+        self.engine = Engine(options.core, stores=stores)
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
@@ -175,12 +171,10 @@ class Broker:
         self.engine.after_io(callback)
 
     def _store_failed(self, exc: BaseException) -> None:
-        if self.engine.persistence is not None:
-            self.engine.persistence.store_failed(exc)
+        self.engine.persistence.store_failed(exc)
 
     def _store_stalled(self, exc: BaseException | None) -> None:
-        if self.engine.persistence is not None:
-            self.engine.persistence.store_stalled(exc)
+        self.engine.persistence.store_stalled(exc)
 
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())

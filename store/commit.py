@@ -36,67 +36,21 @@ import functools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from store.errors import StoreCorrupt, StoreError
 from store.overlay import backoff, in_range, merge_range
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from pathlib import Path
+
+    from store.api import Batch
+    from store.database import Database
 
 log = logging.getLogger("stompd.store")
 
 #: While writes keep failing, a reminder in the log this often (seconds).
 NAG_EVERY = 30.0
-
-
-class Durable(Protocol):
-    """What the committer writes to: ``store.leveldb.LevelDB`` opened with ``sync=True``."""
-
-    path: Path
-
-    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None: ...
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def range(
-        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
-    ) -> list[tuple[bytes, bytes]]: ...
-
-    def reopen(self) -> None:
-        """Start afresh after a failed write (raises if that cannot be done yet)."""
-
-
-class Batch:
-    """Writes to submit together: the last operation on a key wins, in call order.
-
-    A value of None is a delete.  Builders append to one ``Batch`` so that, say, two
-    acks of one shared message (a refcount put, then its delete) compose correctly,
-    which two plain (puts, deletes) lists applied deletes-first would not.
-    """
-
-    __slots__ = ("ops",)
-
-    def __init__(self) -> None:
-        self.ops: dict[bytes, bytes | None] = {}
-
-    def put(self, key: bytes, value: bytes) -> None:
-        self.ops[key] = value
-
-    def delete(self, key: bytes) -> None:
-        self.ops[key] = None
-
-    @property
-    def puts(self) -> list[tuple[bytes, bytes]]:
-        return [(k, v) for k, v in self.ops.items() if v is not None]
-
-    @property
-    def deletes(self) -> list[bytes]:
-        return [k for k, v in self.ops.items() if v is None]
-
-    def __len__(self) -> int:
-        return len(self.ops)
 
 
 class GroupCommitter:
@@ -131,7 +85,7 @@ class GroupCommitter:
 
     def __init__(
         self,
-        db: Durable,
+        db: Database,
         post: Callable[[Callable[[], None]], None],
         on_error: Callable[[BaseException], None],
         *,

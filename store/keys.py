@@ -27,6 +27,11 @@ def unpack_message_key(key: bytes) -> tuple[int, int, int]:
     return log_id, MAX_PRIORITY - inverted, seq
 
 
+def seq_of(key: bytes) -> int:
+    """The sequence of a message key (its last 8 bytes)."""
+    return int.from_bytes(key[-8:])
+
+
 def level_prefix(log_id: int, priority: int) -> bytes:
     return _LEVEL.pack(MESSAGE, log_id, MAX_PRIORITY - priority)
 

@@ -1,16 +1,33 @@
-"""An in-memory store with the LevelDB store's API: for unit tests of the broker core."""
+"""The stores in memory: the same ``store.api`` as the LevelDB ones, for unit tests,
+tools and benchmarks (``memory_stores``).
+
+``MemoryDatabase`` stands in for LevelDB under the same ``TempStore`` and
+``MessageStore`` code, so the two differ only in where the bytes live;
+``InlineCommitter`` makes each batch durable (and says so) as it is submitted.
+"""
 
 from __future__ import annotations
 
 import bisect
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from store.api import Stores
+from store.persistent import MessageStore
+from store.temp import TempStore
+from store.worker import InlineWorker
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
+
+    from store.api import Batch
 
 
-class MemoryStore:
-    def __init__(self) -> None:
+class MemoryDatabase:
+    """A sorted map with LevelDB's calls; ``close`` keeps the data, so a reopen finds it."""
+
+    def __init__(self, name: str = "memory") -> None:
+        self.path = Path(f"<{name}>")
         self._keys: list[bytes] = []
         self._values: dict[bytes, bytes] = {}
 
@@ -23,13 +40,16 @@ class MemoryStore:
                 bisect.insort(self._keys, key)
             self._values[key] = value
 
+    def get(self, key: bytes) -> bytes | None:
+        return self._values.get(key)
+
     def range(
         self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
     ) -> list[tuple[bytes, bytes]]:
         lo = bisect.bisect_left(self._keys, start)
         hi = bisect.bisect_left(self._keys, stop)
         if limit is not None:
-            hi = min(hi, lo + limit)
+            hi = min(hi, lo + max(limit, 0))
         return [(k, b"" if keys_only else self._values[k]) for k in self._keys[lo:hi]]
 
     def delete_range(self, start: bytes, stop: bytes) -> int:
@@ -37,17 +57,57 @@ class MemoryStore:
         self.write(deletes=[k for k, _ in rows])
         return sum(len(v) for _, v in rows)
 
-    @property
-    def held_bytes(self) -> int:
-        """Nothing is ever held: writes to memory do not fail."""
-        return 0
+    def reopen(self) -> None:
+        return None
 
-    def retry(self) -> bool:
-        return True
+    def compact(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
     def __len__(self) -> int:
         return len(self._keys)
 
-    def close(self) -> None:
-        self._keys.clear()
-        self._values.clear()
+
+class InlineCommitter:
+    """Writes each batch as it is submitted; it is durable (in memory) at once."""
+
+    def __init__(self, db: MemoryDatabase) -> None:
+        self._db = db
+
+    def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
+        self._db.write(batch.puts, batch.deletes)
+        if on_durable is not None:
+            on_durable()
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._db.get(key)
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]:
+        return self._db.range(start, stop, limit, keys_only=keys_only)
+
+    def flush_wait(self, timeout: float | None = None) -> bool:
+        return True
+
+    def close(self, timeout: float = 30.0) -> None:
+        return None
+
+
+def memory_message_store(db: MemoryDatabase | None = None) -> MessageStore:
+    """A message store over ``db`` (a new, empty one if None), durable as it is written."""
+    database = MemoryDatabase("memory store") if db is None else db
+    store = MessageStore(database)
+    store.use_committer(InlineCommitter(database))
+    return store
+
+
+def memory_temp_store(db: MemoryDatabase | None = None) -> TempStore:
+    return TempStore(MemoryDatabase("memory temp store") if db is None else db)
+
+
+def memory_stores() -> Stores:
+    """Every store in memory, jobs run inline: a broker core with nothing on disk."""
+    return Stores(messages=memory_message_store(), temp=memory_temp_store(), worker=InlineWorker())

@@ -64,13 +64,13 @@ Threads:
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 import plyvel
 
 from store import keys
-from store.commit import Durable, GroupCommitter
+from store.api import LEVELS, DestinationRecord, Recovery, SubscriptionRecord
+from store.commit import GroupCommitter
 from store.errors import StoreCorrupt, StoreError
 from store.leveldb import LevelDB
 
@@ -78,9 +78,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
     from pathlib import Path
 
-    from store.commit import Batch
+    from store.api import Batch
+    from store.database import Database
 
-LEVELS: Final = 10
 SCHEDULER: Final = 0
 _FORMAT: Final = 1
 
@@ -107,14 +107,6 @@ _RECORD_HEAD = struct.Struct(">BB")
 _SEQ = slice(-8, None)
 
 
-class Database(Durable, Protocol):
-    """What the store reads and writes: ``store.leveldb.LevelDB`` opened with ``sync=True``."""
-
-    def compact(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class Reader(Protocol):
     """Where reads go: the database at start-up, then the committer (what disk will hold
     once everything submitted is written, so that no read waits for a write)."""
@@ -124,6 +116,15 @@ class Reader(Protocol):
     def range(
         self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
     ) -> list[tuple[bytes, bytes]]: ...
+
+
+class Committer(Reader, Protocol):
+    """Who writes the batches: ``store.commit.GroupCommitter``, or
+    ``store.memory.InlineCommitter`` for a store in memory."""
+
+    def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None: ...
+
+    def close(self, timeout: float = 30.0) -> None: ...
 
 
 class Counters:
@@ -144,39 +145,6 @@ class Counters:
 
     def copy(self) -> Counters:
         return Counters(self.counts, self.bytes)
-
-
-@dataclass(frozen=True, slots=True)
-class Destination:
-    id: int
-    kind: str
-    name: str
-    #: Stored messages per priority (index = priority) and their value bytes.
-    counts: tuple[int, ...]
-    bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class Subscription:
-    id: int
-    client_id: str
-    name: str
-    data: bytes
-    #: Messages owed per priority (pages with ``page_subscription``).
-    pending: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Recovery:
-    destinations: list[Destination]
-    subscriptions: list[Subscription]
-    #: Removed subscriptions whose pointers are still to release (``pointers`` + ``ack_shared``).
-    draining: list[int]
-    next_seq: int
-    scheduled_count: int
-    scheduled_bytes: int
-    next_due_ms: int | None
-    used_bytes: int
 
 
 class MessageStore:
@@ -207,7 +175,7 @@ class MessageStore:
         self.path = db.path
         #: How many sequences past the current need each rewrite of ``g`` reserves.
         self.seq_block = seq_block
-        self.committer: GroupCommitter | None = None
+        self.committer: Committer | None = None
         self._reader: Reader = db
         self._names: dict[int, str] = {}
         self._kinds: dict[int, str] = {}
@@ -343,7 +311,7 @@ class MessageStore:
         return Recovery(
             destinations=[self._destination(dest_id) for dest_id in self._names],
             subscriptions=[
-                Subscription(sub_id, client_id, name, data, self.pending_of(sub_id))
+                SubscriptionRecord(sub_id, client_id, name, data, self.pending_of(sub_id))
                 for sub_id, (client_id, name, data) in self._sub_records.items()
             ],
             draining=[sub_id for sub_id in self._pending if sub_id not in self._sub_records],
@@ -354,9 +322,9 @@ class MessageStore:
             used_bytes=self._used,
         )
 
-    def _destination(self, dest_id: int) -> Destination:
+    def _destination(self, dest_id: int) -> DestinationRecord:
         counters = self._counters[dest_id]
-        return Destination(
+        return DestinationRecord(
             dest_id, self._kinds[dest_id], self._names[dest_id], tuple(counters.counts), counters.bytes
         )
 
@@ -370,9 +338,19 @@ class MessageStore:
     ) -> GroupCommitter:
         """Start the writer thread; from now on every read goes through it."""
         committer = GroupCommitter(self.db, post, on_error, on_stall=on_stall, linger=linger)
+        self.use_committer(committer)
+        return committer
+
+    def use_committer(self, committer: Committer) -> None:
+        """From now on batches go to ``committer`` and every read goes through it."""
         self.committer = committer
         self._reader = committer
-        return committer
+
+    def submit(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
+        """Hand ``batch`` to the committer; ``on_durable`` runs once it is durable."""
+        if self.committer is None:
+            raise StoreError(f"the store at {self.path} has no committer running")
+        self.committer.submit_batch(batch, on_durable)
 
     def close(self) -> None:
         """Write what is pending (if a committer runs), then close the database."""

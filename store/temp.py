@@ -10,14 +10,19 @@ first tries again to write them (after reopening the database: see
 ``store.leveldb``), backing off while it keeps failing.  The caller charges
 ``held_bytes`` to its memory limit, so records that cannot be written slow producers
 down instead of being lost.  Everything here runs on the store's worker thread.
+
+The broker sees records by (log, priority, sequence) (``store.api.TempStore``);
+``store.keys`` turns those into the keys below, so a range read of one log's level
+comes back in dispatch order.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from store import keys
 from store.errors import StoreError
 from store.leveldb import LevelDB
 from store.overlay import Read, backoff, in_range, merge_range
@@ -26,27 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from pathlib import Path
 
+    from store.database import Database
+
 log = logging.getLogger("stompd.store")
-
-
-class Database(Protocol):
-    """``store.leveldb.LevelDB`` (or a test's stand-in that fails on demand)."""
-
-    path: Path
-
-    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None: ...
-
-    def range(
-        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
-    ) -> list[tuple[bytes, bytes]]: ...
-
-    def delete_range(self, start: bytes, stop: bytes) -> int: ...
-
-    def reopen(self) -> None: ...
-
-    def compact(self) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class TempStore:
@@ -86,6 +73,29 @@ class TempStore:
     @property
     def held_bytes(self) -> int:
         return self._held_bytes
+
+    # -- records, as the broker sees them (store.api.TempStore) ------------------------
+
+    def put(self, records: Iterable[tuple[int, int, int, bytes]]) -> None:
+        key = keys.message_key
+        self.write([(key(log, priority, seq), record) for log, priority, seq, record in records])
+
+    def read(
+        self, log: int, priority: int, lo: int, hi: int, limit: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        rows = self.range(keys.message_key(log, priority, lo), keys.message_key(log, priority, hi + 1), limit)
+        return [(keys.seq_of(k), v) for k, v in rows]
+
+    def delete(self, records: Iterable[tuple[int, int, int]]) -> None:
+        key = keys.message_key
+        self.write(deletes=[key(log, priority, seq) for log, priority, seq in records])
+
+    def delete_below(self, log: int, priority: int, seq: int) -> int:
+        return self.delete_range(keys.level_prefix(log, priority), keys.message_key(log, priority, seq))
+
+    def delete_log(self, log: int) -> int:
+        prefix = keys.log_prefix(log)
+        return self.delete_range(prefix, keys.prefix_end(prefix))
 
     # -- writes ----------------------------------------------------------------------
 

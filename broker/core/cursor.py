@@ -5,7 +5,8 @@ Per priority level the memory part is always older than the disk part: a message
 arriving while its level has anything on disk goes to disk too.  On disk the cursor
 keeps only counts and a key range per level, never a per-message object.  ``pop``
 hands out the best message overall; when that one is still on disk it asks for a
-page-in and returns None, and ``wakeup`` is called once the batch is back in memory.
+page-in and returns None, and its owner (the ``CursorOwner`` it was handed: a queue,
+a subscription) is woken once the batch is back in memory.
 Swapping is incremental: only new arrivals go out, one record at a time into the
 next batched write, never "everything in one go".
 
@@ -24,9 +25,9 @@ from __future__ import annotations
 
 import functools
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from broker.core.swap import read_page
+from broker.core.swap import NOTHING, read_page
 from store.api import Failed
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
     from broker.core.disk import Disk
     from broker.core.message import Message
-    from broker.core.swap import Log, PageResult, StoredSource
+    from broker.core.swap import Log, LogReader, PageResult, StoreSource
     from broker.core.usage import UsageMeter
     from store.api import Outcome
 
@@ -44,9 +45,15 @@ _TOP_DOWN = range(LEVELS - 1, -1, -1)
 PREFETCH_BELOW = 64
 
 
+class CursorOwner(Protocol):
+    def wake(self) -> None:
+        """Messages a page-in brought back (or a retry of one) wait: dispatch again."""
+
+
 class Cursor:
     __slots__ = (
         "_levels",
+        "_reader",
         "_removed",
         "accepts",
         "closed",
@@ -60,11 +67,11 @@ class Cursor:
         "mem_count",
         "meter",
         "name",
+        "owner",
         "page_failures",
         "paging",
         "skip",
-        "stored",
-        "wakeup",
+        "store_source",
     )
 
     def __init__(
@@ -74,6 +81,7 @@ class Cursor:
         *,
         high_water: float = 0.7,
         accepts: Callable[[Message], bool] | None = None,
+        owner: CursorOwner | None = None,
     ) -> None:
         self._levels: list[deque[Message]] = [deque() for _ in range(LEVELS)]
         self._removed: set[int] = set()
@@ -89,7 +97,7 @@ class Cursor:
         self.disk_hi = [0] * LEVELS
         self.disk_total = 0
         #: Persistent messages past the memory part stay only in the message store.
-        self.stored: StoredSource | None = None
+        self.store_source: StoreSource | None = None
         #: Per level, stored messages a disk scan took out of the middle of the range:
         #: they are still in the store (until acked), so a page-in must pass over them.
         self.skip: list[set[int]] | None = None
@@ -99,10 +107,10 @@ class Cursor:
         #: What owns it, for the log ("/queue/orders").
         self.name = ""
         self.closed = False
-        #: Called when a page-in has brought messages back (the owner dispatches again).
-        self.wakeup: Callable[[], None] | None = None
-        if log is not None:
-            log.cursors.append(self)
+        #: Woken when a page-in has brought messages back (None: nobody dispatches now).
+        self.owner = owner
+        #: Where this cursor tells a shared log what it still needs of it.
+        self._reader: LogReader | None = log.add_reader() if log is not None and log.shared else None
 
     @property
     def count(self) -> int:
@@ -121,7 +129,7 @@ class Cursor:
         # other is swapped to the temp log while the temp limit has room; past that,
         # memory takes it up to the hard limit (flow control has checked it fits there).
         if self.disk_count[priority] or not self._room_in_memory(message):
-            if message.stored and self.stored is not None:
+            if message.store_size and self.store_source is not None:
                 self._on_disk(message)
                 return
             log = self.log
@@ -144,6 +152,8 @@ class Cursor:
         seq = message.seq
         if not self.disk_count[priority]:
             self.disk_lo[priority] = seq
+            if self._reader is not None:
+                self._reader.floors[priority] = seq
         elif seq < self.disk_lo[priority]:
             # Routing hands out sequences in order, so this is a bug: fail loudly
             # rather than lose track of what is on disk.
@@ -154,15 +164,22 @@ class Cursor:
         self.disk_count[priority] += 1
         self.disk_total += 1
 
-    def recovered(self, source: StoredSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
+    def use_store(self, source: StoreSource) -> None:
+        """Persistent messages past the memory part stay only in the message store, and are
+        read back from ``source``."""
+        self.store_source = source
+
+    def recovered(self, source: StoreSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
         """Start with what the message store holds: counts per level, sequences up to ``hi``."""
-        self.stored = source
+        self.store_source = source
         for priority, n in enumerate(counts):
             if n:
                 self.disk_count[priority] = n
                 self.disk_lo[priority] = 0
                 self.disk_hi[priority] = hi
                 self.disk_total += n
+                if self._reader is not None:
+                    self._reader.floors[priority] = 0
 
     def can_take(self, message: Message, temp: UsageMeter | None) -> bool:
         """Could ``push`` place this message now without passing a hard limit?"""
@@ -204,7 +221,7 @@ class Cursor:
         """The best pending message (its hold passes to the caller), or None.
 
         None with ``count`` > 0 means the best message is on disk: a page-in is under
-        way and ``wakeup`` will be called.
+        way and the owner will be woken.
         """
         while True:
             if not self.mem_count:
@@ -264,21 +281,32 @@ class Cursor:
         self.mem_bytes = 0
         self.disk_count = [0] * LEVELS
         self.disk_total = 0
+        if self._reader is not None:
+            self._reader.floors = [NOTHING] * LEVELS
         return messages
 
     def close(self) -> list[Message]:
         """The owner is gone: forget everything, and let a shared log collect its share."""
         self.closed = True
+        self.owner = None
         messages = self.clear()
         log = self.log
-        if log is not None:
-            if self in log.cursors:
-                log.cursors.remove(self)
-            if log.shared:
-                log.gc()
-            else:
-                log.drop()
+        if self._reader is not None:
+            assert log is not None
+            log.remove_reader(self._reader)
+        elif log is not None:
+            log.drop()
         return messages
+
+    def attach(self, owner: CursorOwner, high_water: float) -> None:
+        """A durable subscription's subscriber is back: it takes what waits here."""
+        self.owner = owner
+        self.high_water = high_water
+
+    def detach(self) -> None:
+        """A durable subscription's subscriber left: new arrivals go to disk only."""
+        self.owner = None
+        self.high_water = 0.0
 
     # -- paging ------------------------------------------------------------------
 
@@ -291,7 +319,7 @@ class Cursor:
     def _page_in(self) -> bool:
         """Ask for the best level's next batch; True if it is already back (an inline worker)."""
         log = self.log
-        source = self.stored
+        source = self.store_source
         if self.paging or (log is None and source is None):
             return False
         priority = self.best_disk_level()
@@ -303,14 +331,14 @@ class Cursor:
         job = functools.partial(
             read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
         )
-        disk.submit(job, self._paged_in)
+        disk.submit(job, self._paged_in, self._wake)
         return not self.paging
 
     def before_read(self) -> Disk:
-        """Before a read of the disk part: submit what is queued for writing (temp log and
-        store), so the read sees it; returns the disk to read it on."""
-        if self.stored is not None:
-            self.stored.submit_writes()
+        """Before a read of the disk part: what is queued for writing (temp log and store)
+        goes first, so the read sees it; returns the disk to read it on."""
+        if self.store_source is not None:
+            self.store_source.prepare_read()
         if self.log is not None:
             self.log.flush()
         return self.disk()
@@ -319,8 +347,8 @@ class Cursor:
         log = self.log
         if log is not None:
             return log.space.disk
-        assert self.stored is not None
-        return self.stored.disk
+        assert self.store_source is not None
+        return self.store_source.disk
 
     def _paged_in(self, outcome: Outcome[PageResult]) -> None:
         if isinstance(outcome, Failed):
@@ -364,16 +392,20 @@ class Cursor:
             left = 0
         self.disk_total -= self.disk_count[priority] - left
         self.disk_count[priority] = left
-        if log is not None and log.shared:
+        reader = self._reader
+        if reader is not None:
+            assert log is not None
+            reader.floors[priority] = self.disk_lo[priority] if left else NOTHING
             log.gc()
-        if self.wakeup is not None:
-            self.wakeup()
+
+    def _wake(self) -> None:
+        if self.owner is not None:
+            self.owner.wake()
 
     def _retry_page_in(self) -> None:
         self.paging = False
-        if not self.closed and self.wakeup is not None:
-            # The owner dispatches again: its next ``pop`` asks for the page anew.
-            self.wakeup()
+        # The owner dispatches again: its next ``pop`` asks for the page anew.
+        self._wake()
 
     def taken_from_disk(self, message: Message) -> bool:
         """A disk scan took ``message`` out of the middle of the disk part.
@@ -382,7 +414,7 @@ class Cursor:
         picked, still in the store until acked): the caller must ignore it.
         """
         priority = message.priority
-        if message.stored:
+        if message.store_size:
             if self.skip is None:
                 self.skip = [set() for _ in range(LEVELS)]
             skip = self.skip[priority]
@@ -392,11 +424,6 @@ class Cursor:
         if self.disk_count[priority]:
             self.disk_count[priority] -= 1
             self.disk_total -= 1
+            if self._reader is not None and not self.disk_count[priority]:
+                self._reader.floors[priority] = NOTHING
         return True
-
-
-class MemoryCursor(Cursor):
-    """A cursor that never swaps (a broker with no temp store, and unit tests)."""
-
-    def __init__(self) -> None:
-        super().__init__()

@@ -1,8 +1,7 @@
 """Where destinations live: queues, topics, temporary ones, and the route cache.
 
-Each destination gets a memory meter (a child of the broker's) and, when the broker
-has a temp store, a log to swap to: a queue its own, a topic one shared by its
-subscribers' cursors.
+Each destination gets a memory meter (a child of the broker's) and a log in the temp
+store to swap to: a queue its own, a topic one shared by its subscribers' cursors.
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from broker.core.topic import Topic, TopicRouter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from broker.core.clock import Clock
     from broker.core.message import Message
     from broker.core.persistence import Persistence
@@ -38,16 +35,16 @@ class Destinations:
         settings: CoreSettings,
         clock: Clock,
         usage: SystemUsage,
-        swap: SwapSpace | None,
-        persistence: Persistence | None = None,
+        swap: SwapSpace,
+        persistence: Persistence,
     ) -> None:
         self.settings = settings
         self.clock = clock
         self.usage = usage
         self.swap = swap
         self.persistence = persistence
-        #: Told of each message a queue finds expired (the engine dead-letters or counts it).
-        self.on_expired: Callable[[Message], None] | None = None
+        #: Persistent messages queues found expired, with their holds, for ``settlement``.
+        self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
@@ -60,15 +57,13 @@ class Destinations:
             queue = Queue(
                 name,
                 self.clock,
+                self.persistence,
+                self.expired,
                 owner,
                 meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
-                log=self.swap.new_log(shared=False) if self.swap is not None else None,
+                log=self.swap.new_log(shared=False),
                 high_water=self.settings.cursor_high_water,
             )
-            queue.on_expired = self.on_expired
-            if owner is None:
-                # Temporary queues die with their connection: nothing of theirs is stored.
-                queue.persistence = self.persistence
             self.queues[name] = queue
         return queue
 
@@ -76,8 +71,7 @@ class Destinations:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
             topic.meter = self.usage.memory.child(topic.name, self.settings.destination_memory_limit)
-            if self.swap is not None:
-                topic.log = self.swap.new_log(shared=True)
+            topic.log = self.swap.new_log(shared=True)
         return topic
 
     def temp_queue(self, session: Session, name: str) -> Queue:
@@ -162,6 +156,5 @@ class Destinations:
         high_water = self.settings.cursor_high_water
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
-            return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts)
-        log = self.swap.new_log(shared=False) if self.swap is not None else None
-        return Cursor(self.usage.memory, log, high_water=high_water)
+            return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
+        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)

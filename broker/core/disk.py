@@ -2,10 +2,11 @@
 must handle, failures counted and logged once, retries after a back-off.
 
 Every job goes through ``Disk.submit`` and its ``done`` gets an ``Ok`` or a
-``Failed`` (``store.api``).  Whoever waits on a job (a cursor for its page-in, a queue
-for its disk scan, the store for a drain page) handles a failure by calling
-``failed``: the failure is counted and logged there, once, and ``retry`` runs after
-a back-off measured on the engine's clock (``run_due``, from ``Engine.tick``).
+``Failed`` (``store.api``), a value the waiting code must look at.  Whoever waits on
+a job (a cursor for its page-in, a queue for its disk scan, the store for a drain
+page) handles a failure by calling ``failed``: the failure is counted and logged
+there, once, and ``retry`` runs after a back-off measured on the engine's clock
+(``run_due``, from ``Engine.tick``).
 
 The temp store keeps the records of a write that failed in RAM until a retry writes
 them (``store.temp``); ``Disk`` charges those bytes to the memory meter, as reported
@@ -18,7 +19,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from store.api import Failed, Ok
 
@@ -64,8 +65,8 @@ class Disk:
         self,
         worker: Worker,
         clock: Clock,
-        temp: TempStore | None = None,
-        memory: UsageMeter | None = None,
+        temp: TempStore,
+        memory: UsageMeter,
     ) -> None:
         self.worker = worker
         self.clock = clock
@@ -78,12 +79,21 @@ class Disk:
         self._held = 0
         self._retrying_temp = False
 
-    def submit(self, job: Callable[[], T], done: Callable[[Outcome[T]], None]) -> None:
-        """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread."""
+    def submit(
+        self,
+        job: Callable[[], T],
+        done: Callable[[Outcome[T]], None],
+        wake: Callable[[], None] | None = None,
+    ) -> None:
+        """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread.
+
+        ``wake`` then runs too, after a job that went well, if its outcome came back
+        after ``submit`` returned: the owner of what the job brought back (a queue, a
+        subscription) dispatches again.  An outcome that comes back during ``submit``
+        (an inline worker) is the caller's to use as it goes on, so nothing wakes it:
+        a dispatch never runs inside itself.
+        """
         temp = self.temp
-        if temp is None:
-            self.worker.submit(job, done)
-            return
 
         def run() -> tuple[Outcome[T], int]:
             try:
@@ -92,19 +102,26 @@ class Disk:
                 outcome = Failed(exc)
             return outcome, temp.held_bytes
 
-        self.worker.submit(run, lambda result: self._finish(result, done))
+        submitting = True
 
-    def _finish(
-        self, result: Outcome[tuple[Outcome[Any], int]], done: Callable[[Outcome[Any]], None]
-    ) -> None:
+        def finish(result: Outcome[tuple[Outcome[T], int]]) -> None:
+            outcome = self._outcome(result)
+            done(outcome)
+            if wake is not None and not submitting and isinstance(outcome, Ok):
+                wake()
+
+        self.worker.submit(run, finish)
+        submitting = False
+
+    def _outcome(self, result: Outcome[tuple[Outcome[T], int]]) -> Outcome[T]:
+        """The job's own outcome; the temp store's held bytes, as the job left them, charged."""
         if isinstance(result, Failed):
-            done(result)
-            return
+            return result
         outcome, held = result.value
-        if held != self._held and self.memory is not None:
+        if held != self._held:
             self.memory.charge(held - self._held)
         self._held = held
-        done(outcome)
+        return outcome
 
     @property
     def held(self) -> int:
@@ -129,7 +146,7 @@ class Disk:
             self.stats.retries += 1
             retry()
         temp = self.temp
-        if self._held and temp is not None and not self._retrying_temp:
+        if self._held and not self._retrying_temp:
             self._retrying_temp = True
             self.submit(temp.retry, self._temp_retried)
 

@@ -16,6 +16,8 @@ has not been active since: checked against it).  While away, new arrivals go str
 to disk (persistent: a store pointer; others: the temp store while the temp limit has
 room, within the limits flow control applies to every cursor); what its subscriber
 left in memory stays there, charged.
+
+``subscribing`` attaches subscribers to these records and makes and removes them.
 """
 
 from __future__ import annotations
@@ -31,12 +33,10 @@ if TYPE_CHECKING:
 
     from broker.core.cursor import Cursor
     from broker.core.message import Message
-    from broker.core.subscription import Subscription
-    from broker.core.topic import Topic
 
 
 @dataclass(slots=True, eq=False)
-class Durable:
+class DurableSubscription:
     store_id: int
     client_id: str
     name: str
@@ -45,8 +45,8 @@ class Durable:
     no_local: bool
     selector: Callable[[Message], bool] | None
     patterns: list[tuple[str, str]] = field(default_factory=list)
-    #: The subscriber attached now, or None while it is away.
-    sub: Subscription | None = None
+    #: The connection (session id) of the subscriber attached now, or None while it is away.
+    subscriber: str | None = None
     #: Its pending messages, kept from its first subscriber on (see the module docstring).
     cursor: Cursor | None = None
 
@@ -54,30 +54,26 @@ class Durable:
         self.patterns = names.split_destination(self.destination)
 
     def accepts(self, message: Message) -> bool:
-        sub = self.sub
-        if sub is not None:
-            return sub.accepts(message)
+        """Its selector takes ``message`` (and ``activemq.noLocal`` lets it through)."""
+        if self.no_local and self.subscriber is not None and message.origin == self.subscriber:
+            return False
         return self.selector is None or self.selector(message)
 
     def detach(self) -> None:
         """The subscriber left: its cursor stays, and takes new arrivals on disk only."""
-        self.sub = None
-        cursor = self.cursor
-        if cursor is not None:
-            cursor.wakeup = None
-            cursor.high_water = 0.0
+        self.subscriber = None
+        if self.cursor is not None:
+            self.cursor.detach()
 
     def keeping(self, message: Message) -> Cursor | None:
         """The cursor that keeps ``message`` for this subscription while it is away, or None."""
         cursor = self.cursor
-        if cursor is None or self.sub is not None or not self.accepts(message):
+        if cursor is None or self.subscriber is not None or not self.accepts(message):
             return None
         return cursor
 
-    def feeds_on(self, topic: Topic) -> bool:
-        return any(
-            kind == topic.kind and wildcards.matches(pattern, topic.bare) for kind, pattern in self.patterns
-        )
+    def feeds_on(self, kind: str, bare: str) -> bool:
+        return any(k == kind and wildcards.matches(pattern, bare) for k, pattern in self.patterns)
 
     def same_as(self, destination: str, selector_text: str, no_local: bool) -> bool:
         return (self.destination, self.selector_text, self.no_local) == (destination, selector_text, no_local)
@@ -90,35 +86,39 @@ class Durable:
 
 
 def decode(data: bytes) -> tuple[str, str, bool]:
-    """(destination, selector, noLocal) from ``Durable.encode``."""
+    """(destination, selector, noLocal) from ``DurableSubscription.encode``."""
     record = json.loads(data)
     return str(record["destination"]), str(record["selector"]), bool(record["noLocal"])
 
 
-class Durables:
+class DurableSubscriptions:
+    """Every durable subscription, by (client-id, name)."""
+
     __slots__ = ("_feeds", "records")
 
     def __init__(self) -> None:
-        self.records: dict[tuple[str, str], Durable] = {}
+        self.records: dict[tuple[str, str], DurableSubscription] = {}
         #: Topic name -> the durable subscriptions it feeds (cleared when records change).
-        self._feeds: dict[str, tuple[Durable, ...]] = {}
+        self._feeds: dict[str, tuple[DurableSubscription, ...]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.records)
 
-    def get(self, client_id: str, name: str) -> Durable | None:
+    def get(self, client_id: str, name: str) -> DurableSubscription | None:
         return self.records.get((client_id, name))
 
-    def add(self, durable: Durable) -> None:
+    def add(self, durable: DurableSubscription) -> None:
         self.records[(durable.client_id, durable.name)] = durable
         self._feeds.clear()
 
-    def remove(self, durable: Durable) -> None:
+    def remove(self, durable: DurableSubscription) -> None:
         self.records.pop((durable.client_id, durable.name), None)
         self._feeds.clear()
 
-    def matching(self, topic: Topic) -> tuple[Durable, ...]:
-        feeds = self._feeds.get(topic.name)
+    def matching(self, kind: str, bare: str) -> tuple[DurableSubscription, ...]:
+        """The durable subscriptions topic ``kind`` + ``bare`` feeds."""
+        name = kind + bare
+        feeds = self._feeds.get(name)
         if feeds is None:
-            feeds = self._feeds[topic.name] = tuple(d for d in self.records.values() if d.feeds_on(topic))
+            feeds = self._feeds[name] = tuple(d for d in self.records.values() if d.feeds_on(kind, bare))
         return feeds

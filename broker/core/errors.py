@@ -64,6 +64,14 @@ class StoreFailed(BrokerError):
     summary = "message store failed"
 
 
+def int_header(name: str, text: str) -> int:
+    """A header's value as an integer, or the ERROR saying it is not one."""
+    try:
+        return int(text)
+    except ValueError:
+        raise InvalidHeader(f"header {name!r} must be an integer, got {text!r}") from None
+
+
 def to_error_frame(exc: BaseException, receipt: str | None = None) -> Frame:
     """Map any exception to the ERROR frame a client is shown.
 

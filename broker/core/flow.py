@@ -1,31 +1,61 @@
 """Producer flow control: a SEND that does not fit waits, without stalling its connection.
 
 When the memory limit and (for messages that would swap) the temp limit leave no
-room, the SEND is parked: its RECEIPT is held back and every later frame from that
-connection waits behind it, except ACK and NACK, which keep flowing so that a
-connection that both produces and consumes cannot deadlock itself.  Parked SENDs are
-retried in arrival order whenever space frees; with ``sendFailIfNoSpace`` they fail at
-once, with ``sendFailIfNoSpaceAfterTimeout`` after that long.  Past a cap of parked
-bytes the connection stops being read.  Each block and release is logged once,
-counted and timed.
+room, or the store is full for a persistent message, the SEND is parked: its RECEIPT
+is held back and every later frame from that connection waits behind it, except ACK
+and NACK, which keep flowing so that a connection that both produces and consumes
+cannot deadlock itself.  Parked SENDs are retried in arrival order whenever space
+frees; with ``sendFailIfNoSpace`` they fail at once, with
+``sendFailIfNoSpaceAfterTimeout`` after that long.  Past a cap of parked bytes the
+connection stops being read.  Each block and release is logged once, counted and timed.
+
+The frames parked behind a SEND are run, when their turn comes, by the ``FrameRunner``
+this was handed (the engine's dispatcher); parked SENDs are delivered through the
+scheduler, as any SEND.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.errors import NoSpace, StoreFull
+from broker.core.queue import Queue
+from broker.core.session import CLOSING, ParkedSend
+from broker.core.topic import Topic
+from protocol import frames as f
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from broker.core.clock import Clock
     from broker.core.destinations import Destination
+    from broker.core.durable import DurableSubscriptions
     from broker.core.message import Message
+    from broker.core.persistence import Persistence
+    from broker.core.scheduler import Scheduler
     from broker.core.session import Session
+    from broker.core.settings import CoreSettings
+    from broker.core.topic import TopicRouter
+    from broker.core.usage import SystemUsage
 
 log = logging.getLogger("stompd.flow")
+
+#: Frames that go past parked SENDs, so a blocked producer can still consume.
+NEVER_PARKED: Final = frozenset({f.ACK, f.NACK})
+
+
+class Deferred:
+    """A handler's answer meaning "the RECEIPT goes out later" (a parked SEND)."""
+
+
+DEFERRED: Final = Deferred()
+
+
+class FrameRunner(Protocol):
+    def run_frame(self, session: Session, frame: f.Frame) -> None:
+        """Handle a frame that waited behind a parked SEND, as if it had just come in."""
 
 
 class FlowStats:
@@ -38,21 +68,6 @@ class FlowStats:
         self.failed_sends = 0
 
 
-class ParkedSend:
-    """A SEND accepted from the wire but not yet routed (the destination had no room)."""
-
-    __slots__ = ("deadline", "message", "receipt", "size", "targets")
-
-    def __init__(
-        self, message: Message, targets: tuple[Destination, ...], receipt: str | None, deadline: float
-    ) -> None:
-        self.message = message
-        self.targets = targets
-        self.receipt = receipt
-        self.deadline = deadline
-        self.size = message.size
-
-
 def no_space_error(why: str, *, store: bool = False) -> NoSpace:
     """The ERROR for a refused SEND; ``store``: the message store is what is full."""
     if store:
@@ -61,12 +76,42 @@ def no_space_error(why: str, *, store: bool = False) -> NoSpace:
     return kind(f"{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost")
 
 
-class Blocked:
-    """The sessions with parked frames, oldest first."""
+class FlowControl:
+    """Room for SENDs, and the connections whose frames wait for it, oldest first."""
 
-    __slots__ = ("_sessions", "orphans", "stats")
+    __slots__ = (
+        "_sessions",
+        "clock",
+        "durables",
+        "orphans",
+        "persistence",
+        "router",
+        "runner",
+        "scheduler",
+        "settings",
+        "stats",
+        "usage",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        usage: SystemUsage,
+        router: TopicRouter,
+        durables: DurableSubscriptions,
+        persistence: Persistence,
+        scheduler: Scheduler,
+        runner: FrameRunner,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.usage = usage
+        self.router = router
+        self.durables = durables
+        self.persistence = persistence
+        self.scheduler = scheduler
+        self.runner = runner
         self._sessions: deque[Session] = deque()
         #: Parked SENDs whose connection closed before there was room for them.
         self.orphans: deque[ParkedSend] = deque()
@@ -78,23 +123,172 @@ class Blocked:
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions))
 
-    def block(self, session: Session, why: str, now_ms: int) -> None:
+    # -- is there room? ---------------------------------------------------------------
+
+    def fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:
+        """Is there room for this message in every cursor it would be put in?"""
+        size = message.size
+        high_water = self.settings.cursor_high_water
+        temp = self.usage.temp
+        for target in targets:
+            if message.persistent and type(target) is Queue and target.stores:
+                # Stored: past the high-water mark it needs no RAM and no temp space.
+                if self.store_full(message):
+                    return False
+                continue
+            if type(target) is Topic and self.durables.records and not self._kept_fits(target, message):
+                return False
+            meter = target.meter
+            # Below the high-water mark (its own and the broker's) it simply goes to memory.
+            if meter is not None and meter.fits(size, high_water):
+                continue
+            if type(target) is Queue:
+                if not target.cursor.can_take(message, temp):
+                    return False
+                continue
+            assert isinstance(target, Topic)
+            stored = message.persistent and self.durables
+            if stored and self.store_full(message):
+                return False
+            for sub in self.router.subscribers(target):
+                if stored and sub.durable is not None:
+                    continue
+                if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp):
+                    return False
+        return True
+
+    def _kept_fits(self, topic: Topic, message: Message) -> bool:
+        """Room in the cursors of the durable subscriptions that keep ``message`` while away
+        (they take it on disk, below the memory high-water mark too).  A stored message
+        needs nothing there: it is a store pointer."""
+        if message.persistent:
+            return True
+        temp = self.usage.temp
+        for durable in self.durables.matching(topic.kind, topic.bare):
+            cursor = durable.keeping(message)
+            if cursor is not None and not cursor.can_take(message, temp):
+                return False
+        return True
+
+    def store_full(self, message: Message) -> bool:
+        """No room to store ``message``: storeUsage is at its limit (which the disk's free
+        space bounds, see ``UsageMeter.bound``), or the store's writes fail now."""
+        if self.persistence.stalled is not None:
+            return True
+        return not self.usage.store.fits(message.size)
+
+    def why_full(self) -> str:
+        usage = self.usage
+        why = (
+            f"memory usage {usage.memory.percent:.0f}%, store usage {usage.store.percent:.0f}% "
+            f"and temp usage {usage.temp.percent:.0f}% of their limits"
+        )
+        stalled = self.persistence.stalled
+        if stalled is not None:
+            why = f"the message store cannot write now ({stalled}); {why}"
+        return why
+
+    def refusal(self, message: Message) -> NoSpace:
+        """The ERROR for a SEND that does not fit under ``sendFailIfNoSpace``."""
+        self.stats.failed_sends += 1
+        return no_space_error(self.why_full(), store=self.store_full(message))
+
+    # -- parking ------------------------------------------------------------------------
+
+    def park(self, session: Session, item: ParkedSend | f.Frame) -> None:
+        """``item`` waits, behind what ``session`` has parked already."""
+        session.parked.append(item)
+        session.parked_bytes += item.size if isinstance(item, ParkedSend) else len(item.body)
+        self._block(session)
+        if session.parked_bytes > self.settings.max_parked_bytes and not session.reading_paused:
+            session.reading_paused = True
+            session.outbox.pause_reading()
+
+    def _block(self, session: Session) -> None:
         if session.blocked_since is not None:
             return
-        session.blocked_since = now_ms
+        session.blocked_since = self.clock.ms
         self._sessions.append(session)
         self.stats.blocks += 1
         self.stats.blocked_now += 1
-        log.info("flow control: blocking producer %s (%s)", session.id, why)
+        log.info("flow control: blocking producer %s (%s)", session.id, self.why_full())
 
-    def release(self, session: Session, now_ms: int) -> None:
+    def _release(self, session: Session) -> None:
         since = session.blocked_since
         if since is None:
             return
         session.blocked_since = None
         if session in self._sessions:
             self._sessions.remove(session)
-        waited = max(now_ms - since, 0)
+        waited = max(self.clock.ms - since, 0)
         self.stats.blocked_now -= 1
         self.stats.blocked_ms += waited
         log.info("flow control: released producer %s after %d ms", session.id, waited)
+
+    def retry(self) -> None:
+        """Space may have freed: give each blocked connection its parked frames, in order."""
+        orphans = self.orphans
+        while orphans and self.fits(orphans[0].message, orphans[0].targets):
+            item = orphans.popleft()
+            self.scheduler.deliver(item.message, item.targets)
+        for session in self:
+            try:
+                self._unpark(session)
+            except Exception as exc:
+                session.outbox.fail(exc)
+
+    def _unpark(self, session: Session) -> None:
+        parked = session.parked
+        while parked:
+            item = parked[0]
+            if isinstance(item, ParkedSend):
+                if not self.fits(item.message, item.targets):
+                    return
+                parked.popleft()
+                session.parked_bytes -= item.size
+                self.scheduler.deliver(item.message, item.targets, session)
+                if item.receipt is not None:
+                    session.send_receipt(item.receipt)
+            else:
+                parked.popleft()
+                session.parked_bytes -= len(item.body)
+                self._run_unparked(session, item)
+            if session.phase is CLOSING:
+                break
+        if not parked:
+            self._release(session)
+        if session.reading_paused and session.parked_bytes <= self.settings.max_parked_bytes // 2:
+            session.reading_paused = False
+            session.outbox.resume_reading()
+
+    def _run_unparked(self, session: Session, frame: f.Frame) -> None:
+        parked = session.parked
+        waiting = len(parked)
+        self.runner.run_frame(session, frame)
+        if len(parked) > waiting:
+            # A SEND that still does not fit was parked again: at the head, where it
+            # was, not behind the frames that came after it (whose RECEIPTs would
+            # otherwise overtake it).
+            parked.appendleft(parked.pop())
+        if session.phase is CLOSING:
+            session.outbox.close()
+
+    def expire_parked(self) -> None:
+        """``sendFailIfNoSpaceAfterTimeout``: a SEND parked past its deadline fails."""
+        now = self.clock.ms
+        for session in self:
+            head = session.parked[0] if session.parked else None
+            if isinstance(head, ParkedSend) and head.deadline and head.deadline <= now:
+                self.stats.failed_sends += 1
+                exc = no_space_error(
+                    f"still no room after {self.settings.send_fail_if_no_space_after_timeout} ms"
+                )
+                exc.receipt_id = head.receipt
+                session.outbox.fail(exc)
+
+    def close(self, session: Session, orphans: list[ParkedSend]) -> None:
+        """``session`` is gone: its parked SENDs (``orphans``) go on waiting without it."""
+        self.orphans.extend(orphans)
+        session.parked.clear()
+        session.parked_bytes = 0
+        self._release(session)

@@ -5,11 +5,18 @@ topic subscription that receives it.  The part of its MESSAGE frame that is the 
 for every subscriber (command, broker headers, user headers) is encoded once per
 STOMP version and reused; only ``subscription``/``ack``/``redelivered`` are added per
 delivery.
+
+Its fields are listed once, below: ``__init__`` and ``__slots__`` come from the list
+(a dataclass; ``_init_with_size``), and so do the copies (``copy_to``, ``redelivery_copy``) and both
+codecs (``message_codecs``: the temp store's record and the message store's).  Each
+field says where the message store keeps it (``STORED``), so a new field cannot be
+forgotten by either codec: tests/broker/test_message.py checks every field is placed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from protocol.encoder import encode_headers
 
@@ -38,76 +45,96 @@ BROKER_HEADERS: Final = (
     "content-length",
 )
 
+# Where the message store keeps a field (``message_codecs``; metadata key "stored").
+#: In the record's key, not its value.
+IN_KEY: Final = "key"
+#: A signed 64-bit integer in the record's fixed head, in field order.
+IN_HEAD: Final = "head"
+#: A bit of the head's flags byte, in field order from bit 0.
+AS_FLAG: Final = "flag"
+#: A length-prefixed UTF-8 string after the head, in field order.
+AS_STRING: Final = "string"
+#: The name/value pairs after the strings; the body is the rest of the record.
+AS_HEADERS: Final = "headers"
+AS_BODY: Final = "body"
+#: Not written: the same for every stored message (persistent), or read back from
+#: the headers (the group).
+IMPLIED: Final = "implied"
+#: In the dispatch mark beside the record (``store.persistent``'s ``x`` keys).
+IN_MARK: Final = "mark"
+#: Not kept: it means nothing after a restart (the sender's connection is gone).
+NOT_STORED: Final = "not stored"
 
+
+def _payload(where: str) -> dict[str, str]:
+    return {"stored": where}
+
+
+C = TypeVar("C", bound=type)
+#: What ``size`` is, computed in ``__init__`` (see ``_init_with_size``).
+_SIZE = "len(body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(headers)"
+
+
+def _init_with_size(cls: C) -> C:
+    """Give a dataclass the ``__init__`` it generated from its fields, with ``size``
+    computed in it: a ``__post_init__`` would cost every SEND a call (about 60 ns,
+    1% of the hot path; ``benchmarks/bench_engine.py``).  Defaults must be literals."""
+    params, body = [], []
+    for f in fields(cls):
+        if f.init:
+            given = "" if f.default is MISSING else f"={f.default!r}"
+            params.append(f"{f.name}{given}")
+            body.append(f"self.{f.name} = {f.name}")
+        elif f.name == "size":
+            body.append(f"self.size = {_SIZE}")
+        else:
+            body.append(f"self.{f.name} = {f.default!r}")
+    source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body)
+    namespace: dict[str, object] = {}
+    exec(source, {"OBJECT_OVERHEAD": OBJECT_OVERHEAD, "HEADER_OVERHEAD": HEADER_OVERHEAD}, namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+    return cls
+
+
+@_init_with_size
+@dataclass(slots=True, eq=False, repr=False)
 class Message:
-    __slots__ = (
-        "_wire",
-        "_wire_version",
-        "body",
-        "content_length",
-        "delivery_count",
-        "destination",
-        "expires",
-        "group",
-        "headers",
-        "holders",
-        "id",
-        "in_log",
-        "meter",
-        "origin",
-        "persistent",
-        "priority",
-        "redelivered",
-        "seq",
-        "size",
-        "store_dest",
-        "stored",
-        "timestamp",
-    )
+    # What the producer sent, as the broker read it: a copy (another destination, a
+    # dead letter, a scheduled delivery) starts from these.
+    seq: int = field(metadata=_payload(IN_KEY))
+    id: str = field(metadata=_payload(AS_STRING))
+    destination: str = field(metadata=_payload(AS_STRING))
+    headers: dict[str, str] = field(metadata=_payload(AS_HEADERS))
+    body: bytes = field(metadata=_payload(AS_BODY))
+    priority: int = field(default=DEFAULT_PRIORITY, metadata=_payload(IN_KEY))
+    expires: int = field(default=0, metadata=_payload(IN_HEAD))
+    timestamp: int = field(default=0, metadata=_payload(IN_HEAD))
+    persistent: bool = field(default=False, metadata=_payload(IMPLIED))
+    group: str | None = field(default=None, metadata=_payload(IMPLIED))
+    content_length: bool = field(default=False, metadata=_payload(AS_FLAG))
+    #: The id of the session that sent it (for ``activemq.noLocal``).
+    origin: str | None = field(default=None, metadata=_payload(NOT_STORED))
+    # Its deliveries so far: a copy starts afresh, a redelivery copy keeps them.
+    redelivered: bool = field(default=False, metadata=_payload(IN_MARK))
+    delivery_count: int = field(default=0, metadata=_payload(IN_MARK))
+    # Bookkeeping while the broker holds it, never copied nor written.
+    #: What the memory limit is charged while this message is held in RAM.
+    size: int = field(init=False)
+    #: The meter charged while anything holds it (cursor, in-flight, pending write).
+    meter: UsageMeter | None = field(default=None, init=False)
+    holders: int = field(default=0, init=False)
+    #: Written to its destination's shared log in the temp store.
+    in_log: bool = field(default=False, init=False)
+    #: Bytes of its record in the message store (0: not stored), and where.
+    store_size: int = field(default=0, init=False)
+    store_dest: int = field(default=0, init=False)
+    _wire: tuple[bytes, bytes] | None = field(default=None, init=False)
+    _wire_version: str = field(default="", init=False)
 
-    def __init__(
-        self,
-        seq: int,
-        message_id: str,
-        destination: str,
-        headers: dict[str, str],
-        body: bytes,
-        *,
-        priority: int = DEFAULT_PRIORITY,
-        expires: int = 0,
-        timestamp: int = 0,
-        persistent: bool = False,
-        group: str | None = None,
-        content_length: bool = False,
-        origin: str | None = None,
-    ) -> None:
-        self.seq = seq
-        self.id = message_id
-        self.destination = destination
-        self.headers = headers
-        self.body = body
-        self.priority = priority
-        self.expires = expires
-        self.timestamp = timestamp
-        self.persistent = persistent
-        self.group = group
-        self.content_length = content_length
-        #: The id of the session that sent it (for ``activemq.noLocal``).
-        self.origin = origin
-        self.redelivered = False
-        self.delivery_count = 0
-        #: What the memory limit is charged while this message is held in RAM.
-        self.size = len(body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(headers)
-        #: The meter charged while anything holds it (cursor, in-flight, pending write).
-        self.meter: UsageMeter | None = None
-        self.holders = 0
-        #: Written to its destination's log in the temp store.
-        self.in_log = False
-        #: Bytes of its record in the message store (0: not stored), and where.
-        self.stored = 0
-        self.store_dest = 0
-        self._wire: tuple[bytes, bytes] | None = None
-        self._wire_version = ""
+    def __repr__(self) -> str:
+        return f"<Message {self.id or self.seq} {self.destination} p{self.priority}>"
 
     def hold(self) -> None:
         if not self.holders and self.meter is not None:
@@ -123,30 +150,22 @@ class Message:
         self, seq: int, message_id: str, destination: str, headers: dict[str, str] | None = None
     ) -> Message:
         """The same payload routed to another destination (composite sends), with other
-        headers if given."""
-        clone = Message(
-            seq,
-            message_id,
-            destination,
-            self.headers if headers is None else headers,
-            self.body,
-            priority=self.priority,
-            expires=self.expires,
-            timestamp=self.timestamp,
-            persistent=self.persistent,
-            group=self.group,
-            content_length=self.content_length,
-            origin=self.origin,
+        headers if given; its deliveries start afresh."""
+        return replace(
+            self,
+            seq=seq,
+            id=message_id,
+            destination=destination,
+            headers=self.headers if headers is None else headers,
+            redelivered=False,
+            delivery_count=0,
         )
-        return clone
 
     def redelivery_copy(self) -> Message:
         """A copy flagged ``redelivered`` for one topic subscriber (the original is shared)."""
-        clone = self.copy_to(self.seq, self.id, self.destination)
-        clone.redelivered = True
-        clone.delivery_count = self.delivery_count
+        clone = replace(self, redelivered=True)
         # Still the same stored message (a durable subscriber acks it by these).
-        clone.stored = self.stored
+        clone.store_size = self.store_size
         clone.store_dest = self.store_dest
         return clone
 
@@ -205,3 +224,13 @@ class Message:
         if name == "JMSXGroupID":
             return self.group
         return None
+
+
+#: The fields a message is made of (``__init__``'s parameters, in order): what the
+#: temp store's record holds, and what every codec must place.
+FIELDS: Final = tuple(f for f in fields(Message) if f.init)
+
+
+def stored_as(where: str) -> tuple[str, ...]:
+    """The names of the fields the message store keeps ``where`` (``IN_HEAD`` ...), in order."""
+    return tuple(f.name for f in FIELDS if f.metadata["stored"] == where)

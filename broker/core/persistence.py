@@ -1,8 +1,8 @@
 """Persistent messages: what the engine writes to the message store, and when.
 
 Everything one batch of work changes (a read's worth of frames, a store completion)
-goes into one ``Batch``, submitted at ``flush``: producers and consumers share the
-group committer's fsyncs.  Three rules make a ``kill -9`` at any moment safe:
+goes into one ``Batch``, handed to the store at ``submit``: producers and consumers
+share the group committer's fsyncs.  Three rules make a ``kill -9`` at any moment safe:
 
 * A persistent SEND's RECEIPT, and anything after it on that connection, goes out
   only once the batch holding the message is durable: the connection's outbox is
@@ -17,6 +17,10 @@ group committer's fsyncs.  Three rules make a ``kill -9`` at any moment safe:
 
 Acks need no wait: their deletes ride along with the next batch.
 
+That a batch became durable comes back as a value: the store's ``on_durable`` only
+notes it, and ``settle`` (the engine calls it at the top of its work, never from
+inside a dispatch) releases what waited for it.  So does a store that failed for good.
+
 When the store cannot write (a full disk), the committer keeps the batch and retries
 it (``store.commit``): what waits for it (RECEIPTs, MESSAGEs) simply waits longer,
 and ``stalled`` holds producers of persistent messages back meanwhile.  Only a store
@@ -30,36 +34,32 @@ from __future__ import annotations
 import functools
 import logging
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from broker.core import stored
-from store.api import Failed
-from store.commit import Batch
+from broker.core.message_codecs import BadRecord, from_store, to_store
+from store.api import Batch, Failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from broker.core.channel import Outbox
     from broker.core.disk import Disk
     from broker.core.message import Message
-    from broker.core.queue import Queue
-    from broker.core.session import Outbox, Session
     from broker.core.usage import UsageMeter
-    from store.api import Outcome
-    from store.commit import GroupCommitter
-    from store.persistent import MessageStore
+    from store.api import MessageStore, Outcome, Recovery
 
 log = logging.getLogger("stompd.persistence")
 
-QUEUE_KIND = "queue"
+QUEUE_KIND: Final = "queue"
+TOPIC_KIND: Final = "topic"
 #: Pointers a removed durable subscription releases per batch.
 DRAIN_PAGE = 1000
-#: Scheduled messages read per poll of the schedule.
-DUE_PAGE = 200
-# A scheduled entry: priority, period ms, repeats left, len(destination); then the
-# destination and the message as ``stored`` encodes it.
-_SCHEDULE = struct.Struct(">BqIH")
+# A scheduled job's record: priority, period ms, repeats left, len(destination); then
+# the destination and the message as ``message_codecs.to_store`` encodes it.
+_JOB = struct.Struct(">BqIH")
 _FAR_FUTURE = 1 << 62
-TOPIC_KIND = "topic"
+
+#: What waited for one batch: the outboxes held, and the auto-acked messages (queue;
+#: durable subscription's) to delete once their dispatch marks are durable.
+Waiting = tuple[list["Outbox"], list["Message"], list[tuple[int, "Message"]]]
 
 
 class Persistence:
@@ -67,12 +67,13 @@ class Persistence:
         "_adds",
         "_batch",
         "_drain_failures",
+        "_durable_batches",
+        "_failing",
         "_held",
         "_later",
         "_later_shared",
         "_removes",
         "_waiting",
-        "committer",
         "disk",
         "failed",
         "meter",
@@ -80,45 +81,56 @@ class Persistence:
         "store",
     )
 
-    def __init__(self, store: MessageStore, committer: GroupCommitter, meter: UsageMeter, disk: Disk) -> None:
+    def __init__(self, store: MessageStore, meter: UsageMeter, disk: Disk) -> None:
         self.store = store
-        self.committer = committer
         #: ``storeUsage``: bytes of stored message records.
         self.meter = meter
         #: Where cursors read stored messages back (the store's worker thread).
         self.disk = disk
         self._batch = Batch()
-        # Per destination, gathered until ``flush``: one counters update per batch, not per message.
+        # Per destination, gathered until ``submit``: one counters update per batch, not per message.
         self._adds: dict[int, list[tuple[int, int, bytes]]] = {}
         self._removes: dict[int, list[tuple[int, int, int]]] = {}
         self._held: list[Outbox] = []
         self._later: list[Message] = []
         self._later_shared: list[tuple[int, Message]] = []
-        #: Outboxes held for batches submitted and not yet durable (failed on a store error).
-        self._waiting: list[list[Outbox]] = []
+        #: Submitted and not yet durable (failed on a store error).
+        self._waiting: list[Waiting] = []
+        #: Durable now, for ``settle`` to release.
+        self._durable_batches: list[Waiting] = []
+        #: Held outboxes whose writes will never be durable, for ``settle`` to fail.
+        self._failing: list[Outbox] = []
         #: The write error that keeps failing now (the committer retries), if one does.
         self.stalled: BaseException | None = None
         #: The error that stopped the store for good, if one did.
         self.failed: BaseException | None = None
         self._drain_failures = 0
 
+    def recover(self) -> Recovery:
+        """What the store holds (its records and counters; no message is read), charged."""
+        recovery = self.store.recover()
+        self.meter.charge(recovery.used_bytes)
+        return recovery
+
     # -- destinations ------------------------------------------------------------
 
-    def attach(self, queue: Queue) -> int:
-        """Record ``queue`` in the store (first persistent message); its id there."""
-        if not queue.store_id:
-            queue.store_id = self.store.add_destination(self._batch, QUEUE_KIND, queue.name)
-            queue.cursor.stored = QueueSource(self, queue.store_id)
-        return queue.store_id
+    def destination_id(self, kind: str, name: str) -> int:
+        """A destination's id in the store (recorded with its first stored message)."""
+        return self.store.add_destination(self._batch, kind, name)
 
-    def topic_id(self, name: str) -> int:
-        """A topic's id in the store (recorded with its first message for durable subscribers)."""
-        return self.store.add_destination(self._batch, TOPIC_KIND, name)
+    def queue_reader(self, dest_id: int) -> QueueStoreReader:
+        return QueueStoreReader(self, dest_id)
+
+    def subscription_reader(self, sub_id: int) -> SubscriptionStoreReader:
+        return SubscriptionStoreReader(self, sub_id)
 
     # -- durable subscriptions ---------------------------------------------------
 
     def put_subscription(self, client_id: str, name: str, data: bytes) -> int:
         return self.store.put_subscription(self._batch, client_id, name, data)
+
+    def pending_of(self, sub_id: int) -> tuple[int, ...]:
+        return self.store.pending_of(sub_id)
 
     def remove_subscription(self, client_id: str, name: str) -> None:
         """Forget a durable subscription, and release what it was still owed."""
@@ -128,7 +140,7 @@ class Persistence:
 
     def drain(self, sub_id: int) -> None:
         """Release a removed subscription's pointers, a page at a time (off the loop's reads)."""
-        self.flush()
+        self.submit()
         job = functools.partial(self.store.pointers, sub_id, DRAIN_PAGE)
         self.disk.submit(job, functools.partial(self._drained, sub_id))
 
@@ -148,39 +160,38 @@ class Persistence:
 
     # -- messages ----------------------------------------------------------------
 
-    def add(self, queue: Queue, message: Message, session: Session | None) -> None:
-        """Store a persistent message routed to ``queue``; ``session`` (its sender) waits for it."""
-        dest_id = queue.store_id or self.attach(queue)
-        value = stored.encode(message)
+    def add(self, dest_id: int, message: Message, sender: Outbox | None) -> None:
+        """Store a persistent message routed to queue ``dest_id``; its ``sender`` waits for it."""
+        value = to_store(message)
         self.store.claim(message.seq)
         adds = self._adds.get(dest_id)
         if adds is None:
             adds = self._adds[dest_id] = []
         adds.append((message.priority, message.seq, value))
-        message.stored = len(value)
+        message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
-        if session is not None:
-            self.hold(session.outbox)
+        if sender is not None:
+            self.hold(sender)
 
-    def add_shared(self, topic: str, message: Message, sub_ids: list[int], session: Session | None) -> None:
+    def add_shared(self, topic: str, message: Message, sub_ids: list[int], sender: Outbox | None) -> None:
         """Store a topic message once for the durable subscriptions ``sub_ids``."""
-        dest_id = self.topic_id(topic)
-        value = stored.encode(message)
+        dest_id = self.destination_id(TOPIC_KIND, topic)
+        value = to_store(message)
         self.store.claim(message.seq)
         self.store.add_shared(self._batch, dest_id, message.priority, message.seq, value, sub_ids)
-        message.stored = len(value)
+        message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
-        if session is not None:
-            self.hold(session.outbox)
+        if sender is not None:
+            self.hold(sender)
 
-    def dispatched_shared(self, message: Message, sub_id: int, session: Session, auto: bool) -> None:
+    def dispatched_shared(self, message: Message, sub_id: int, consumer: Outbox, auto: bool) -> None:
         """A stored topic message goes to durable subscription ``sub_id`` (its count just went up)."""
         self.store.mark_pointer(
             self._batch, sub_id, message.store_dest, message.priority, message.seq, message.delivery_count
         )
-        self.hold(session.outbox)
+        self.hold(consumer)
         if auto:
             self._later_shared.append((sub_id, message))
 
@@ -190,24 +201,24 @@ class Persistence:
         self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.priority, message.seq),))
         self.meter.release(before - self.store.used_bytes)
 
-    def dispatched(self, message: Message, session: Session, auto: bool) -> None:
-        """``message`` is about to be written to ``session`` (its delivery count is about to
+    def dispatched(self, message: Message, consumer: Outbox, auto: bool) -> None:
+        """``message`` is about to be written to ``consumer`` (its delivery count is about to
         go up): record that first, with the count it is about to have."""
         self.store.mark_dispatched(
             self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
         )
-        self.hold(session.outbox)
+        self.hold(consumer)
         if auto:
-            # Deleted only once this batch (and so its mark) is durable: ``flush`` passes
+            # Deleted only once this batch (and so its mark) is durable: ``submit`` passes
             # ``_later`` to the batch's completion (the hold above gives it one).
             self._later.append(message)
 
     def remove(self, message: Message) -> None:
         """Acknowledged (or dead-lettered, or expired): delete it with the next batch."""
-        size = message.stored
+        size = message.store_size
         if not size:
             return
-        message.stored = 0
+        message.store_size = 0
         removes = self._removes.get(message.store_dest)
         if removes is None:
             removes = self._removes[message.store_dest] = []
@@ -221,10 +232,45 @@ class Persistence:
             outbox.hold()
             self._held.append(outbox)
 
+    # -- scheduled jobs ------------------------------------------------------------
+
+    def schedule(
+        self, due_ms: int, seq: int, destination: str, job: Message, period: int, repeats: int
+    ) -> None:
+        """Keep ``job`` for ``destination`` until ``due_ms`` (with ``period`` and ``repeats`` left)."""
+        name = destination.encode()
+        value = _JOB.pack(job.priority, period, repeats, len(name)) + name + to_store(job)
+        self.store.claim(seq)
+        self.store.add_scheduled(self._batch, due_ms, seq, value)
+        self.meter.charge(len(value))
+
+    def read_due(self, until_ms: int, limit: int) -> tuple[list[tuple[int, int, bytes]], int | None]:
+        """Worker thread: up to ``limit`` (due ms, seq, record) due by ``until_ms``, and when
+        the first one after them is due (None: none is)."""
+        rows = self.store.scheduled(until_ms, limit)
+        later = self.store.scheduled(_FAR_FUTURE, len(rows) + 1)
+        return rows, later[len(rows)][0] if len(later) > len(rows) else None
+
+    def take_due(self, due_ms: int, seq: int, value: bytes) -> tuple[Message, str, int, int] | None:
+        """Delete a job read by ``read_due``; (its message, destination, period, repeats
+        left), or None if it cannot be read (logged)."""
+        self.store.remove_scheduled(self._batch, due_ms, seq, len(value))
+        self.meter.release(len(value))
+        priority, period, repeats, n = _JOB.unpack_from(value)
+        head = _JOB.size
+        destination = value[head : head + n].decode()
+        try:
+            message = from_store(0, priority, value[head + n :])
+        except BadRecord:
+            log.exception("dropping an unreadable scheduled message due at %d", due_ms)
+            return None
+        message.persistent = message.headers.get("persistent") == "true"
+        return message, destination, period, repeats
+
     # -- batches -----------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Submit what this batch of work changed (the engine calls it at the end of one)."""
+    def submit(self) -> None:
+        """Hand what was built so far to the store (from then on its reads see it)."""
         if self._adds or self._removes:
             self._gather()
         if not self._batch and not self._held:
@@ -234,13 +280,18 @@ class Persistence:
         later, self._later = self._later, []
         later_shared, self._later_shared = self._later_shared, []
         if self.failed is not None:
-            self._fail_held(held)
+            self._failing.extend(held)
             return
         if held:
-            self._waiting.append(held)
-            self.committer.submit_batch(batch, functools.partial(self._durable, held, later, later_shared))
+            waiting = (held, later, later_shared)
+            self._waiting.append(waiting)
+            self.store.submit(batch, functools.partial(self._made_durable, waiting))
         else:
-            self.committer.submit_batch(batch)
+            self.store.submit(batch)
+
+    def _made_durable(self, waiting: Waiting) -> None:
+        # Noted only: ``settle`` releases it, at the top of the engine's work.
+        self._durable_batches.append(waiting)
 
     def _gather(self) -> None:
         # Adds before removes: a message stored and expired in one batch ends deleted.
@@ -252,16 +303,25 @@ class Persistence:
         self._adds = {}
         self._removes = {}
 
-    def _durable(
-        self, held: list[Outbox], later: list[Message], later_shared: list[tuple[int, Message]]
-    ) -> None:
-        self._waiting.remove(held)
-        for message in later:
-            self.remove(message)
-        for sub_id, message in later_shared:
-            self.ack_shared(sub_id, message)
-        for outbox in held:
-            outbox.release()
+    def settle(self) -> bool:
+        """Release what waited for batches that are durable now, and fail what waited for a
+        store that failed; False if there was nothing to do."""
+        if not (self._durable_batches or self._failing):
+            return False
+        durable, self._durable_batches = self._durable_batches, []
+        for waiting in durable:
+            self._waiting.remove(waiting)
+            held, later, later_shared = waiting
+            for message in later:
+                self.remove(message)
+            for sub_id, message in later_shared:
+                self.ack_shared(sub_id, message)
+            for outbox in held:
+                outbox.release()
+        if self._failing:
+            failing, self._failing = self._failing, []
+            self._fail_held(failing)
+        return True
 
     def store_stalled(self, exc: BaseException | None) -> None:
         """The committer's writes fail (``exc``: it retries them), or work again (None)."""
@@ -273,7 +333,7 @@ class Persistence:
         self.failed = exc
         self.stalled = None
         waiting, self._waiting = self._waiting, []
-        self._fail_held([outbox for held in waiting for outbox in held])
+        self._failing.extend(outbox for held, _, _ in waiting for outbox in held)
 
     def _fail_held(self, held: list[Outbox]) -> None:
         """What these outboxes hold waited for writes that will never be durable: drop it
@@ -288,101 +348,8 @@ class Persistence:
             outbox.fail(exc)
 
 
-class StoredSchedule:
-    """Scheduled messages (``AMQ_SCHEDULED_*``) kept in the store until due: they survive
-    restarts and cost no RAM while they wait.  Only the earliest due time is in memory.
-    """
-
-    __slots__ = ("_added_min", "_reading", "next_due", "persistence")
-
-    def __init__(self, persistence: Persistence, next_due: int | None) -> None:
-        self.persistence = persistence
-        self.next_due = next_due
-        self._reading = False
-        self._added_min: int | None = None
-
-    def add(
-        self,
-        due_ms: int,
-        seq: int,
-        message: Message,
-        period: int,
-        repeats: int,
-        sender: Session | None,
-    ) -> None:
-        destination = message.destination.encode()
-        value = (
-            _SCHEDULE.pack(message.priority, period, repeats, len(destination))
-            + destination
-            + stored.encode(message)
-        )
-        self._put(due_ms, seq, value)
-        if sender is not None:
-            self.persistence.hold(sender.outbox)
-
-    def _put(self, due_ms: int, seq: int, value: bytes) -> None:
-        persistence = self.persistence
-        persistence.store.claim(seq)
-        persistence.store.add_scheduled(persistence._batch, due_ms, seq, value)
-        persistence.meter.charge(len(value))
-        if self.next_due is None or due_ms < self.next_due:
-            self.next_due = due_ms
-        if self._reading and (self._added_min is None or due_ms < self._added_min):
-            self._added_min = due_ms
-
-    def poll(self, now_ms: int, fire: Callable[[Message, str, int, int, int], None]) -> None:
-        """If something is due, read it (worker thread), delete it, and ``fire`` each, in due
-        order, with its destination, due time, period and repeats left."""
-        if self._reading or self.next_due is None or self.next_due > now_ms:
-            return
-        self._reading = True
-        self._added_min = None
-        persistence = self.persistence
-        persistence.flush()
-        store = persistence.store
-
-        def job() -> tuple[list[tuple[int, int, bytes]], int | None]:
-            rows = store.scheduled(now_ms, DUE_PAGE)
-            later = store.scheduled(_FAR_FUTURE, len(rows) + 1)
-            return rows, later[len(rows)][0] if len(later) > len(rows) else None
-
-        def done(outcome: Outcome[tuple[list[tuple[int, int, bytes]], int | None]]) -> None:
-            self._reading = False
-            if isinstance(outcome, Failed):
-                # Read again at the next poll (a tick away): nothing was taken.
-                log.warning("reading due scheduled messages failed: %s", outcome.error)
-                return
-            rows, next_due = outcome.value
-            added = self._added_min
-            self.next_due = next_due if added is None else min(added, next_due or added)
-            if len(rows) == DUE_PAGE:
-                self.next_due = now_ms
-            for due_ms, seq, value in rows:
-                self._fire(due_ms, seq, value, fire)
-
-        persistence.disk.submit(job, done)
-
-    def _fire(
-        self, due_ms: int, seq: int, value: bytes, fire: Callable[[Message, str, int, int, int], None]
-    ) -> None:
-        persistence = self.persistence
-        persistence.store.remove_scheduled(persistence._batch, due_ms, seq, len(value))
-        persistence.meter.release(len(value))
-        priority, period, repeats, n = _SCHEDULE.unpack_from(value)
-        head = _SCHEDULE.size
-        destination = value[head : head + n].decode()
-        try:
-            message = stored.decode(0, priority, value[head + n :])
-        except stored.BadRecord:
-            log.exception("dropping an unreadable scheduled message due at %d", due_ms)
-            return
-        message.persistent = message.headers.get("persistent") == "true"
-        # What comes next (a repeat, a cron job's next time) is the scheduler's to say.
-        fire(message, destination, due_ms, period, repeats)
-
-
-class _StoredSource:
-    """Stored messages read back into a cursor, on the worker thread (see ``swap.StoredSource``)."""
+class _StoreReader:
+    """Stored messages read back into a cursor, on the worker thread (``swap.StoreSource``)."""
 
     __slots__ = ("disk", "persistence")
 
@@ -390,13 +357,14 @@ class _StoredSource:
         self.persistence = persistence
         self.disk = persistence.disk
 
-    def submit_writes(self) -> None:
-        self.persistence.flush()
+    def prepare_read(self) -> None:
+        # The store's reads see what was submitted: submit what is built.
+        self.persistence.submit()
 
 
 def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:
-    message = stored.decode(seq, priority, value)
-    message.stored = len(value)
+    message = from_store(seq, priority, value)
+    message.store_size = len(value)
     message.store_dest = dest_id
     if deliveries:
         message.redelivered = True
@@ -404,7 +372,7 @@ def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: i
     return message
 
 
-class QueueSource(_StoredSource):
+class QueueStoreReader(_StoreReader):
     """A queue's stored messages."""
 
     __slots__ = ("dest_id",)
@@ -419,7 +387,7 @@ class QueueSource(_StoredSource):
         return [_restored(seq, priority, value, dest_id, deliveries) for seq, value, deliveries in rows]
 
 
-class SubscriptionSource(_StoredSource):
+class SubscriptionStoreReader(_StoreReader):
     """A durable subscription's stored messages (its pointers)."""
 
     __slots__ = ("sub_id",)

@@ -6,6 +6,11 @@ head of the cursor goes to the next ready consumer: O(1) a message.  Otherwise t
 cursor is scanned in priority-then-FIFO order and each message goes to a ready
 consumer that may take it (selector, group owner).  ``activemq.exclusive`` consumers
 take everything while one of them is subscribed.
+
+A message found expired is counted and, if it is persistent (its store record, its
+dead-lettering are the layers above's business), appended to the ``expired`` list the
+queue was handed, with its hold; ``settlement`` takes them from there once the work
+under way is done.  So dispatch never calls up, and never runs inside itself.
 """
 
 from __future__ import annotations
@@ -21,13 +26,11 @@ from store.api import Failed
 DISK_SCAN_BUDGET = 20_000
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from broker.core.clock import Clock
     from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.subscription import Subscription
-    from broker.core.swap import Log
+    from broker.core.swap import Log, StoreSource
     from broker.core.usage import UsageMeter
     from store.api import Outcome
 
@@ -50,26 +53,28 @@ class Queue:
         "_disk_scan_failures",
         "_disk_scan_pos",
         "_disk_scanned_for",
-        "_dispatching",
         "_groups",
         "_rr",
         "_scan",
         "clock",
         "consumers",
         "cursor",
+        "expired",
         "meter",
         "name",
-        "on_expired",
         "owner",
         "persistence",
         "stats",
         "store_id",
+        "stores",
     )
 
     def __init__(
         self,
         name: str,
         clock: Clock,
+        persistence: Persistence,
+        expired: list[Message],
         owner: object = None,
         *,
         meter: UsageMeter | None = None,
@@ -81,21 +86,22 @@ class Queue:
         #: The session that owns a temporary queue (None for a normal queue).
         self.owner = owner
         self.meter = meter
-        self.cursor = Cursor(meter, log, high_water=high_water)
-        self.cursor.wakeup = self.dispatch
+        self.cursor = Cursor(meter, log, high_water=high_water, owner=self)
         self.cursor.name = name
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
-        self.on_expired: Callable[[Message], None] | None = None
-        #: Where its persistent messages are stored (None: nowhere, as a temporary queue's).
-        self.persistence: Persistence | None = None
+        #: Where dispatch marks of its stored messages are written.
+        self.persistence = persistence
+        #: Its persistent messages are stored (not a temporary queue's: it dies with its connection).
+        self.stores = owner is None
         #: Its destination id in the message store (0: not recorded there yet).
         self.store_id = 0
+        #: Where persistent messages found expired go, for ``settlement`` (shared by every queue).
+        self.expired = expired
         self._active: list[Subscription] = []
         self._groups: dict[str, Subscription] = {}
         self._rr = 0
         self._scan = False
-        self._dispatching = False
         self._disk_scan_busy = False
         #: Failed scans in a row (a retry is scheduled while this is above zero).
         self._disk_scan_failures = 0
@@ -140,7 +146,7 @@ class Queue:
         message.meter = self.meter
         if message.group is not None and not self._scan:
             self._scan = True
-        if not self.cursor.count and not self._scan and not self._dispatching:
+        if not self.cursor.count and not self._scan:
             # Nothing waiting: hand it straight to the next ready consumer, without a
             # trip through the cursor (the common case when consumers keep up).
             sub = self._pick(None)
@@ -162,18 +168,21 @@ class Queue:
         self.dispatch()
 
     def dispatch(self) -> None:
-        if self._dispatching or not self.cursor.count or not self._active:
+        if not self.cursor.count or not self._active:
             return
-        # A delivery can trigger another dispatch of this queue (through the
-        # subscription's pump); one pass at a time keeps round-robin fair.
-        self._dispatching = True
-        try:
-            if self._scan:
-                self._dispatch_scanning()
-            else:
-                self._dispatch_head()
-        finally:
-            self._dispatching = False
+        if self._scan:
+            self._dispatch_scanning()
+        else:
+            self._dispatch_head()
+
+    def wake(self) -> None:
+        """Its cursor has paged messages back in (``cursor.CursorOwner``)."""
+        self.dispatch()
+
+    def stored_as(self, dest_id: int, reader: StoreSource) -> None:
+        """Its persistent messages are kept in the message store as ``dest_id``."""
+        self.store_id = dest_id
+        self.cursor.use_store(reader)
 
     def _next_ready(self) -> Subscription | None:
         return self._pick(None)
@@ -241,7 +250,7 @@ class Queue:
         """
         cursor = self.cursor
         log = cursor.log
-        source = cursor.stored
+        source = cursor.store_source
         if log is None and source is None:
             return False
         candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
@@ -282,7 +291,7 @@ class Queue:
         self._disk_scan_busy = True
         disk = cursor.before_read()
         job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
-        disk.submit(job, self._disk_scanned)
+        disk.submit(job, self._disk_scanned, self.dispatch)
         return True
 
     def _disk_scanned(self, outcome: Outcome[ScanResult]) -> None:
@@ -312,7 +321,6 @@ class Queue:
                 self._deliver(sub, message)
             else:
                 cursor.push_returned(message)
-        self.dispatch()
 
     def _retry_disk_scan(self) -> None:
         self._disk_scan_busy = False
@@ -341,9 +349,8 @@ class Queue:
         stats.dispatched += 1
         if sub.auto:
             stats.dequeued += 1
-        if message.stored:
-            assert self.persistence is not None
-            self.persistence.dispatched(message, sub.session, sub.auto)
+        if message.store_size:
+            self.persistence.dispatched(message, sub.session.outbox, sub.auto)
         sub.deliver(message)
 
     def _expire(self, message: Message) -> None:
@@ -352,9 +359,11 @@ class Queue:
         message.drop()
 
     def _count_expired(self, message: Message) -> None:
+        """``message`` (held by the caller) expired; the caller drops its hold."""
         self.stats.expired += 1
-        if self.on_expired is not None:
-            self.on_expired(message)
+        if message.persistent:
+            message.hold()
+            self.expired.append(message)
 
     def acked(self, count: int) -> None:
         self.stats.dequeued += count

@@ -16,31 +16,35 @@ due, each delivery a new message with its own id.  The timing is ActiveMQ's
 
 Deliveries lose the scheduling headers, so that a consumer that sends a message on
 does not schedule it again, and a message with an expiry gets its time to live
-counted again from its delivery, as ActiveMQ's ``SchedulerBroker`` does.  With a
-message store, jobs wait there (``persistence.StoredSchedule``); without one they are
-held in memory, charged to the memory limit (``Scheduler``).
+counted again from its delivery, as ActiveMQ's ``SchedulerBroker`` does.
+
+Every job waits in the message store (``Persistence.schedule``), whichever store the
+broker runs on: jobs survive restarts and cost no RAM while they wait, and only the
+earliest due time is in memory.  A job names its destinations as they were resolved
+when it was sent, so one for a temporary destination finds it while its connection
+lives (and is dropped, logged, once it is gone).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from typing import TYPE_CHECKING, NamedTuple
 
 from broker.core.cron import BadCron, Cron
 from broker.core.errors import InvalidHeader
 from protocol.errors import StompError
+from store.api import Failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from datetime import tzinfo
 
     from broker.core.clock import Clock
-    from broker.core.destinations import Destination
+    from broker.core.destinations import Destination, Destinations
     from broker.core.message import Message
-    from broker.core.persistence import StoredSchedule
+    from broker.core.persistence import Persistence
+    from broker.core.routing import Routing
     from broker.core.session import Session
-    from broker.core.usage import UsageMeter
+    from store.api import Outcome
 
 log = logging.getLogger("stompd.scheduler")
 
@@ -169,119 +173,98 @@ def delivery(job: Message, now: int) -> Message:
     return message
 
 
-class Schedule:
-    """A job held in memory (a broker without a message store, or for a temporary
-    destination, which cannot outlive its connection anyway)."""
+#: Jobs read from the store per poll.
+DUE_PAGE = 200
 
-    __slots__ = ("message", "period", "repeats_left", "targets")
-
-    def __init__(self, message: Message, targets: tuple[Destination, ...], period: int, repeats: int) -> None:
-        self.message = message
-        self.targets = targets
-        self.period = period
-        self.repeats_left = repeats
+Due = tuple[list[tuple[int, int, bytes]], int | None]
 
 
 class Scheduler:
-    __slots__ = ("_heap", "_tiebreak")
+    """SENDs to route now, or to keep as jobs until they are due."""
 
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, Schedule]] = []
-        self._tiebreak = 0
-
-    def __len__(self) -> int:
-        return len(self._heap)
-
-    def add(self, due_ms: int, schedule: Schedule) -> None:
-        self._tiebreak += 1
-        heapq.heappush(self._heap, (due_ms, self._tiebreak, schedule))
-
-    def pop_due(self, now_ms: int) -> list[tuple[int, Schedule]]:
-        """Every (due time, schedule) whose time has come, earliest first."""
-        due = []
-        heap = self._heap
-        while heap and heap[0][0] <= now_ms:
-            when, _, schedule = heapq.heappop(heap)
-            due.append((when, schedule))
-        return due
-
-
-class Jobs:
-    """Scheduled SENDs until they come due: in the store when there is one (``stored``,
-    set at recovery), else in memory; and what a job does when it comes due."""
-
-    __slots__ = ("_next_seq", "_resolve", "_route", "clock", "memory", "meter", "stored")
+    __slots__ = ("_added_min", "_reading", "clock", "destinations", "next_due", "persistence", "routing")
 
     def __init__(
-        self,
-        clock: Clock,
-        meter: UsageMeter,
-        route: Callable[[Message, tuple[Destination, ...]], None],
-        resolve: Callable[[str], tuple[Destination, ...]],
-        next_seq: Callable[[], int],
+        self, clock: Clock, persistence: Persistence, destinations: Destinations, routing: Routing
     ) -> None:
         self.clock = clock
-        #: What jobs held in memory are charged to.
-        self.meter = meter
-        self._route = route
-        self._resolve = resolve
-        self._next_seq = next_seq
-        self.memory = Scheduler()
-        self.stored: StoredSchedule | None = None
+        self.persistence = persistence
+        self.destinations = destinations
+        self.routing = routing
+        #: When the earliest job is due (None: there is none), from the store at recovery.
+        self.next_due: int | None = None
+        self._reading = False
+        #: The earliest due time added while a read was under way (it may not have seen it).
+        self._added_min: int | None = None
 
-    def add(
-        self, timing: Timing, message: Message, targets: tuple[Destination, ...], sender: Session | None
+    def recovered(self, next_due: int | None) -> None:
+        self.next_due = next_due
+
+    def deliver(
+        self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
-        due = timing.first_due(self.clock.ms, self.clock.tz)
-        if self.stored is not None and not any(target.owner is not None for target in targets):
-            self.stored.add(due, self._next_seq(), message, timing.period, timing.repeat, sender)
-            return
-        message.meter = self.meter
-        message.hold()
-        self.memory.add(due, Schedule(message, targets, timing.period, timing.repeat))
+        """Route a SEND now, or keep it until its scheduling headers say it is due;
+        ``sender``'s later frames wait until what it stored is durable."""
+        if not HEADERS.isdisjoint(message.headers):
+            timing = timing_of(message.headers)
+            if timing is not None:
+                due = timing.first_due(self.clock.ms, self.clock.tz)
+                self._add(
+                    due, message, ",".join(target.name for target in targets), timing.period, timing.repeat
+                )
+                if sender is not None:
+                    self.persistence.hold(sender.outbox)
+                return
+        self.routing.route_all(message, targets, sender)
+
+    def _add(self, due: int, job: Message, destination: str, period: int, repeats: int) -> None:
+        self.persistence.schedule(due, self.routing.next_seq(), destination, job, period, repeats)
+        if self.next_due is None or due < self.next_due:
+            self.next_due = due
+        if self._reading and (self._added_min is None or due < self._added_min):
+            self._added_min = due
 
     def tick(self) -> None:
-        if self.memory:
-            self._run_memory()
-        if self.stored is not None:
-            self.stored.poll(self.clock.ms, self._fire_stored)
+        """If a job is due, read the due ones (worker thread), and fire each, in due order."""
+        now = self.clock.ms
+        if self._reading or self.next_due is None or self.next_due > now:
+            return
+        self._reading = True
+        self._added_min = None
+        persistence = self.persistence
+        # The read sees what was submitted: submit what is built.
+        persistence.submit()
+        persistence.disk.submit(
+            lambda: persistence.read_due(now, DUE_PAGE), lambda outcome: self._due(now, outcome)
+        )
 
-    def _run_memory(self) -> None:
-        clock = self.clock
-        now = clock.ms
-        for due, schedule in self.memory.pop_due(now):
-            job = schedule.message
-            firing = fire(job, schedule.period, schedule.repeats_left, due, now, clock.tz)
-            if firing.start_plain is not None:
-                plain = plain_job(job)
-                plain.meter = self.meter
-                plain.hold()
-                self.memory.add(
-                    firing.start_plain,
-                    Schedule(plain, schedule.targets, schedule.period, schedule.repeats_left),
-                )
-            if firing.deliver:
-                self._route(delivery(job, now), schedule.targets)
-            if firing.again is None:
-                job.drop()
-            else:
-                schedule.repeats_left = firing.repeats_left
-                self.memory.add(firing.again, schedule)
+    def _due(self, now: int, outcome: Outcome[Due]) -> None:
+        self._reading = False
+        if isinstance(outcome, Failed):
+            # Read again at the next tick: nothing was taken.
+            log.warning("reading due scheduled messages failed: %s", outcome.error)
+            return
+        rows, next_due = outcome.value
+        added = self._added_min
+        self.next_due = next_due if added is None else min(added, next_due or added)
+        if len(rows) == DUE_PAGE:
+            self.next_due = now
+        for due, seq, value in rows:
+            taken = self.persistence.take_due(due, seq, value)
+            if taken is not None:
+                self._fire(due, *taken)
 
-    def _fire_stored(self, job: Message, destination: str, due: int, period: int, repeats: int) -> None:
-        """A stored job came due (the store has deleted it): store what comes next, route
-        this delivery."""
-        stored = self.stored
-        assert stored is not None
+    def _fire(self, due: int, job: Message, destination: str, period: int, repeats: int) -> None:
+        """A job came due (the store has deleted it): keep what comes next, route this delivery."""
         clock = self.clock
         now = clock.ms
         try:
             firing = fire(job, period, repeats, due, now, clock.tz)
             if firing.start_plain is not None:
-                stored.add(firing.start_plain, self._next_seq(), plain_job(job), period, repeats, None)
+                self._add(firing.start_plain, plain_job(job), destination, period, repeats)
             if firing.again is not None:
-                stored.add(firing.again, self._next_seq(), job, period, firing.repeats_left, None)
+                self._add(firing.again, job, destination, period, firing.repeats_left)
             if firing.deliver:
-                self._route(delivery(job, now), self._resolve(destination))
+                self.routing.route_all(delivery(job, now), self.destinations.send_targets(None, destination))
         except StompError as exc:
             log.warning("dropping a scheduled message for %s: %s", destination, exc)

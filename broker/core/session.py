@@ -1,54 +1,47 @@
-"""Per-connection state: negotiated version, phase, subscriptions, transactions.
+"""Per-connection state: negotiated version, phase, subscriptions, parked frames.
 
 The session is what the core knows of a connection.  It writes only through its
 ``outbox`` (``push`` a tuple of byte chunks); ``writable`` is cleared by the edge while
 more bytes wait to be written to it than its high-water mark (in the transport, or in
-an outbox held for the store), and dispatch to this session stops.
+an outbox held for the store), and dispatch to this session stops.  Its open
+transactions are ``transactions.Transactions``' to keep.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from protocol.encoder import encode_frame
 from protocol.frames import RECEIPT, V1_0, Frame
 
 if TYPE_CHECKING:
+    from broker.core.channel import Outbox
     from broker.core.clock import Clock
-    from broker.core.flow import ParkedSend
+    from broker.core.message import Message
     from broker.core.queue import Queue
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
-    from broker.core.transactions import Transaction
 
-
-class Outbox(Protocol):
-    """The core's way out to a connection: bytes, flow control, and closing."""
-
-    def push(self, parts: tuple[bytes, ...]) -> None: ...
-
-    def hold(self) -> None:
-        """Keep what is pushed from now on until as many ``release`` calls (nested)."""
-
-    def release(self) -> None: ...
-
-    def drop_held(self) -> None:
-        """Throw away what was pushed since the oldest hold: it will never be durable."""
-
-    def pause_reading(self) -> None: ...
-
-    def resume_reading(self) -> None: ...
-
-    def fail(self, exc: BaseException) -> None:
-        """Send the ERROR for ``exc`` and close (for errors found outside a frame's handling)."""
-
-    def close(self) -> None: ...
-
-
+# The connection's phases: ``connect.TRANSITIONS`` says which frames move it along.
 AWAIT_CONNECT = "AWAIT_CONNECT"
 CONNECTED = "CONNECTED"
 CLOSING = "CLOSING"
+
+
+class ParkedSend:
+    """A SEND accepted from the wire but not yet routed (its destination had no room)."""
+
+    __slots__ = ("deadline", "message", "receipt", "size", "targets")
+
+    def __init__(
+        self, message: Message, targets: tuple[Queue | Topic, ...], receipt: str | None, deadline: float
+    ) -> None:
+        self.message = message
+        self.targets = targets
+        self.receipt = receipt
+        self.deadline = deadline
+        self.size = message.size
 
 
 class Session:
@@ -70,7 +63,6 @@ class Session:
         "subscriptions",
         "temp_queues",
         "temp_topics",
-        "transactions",
         "version",
         "writable",
     )
@@ -88,7 +80,6 @@ class Session:
         self.heartbeat_recv_ms = 0
         self.subscriptions: dict[str, Subscription] = {}
         self.by_key: dict[int, Subscription] = {}
-        self.transactions: dict[str, Transaction] = {}
         self.temp_queues: dict[str, Queue] = {}
         self.temp_topics: dict[str, Topic] = {}
         self._next_key = 0

@@ -2,23 +2,25 @@
 
 A subscription consumes from the queues its destination names (competing with other
 consumers there) and, for topic destinations, from its own cursor, which topics fill.
+It sees its connection as a ``Channel`` and its queues as ``Source``s: it asks them to
+dispatch when it has credit again (``pump``), and they deliver to it; nothing they do
+pumps it again while it pumps (a page-in that came back inline wakes nobody).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
-from broker.core.cursor import Cursor, MemoryCursor
+from broker.core.cursor import Cursor
 from protocol.encoder import FRAME_END, encode_headers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.durable import Durable
+    from broker.core.channel import Channel
+    from broker.core.durable import DurableSubscription
     from broker.core.message import Message
     from broker.core.persistence import Persistence
-    from broker.core.queue import Queue
-    from broker.core.session import Session
 
 AUTO: Final = "auto"
 CLIENT: Final = "client"
@@ -26,6 +28,17 @@ CLIENT_INDIVIDUAL: Final = "client-individual"
 ACK_MODES: Final = frozenset({AUTO, CLIENT, CLIENT_INDIVIDUAL})
 
 REDELIVERED_HEADER: Final = b"redelivered:true\n"
+
+
+class Source(Protocol):
+    """A queue a subscription consumes from (``queue.Queue``)."""
+
+    def dispatch(self) -> None:
+        """Hand pending messages to the consumers that are ready."""
+
+    def add_consumer(self, sub: Subscription) -> None: ...
+
+    def remove_consumer(self, sub: Subscription) -> None: ...
 
 
 class Subscription:
@@ -45,7 +58,6 @@ class Subscription:
         "no_local",
         "persistence",
         "prefetch",
-        "pumping",
         "queues",
         "selector",
         "session",
@@ -54,10 +66,11 @@ class Subscription:
 
     def __init__(
         self,
-        session: Session,
+        session: Channel,
         sub_id: str,
         key: int,
         destination: str,
+        persistence: Persistence,
         *,
         ack: str = AUTO,
         prefetch: int = 1000,
@@ -69,23 +82,24 @@ class Subscription:
         self.id = sub_id
         self.key = key
         self.destination = destination
+        #: Where a durable subscriber's deliveries are marked.
+        self.persistence = persistence
         self.ack = ack
         self.auto = ack == AUTO
         self.prefetch = prefetch
         self.selector = selector
         self.no_local = no_local
         self.exclusive = exclusive
-        self.queues: list[Queue] = []
-        #: Set for a durable topic subscription: its record, and the store it acks in.
-        self.durable: Durable | None = None
-        self.persistence: Persistence | None = None
+        self.queues: list[Source] = []
+        #: Set for a durable topic subscription: its record.
+        self.durable: DurableSubscription | None = None
         self.topic_patterns: list[tuple[str, str]] = []
-        #: Where topic messages wait for this subscriber (the engine may give it a swap log).
-        self.cursor: Cursor = MemoryCursor()
+        #: Where topic messages wait for this subscriber (one with topics gets its own,
+        #: that can swap; this one, which never does, stays empty).
+        self.cursor = Cursor()
         # Dispatch order is ack order for cumulative (client) acks: a dict keeps it.
         self.inflight: dict[int, Message] = {}
         self.delivered = 0
-        self.pumping = False
         self._sub_header = b""
         self._sub_header_version = ""
 
@@ -109,10 +123,9 @@ class Subscription:
             self._sub_header_version = version
         message.delivery_count += 1
         self.delivered += 1
-        if message.stored and self.durable is not None:
-            assert self.persistence is not None
-            self.persistence.dispatched_shared(message, self.durable.store_id, session, self.auto)
         outbox = session.outbox
+        if message.store_size and self.durable is not None:
+            self.persistence.dispatched_shared(message, self.durable.store_id, outbox, self.auto)
         if self.auto:
             if message.redelivered:
                 outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, FRAME_END))
@@ -146,15 +159,6 @@ class Subscription:
 
     def pump(self) -> None:
         """Deliver what this subscription can take: its topic cursor, then its queues."""
-        if self.pumping:
-            return
-        self.pumping = True
-        try:
-            self._pump()
-        finally:
-            self.pumping = False
-
-    def _pump(self) -> None:
         cursor = self.cursor
         if cursor.count:
             while self.ready:
@@ -168,3 +172,7 @@ class Subscription:
             if not self.ready:
                 return
             queue.dispatch()
+
+    def wake(self) -> None:
+        """Its topic cursor has paged messages back in (``cursor.CursorOwner``)."""
+        self.pump()

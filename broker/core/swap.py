@@ -4,6 +4,8 @@ A queue's log has one reader, the queue's cursor, which deletes what it pages ba
 in.  A topic's log is shared by the cursors of all its subscriptions: a message is
 written once however many slow subscribers need it, each cursor remembers only the
 key range it has on disk, and what every cursor has read past is deleted (``gc``).
+Each cursor of a shared log tells it, through its ``LogReader``, where its disk part
+starts per priority; the log never looks into a cursor.
 
 Writes are batched: ``append`` queues a record, and ``flush`` (called by the engine
 once per batch of frames, and before any read) submits one write for all of them.
@@ -19,14 +21,12 @@ import heapq
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from broker.core import record
-from store import keys
+from broker.core.message_codecs import from_swap, to_swap
 from store.api import Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.cursor import Cursor
     from broker.core.disk import Disk
     from broker.core.message import Message
     from broker.core.usage import UsageMeter
@@ -38,18 +38,22 @@ PageResult = tuple[int, list["Message"], int, int]
 ScanResult = tuple[list[tuple["Message", object]], list[int], int]
 
 
-class StoredSource(Protocol):
-    """A cursor's second disk source: persistent messages kept in the message store.
+#: A reader's floor at a priority where it has nothing on disk.
+NOTHING = 1 << 63
 
-    ``read`` runs on a worker thread and sees everything submitted to the store so far.
-    """
+
+class StoreSource(Protocol):
+    """A cursor's second disk source: persistent messages kept in the message store
+    (``persistence.QueueStoreReader``, ``persistence.SubscriptionStoreReader``)."""
 
     disk: Disk
 
-    def submit_writes(self) -> None:
-        """Loop thread, before a read job: submit what is built, so that the read sees it."""
+    def prepare_read(self) -> None:
+        """Loop thread, before a read job: make what is built so far visible to it."""
 
-    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]: ...
+    def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
+        """Worker thread: up to ``limit`` messages with lo <= seq <= hi, in sequence order."""
+        ...
 
 
 class SwapSpace:
@@ -87,15 +91,25 @@ class SwapSpace:
             log.flush()
 
 
+class LogReader:
+    """One cursor of a shared log: the sequence its disk part starts at, per priority
+    (``NOTHING`` where it has none), as the cursor last reported it."""
+
+    __slots__ = ("floors",)
+
+    def __init__(self) -> None:
+        self.floors = [NOTHING] * 10
+
+
 class Log:
-    __slots__ = ("_gc_floor", "_pending", "_pending_bytes", "cursors", "id", "shared", "space", "written_hi")
+    __slots__ = ("_gc_floor", "_pending", "_pending_bytes", "_readers", "id", "shared", "space", "written_hi")
 
     def __init__(self, space: SwapSpace, log_id: int, shared: bool) -> None:
         self.space = space
         self.id = log_id
         self.shared = shared
-        self.cursors: list[Cursor] = []
-        self._pending: list[tuple[bytes, bytes]] = []
+        self._readers: list[LogReader] = []
+        self._pending: list[tuple[int, int, int, bytes]] = []
         self._pending_bytes = 0
         #: Highest sequence written, per priority (what ``gc`` may delete up to).
         self.written_hi = [0] * 10
@@ -103,12 +117,12 @@ class Log:
 
     def append(self, message: Message) -> None:
         """Queue ``message`` to be written (once) to this log."""
-        data = record.encode(message)
+        data = to_swap(message)
         if self.shared:
             message.in_log = True
         if not self._pending:
             self.space.mark_dirty(self)
-        self._pending.append((keys.message_key(self.id, message.priority, message.seq), data))
+        self._pending.append((self.id, message.priority, message.seq, data))
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
         self.space.memory.charge(len(data))
@@ -121,7 +135,7 @@ class Log:
         puts, self._pending = self._pending, []
         size, self._pending_bytes = self._pending_bytes, 0
         store = self.space.store
-        self.space.disk.submit(lambda: store.write(puts), functools.partial(self._written, size))
+        self.space.disk.submit(functools.partial(store.put, puts), functools.partial(self._written, size))
 
     def _written(self, size: int, outcome: Outcome[None]) -> None:
         if isinstance(outcome, Failed):
@@ -132,21 +146,32 @@ class Log:
         # On disk, or held in RAM by the temp store (``Disk`` charges that part again).
         self.space.memory.release(size)
 
+    def add_reader(self) -> LogReader:
+        """A cursor starts reading this shared log."""
+        reader = LogReader()
+        self._readers.append(reader)
+        return reader
+
+    def remove_reader(self, reader: LogReader) -> None:
+        """A cursor is done with this shared log: collect what only it still needed."""
+        if reader in self._readers:
+            self._readers.remove(reader)
+        self.gc()
+
     def gc(self) -> None:
-        """Delete what no cursor of this shared log still needs."""
+        """Delete what no reader of this shared log still needs."""
         store = self.space.store
         for priority in range(10):
             floor = self.written_hi[priority] + 1
-            for cursor in self.cursors:
-                if cursor.disk_count[priority]:
-                    floor = min(floor, cursor.disk_lo[priority])
+            for reader in self._readers:
+                floor = min(floor, reader.floors[priority])
             if floor <= self._gc_floor[priority] or not self.written_hi[priority]:
                 continue
             self._gc_floor[priority] = floor
-            start = keys.level_prefix(self.id, priority)
-            stop = keys.message_key(self.id, priority, floor)
             self.flush()
-            self.space.disk.submit(functools.partial(store.delete_range, start, stop), self._freed)
+            self.space.disk.submit(
+                functools.partial(store.delete_below, self.id, priority, floor), self._freed
+            )
 
     def _freed(self, outcome: Outcome[int]) -> None:
         if isinstance(outcome, Failed):
@@ -159,16 +184,15 @@ class Log:
     def drop(self) -> None:
         """The destination is gone: delete everything it had on disk."""
         store = self.space.store
-        prefix = keys.log_prefix(self.id)
         self.space.meter.release(self._pending_bytes)
         self.space.memory.release(self._pending_bytes)
         self._pending.clear()
         self._pending_bytes = 0
-        self.space.disk.submit(lambda: store.delete_range(prefix, keys.prefix_end(prefix)), self._freed)
+        self.space.disk.submit(functools.partial(store.delete_log, self.id), self._freed)
 
 
 def read_page(
-    log: Log | None, source: StoredSource | None, priority: int, lo: int, hi: int, limit: int
+    log: Log | None, source: StoreSource | None, priority: int, lo: int, hi: int, limit: int
 ) -> PageResult:
     """Worker thread: up to ``limit`` messages of [lo, hi] at ``priority``, in sequence order.
 
@@ -180,25 +204,23 @@ def read_page(
     Returns (priority, messages, last sequence covered, temp bytes freed).
     """
     cut = hi
-    rows: list[tuple[bytes, bytes]] = []
+    rows: list[tuple[int, bytes]] = []
     if log is not None:
-        rows = log.space.store.range(
-            keys.message_key(log.id, priority, lo), keys.message_key(log.id, priority, hi + 1), limit
-        )
+        rows = log.space.store.read(log.id, priority, lo, hi, limit)
         if len(rows) == limit:
-            cut = keys.unpack_message_key(rows[-1][0])[2]
+            cut = rows[-1][0]
     stored = source.read(priority, lo, hi, limit) if source is not None else []
     if len(stored) == limit:
         cut = min(cut, stored[-1].seq)
     full = cut < hi
     if full:
-        rows = [row for row in rows if keys.unpack_message_key(row[0])[2] <= cut]
+        rows = [row for row in rows if row[0] <= cut]
         stored = [message for message in stored if message.seq <= cut]
     # Decoded before anything is deleted: a failure here must leave the records where they are.
-    swapped = [record.decode(v) for _, v in rows]
+    swapped = [from_swap(v) for _, v in rows]
     freed = 0
     if log is not None and not log.shared and rows:
-        log.space.store.write(deletes=[k for k, _ in rows])
+        log.space.store.delete((log.id, priority, seq) for seq, _ in rows)
         freed = sum(len(v) for _, v in rows)
     messages = list(heapq.merge(swapped, stored, key=_seq)) if stored and swapped else swapped or stored
     last = cut if full else (messages[-1].seq if messages else hi)
@@ -207,7 +229,7 @@ def read_page(
 
 def scan_disk(
     log: Log | None,
-    source: StoredSource | None,
+    source: StoreSource | None,
     start: list[int],
     ends: list[int],
     budget: int,
@@ -226,8 +248,7 @@ def scan_disk(
     picked: list[tuple[Message, object]] = []
     positions = list(start)
     read = 0
-    deletes: list[bytes] = []
-    sizes: dict[bytes, int] = {}
+    deletes: list[tuple[int, int]] = []
     freed = 0
     page = 500
     for priority in range(9, -1, -1):
@@ -237,34 +258,28 @@ def scan_disk(
             stored = source.read(priority, lo, hi, page) if source is not None else []
             if len(stored) == page:
                 cut = stored[-1].seq
-            swapped: list[tuple[bytes | None, Message]] = []
+            swapped: list[tuple[int, Message]] = []
             if log is not None:
-                rows = log.space.store.range(
-                    keys.message_key(log.id, priority, lo), keys.message_key(log.id, priority, cut + 1), page
-                )
+                rows = log.space.store.read(log.id, priority, lo, cut, page)
                 if len(rows) == page:
-                    cut = min(cut, keys.unpack_message_key(rows[-1][0])[2])
-                for row_key, value in rows:
-                    decoded = record.decode(value)
-                    if decoded.seq <= cut:
-                        swapped.append((row_key, decoded))
-                        sizes[row_key] = len(value)
-            merged = list(heapq.merge(swapped, ((None, m) for m in stored if m.seq <= cut), key=_second_seq))
+                    cut = min(cut, rows[-1][0])
+                swapped.extend((len(value), from_swap(value)) for seq, value in rows if seq <= cut)
+            merged = list(heapq.merge(swapped, ((0, m) for m in stored if m.seq <= cut), key=_second_seq))
             positions[priority] = cut + 1
-            for key, message in merged:
+            for size, message in merged:
                 read += 1
                 taker = pick(message)
                 if taker is None:
                     continue
                 picked.append((message, taker))
-                if key is not None:
-                    deletes.append(key)
-                    freed += sizes[key]
+                if size:
+                    deletes.append((priority, message.seq))
+                    freed += size
                 if len(picked) >= wanted:
                     positions[priority] = message.seq + 1
                     break
     if deletes and log is not None:
-        log.space.store.write(deletes=deletes)
+        log.space.store.delete((log.id, priority, seq) for priority, seq in deletes)
     return picked, positions, freed
 
 
@@ -272,5 +287,5 @@ def _seq(message: Message) -> int:
     return message.seq
 
 
-def _second_seq(item: tuple[bytes | None, Message]) -> int:
+def _second_seq(item: tuple[int, Message]) -> int:
     return item[1].seq

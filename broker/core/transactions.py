@@ -1,14 +1,26 @@
-"""STOMP transactions: SENDs and ACK/NACKs held until COMMIT, dropped on ABORT."""
+"""STOMP transactions: SENDs and ACK/NACKs held until COMMIT, dropped on ABORT.
+
+BEGIN opens one on its connection; SEND, ACK and NACK frames that name it add to it
+(``sending``, ``acks``); COMMIT routes the SENDs and applies the ACK/NACKs, in the
+order they came; ABORT, or the connection closing, never routes the SENDs and gives
+back what was acked or nacked, for redelivery.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.errors import TransactionError
+from protocol.errors import MissingHeader
+
 if TYPE_CHECKING:
+    from broker.core.destinations import Destination
     from broker.core.message import Message
-    from broker.core.queue import Queue
+    from broker.core.scheduler import Scheduler
+    from broker.core.session import Session
+    from broker.core.settlement import Settlement
     from broker.core.subscription import Subscription
-    from broker.core.topic import Topic
+    from protocol.frames import Frame
 
 
 class Transaction:
@@ -16,8 +28,70 @@ class Transaction:
 
     def __init__(self, tx_id: str) -> None:
         self.id = tx_id
-        self.sends: list[tuple[Queue | Topic, Message]] = []
+        self.sends: list[tuple[Destination, Message]] = []
         # Acked inside the transaction: out of the subscription's in-flight set (so its
         # credit is back) but not gone until COMMIT; ABORT redelivers them.
         self.acks: list[tuple[Subscription, Message]] = []
         self.nacks: list[tuple[Subscription, Message]] = []
+
+
+class Transactions:
+    """The open transactions of every connection, and BEGIN, COMMIT and ABORT."""
+
+    __slots__ = ("_open", "scheduler", "settlement")
+
+    def __init__(self, scheduler: Scheduler, settlement: Settlement) -> None:
+        self.scheduler = scheduler
+        self.settlement = settlement
+        self._open: dict[Session, dict[str, Transaction]] = {}
+
+    def get(self, session: Session, tx_id: str) -> Transaction:
+        """``session``'s open transaction ``tx_id`` (a frame named it)."""
+        tx = self._open.get(session, {}).get(tx_id)
+        if tx is None:
+            raise TransactionError(f"transaction {tx_id!r} was not begun on this connection")
+        return tx
+
+    def on_begin(self, session: Session, frame: Frame) -> None:
+        tx_id = _tx_id(frame)
+        open_here = self._open.setdefault(session, {})
+        if tx_id in open_here:
+            raise TransactionError(f"transaction {tx_id!r} is already in progress")
+        open_here[tx_id] = Transaction(tx_id)
+
+    def on_commit(self, session: Session, frame: Frame) -> None:
+        tx = self._take(session, _tx_id(frame))
+        for target, message in tx.sends:
+            self.scheduler.deliver(message, (target,), session)
+        for sub, message in tx.acks:
+            self.settlement.settle(sub, [message])
+        for sub, message in tx.nacks:
+            self.settlement.give_back(sub, [message], topic_too=True)
+
+    def on_abort(self, session: Session, frame: Frame) -> None:
+        self._abort(self._take(session, _tx_id(frame)))
+
+    def close(self, session: Session) -> None:
+        """The connection is gone: its open transactions are aborted."""
+        for tx in self._open.pop(session, {}).values():
+            self._abort(tx)
+
+    def _take(self, session: Session, tx_id: str) -> Transaction:
+        tx = self.get(session, tx_id)
+        del self._open[session][tx_id]
+        return tx
+
+    def _abort(self, tx: Transaction) -> None:
+        # Sends are simply never routed; what was acked or nacked comes back.
+        for sub, message in tx.acks + tx.nacks:
+            self.settlement.give_back(sub, [message], topic_too=True)
+        for sub, _ in tx.acks + tx.nacks:
+            if not sub.session.closing:
+                sub.pump()
+
+
+def _tx_id(frame: Frame) -> str:
+    tx_id = frame.headers.get("transaction")
+    if tx_id is None:
+        raise MissingHeader(f"{frame.command} requires a 'transaction' header")
+    return tx_id

@@ -189,7 +189,7 @@ class EngineAdminOps:
                 client_id=durable.client_id,
             )
             for durable in engine.durables.records.values()
-            if durable.sub is None
+            if durable.subscriber is None
         )
         return out
 
@@ -225,13 +225,13 @@ class EngineAdminOps:
             temp=_meter(usage.temp),
             connections=len(engine.sessions),
             destinations=len(engine.queues) + len(engine.router.topics),
-            blocked_producers=engine.blocked.stats.blocked_now,
+            blocked_producers=engine.flow.stats.blocked_now,
         )
 
     def health(self) -> Health:
-        persistence = self._engine.persistence
-        if persistence is not None and persistence.failed is not None:
-            return Health(False, (f"message store failed: {persistence.failed}",))
+        failed = self._engine.persistence.failed
+        if failed is not None:
+            return Health(False, (f"message store failed: {failed}",))
         return Health(True)
 
     # -- the core's admin operations (not there yet) -----------------------------------

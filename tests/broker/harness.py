@@ -22,6 +22,7 @@ from broker.io.outbox import Outbox
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+from store.memory import memory_stores
 
 
 class ListOutbox:
@@ -81,8 +82,8 @@ class Peer:
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
-    """An engine without stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
-    return Engine(CoreSettings(**settings), clock=Clock(ms))
+    """An engine on in-memory stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
+    return Engine(CoreSettings(**settings), clock=Clock(ms), stores=memory_stores())
 
 
 class _Timer:

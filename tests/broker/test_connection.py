@@ -123,7 +123,7 @@ def test_pause_writing_stops_dispatch_to_the_connection_until_resume_writing() -
 
 
 def test_past_max_parked_bytes_reading_pauses_until_consumers_make_room() -> None:
-    engine = new_engine(memory_limit=64 * KB, max_parked_bytes=8 * KB)
+    engine = new_engine(memory_limit=64 * KB, temp_limit=16 * KB, max_parked_bytes=8 * KB)
     producer = connected(engine)
     for i in range(40):
         producer.send_frame("SEND", {"destination": "/queue/q", "receipt": str(i)}, b"x" * 4000)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.cursor import MemoryCursor
+from broker.core.cursor import Cursor
 from broker.core.message import Message
 
 
@@ -13,7 +13,7 @@ def msg(seq: int, priority: int = 4) -> Message:
 
 @given(st.lists(st.integers(0, 9), max_size=60))
 def test_pop_is_priority_then_fifo(priorities: list[int]) -> None:
-    cursor = MemoryCursor()
+    cursor = Cursor()
     for seq, prio in enumerate(priorities):
         cursor.push(msg(seq, prio))
     popped = []
@@ -25,7 +25,7 @@ def test_pop_is_priority_then_fifo(priorities: list[int]) -> None:
 
 @given(st.lists(st.integers(0, 9), min_size=1, max_size=40), st.data())
 def test_lazy_remove_and_returned_keep_order(priorities: list[int], data: st.DataObject) -> None:
-    cursor = MemoryCursor()
+    cursor = Cursor()
     messages = [msg(seq, prio) for seq, prio in enumerate(priorities)]
     for m in messages:
         cursor.push(m)

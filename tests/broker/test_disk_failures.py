@@ -17,6 +17,7 @@ from broker.core.clock import Clock
 from broker.core.disk import RETRY_FIRST_MS
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from store.api import Stores
 from store.leveldb import LevelDB
 from store.persistent import MessageStore
 from store.temp import TempStore
@@ -37,27 +38,17 @@ class Disks:
         self.store = MessageStore(self.db)
         self.posted: list[Callable[[], None]] = []
         self.errors: list[BaseException] = []
-        committer = self.store.start_committer(
-            self.posted.append, self._failed, on_stall=self._stalled, linger=0.001
-        )
+        self.store.start_committer(self.posted.append, self._failed, on_stall=self._stalled, linger=0.001)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        self.engine = Engine(
-            core,
-            Clock(1_000_000),
-            temp_store=TempStore(self.temp),
-            worker=InlineWorker(),
-            message_store=self.store,
-            committer=committer,
-        )
+        stores = Stores(messages=self.store, temp=TempStore(self.temp), worker=InlineWorker())
+        self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.engine.recover()
 
     def _failed(self, exc: BaseException) -> None:
         self.errors.append(exc)
-        assert self.engine.persistence is not None
         self.engine.persistence.store_failed(exc)
 
     def _stalled(self, exc: BaseException | None) -> None:
-        assert self.engine.persistence is not None
         self.engine.persistence.store_stalled(exc)
 
     def settle(self, durable: bool = True) -> None:
@@ -108,7 +99,7 @@ def test_a_failed_page_in_is_retried_after_a_back_off_and_loses_nothing(
         c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
         got = bodies(c)
         assert got == list(range(len(got))) and len(got) < 300
-        assert cursor.paging and engine.disk is not None and engine.disk.stats.failures == 1
+        assert cursor.paging and engine.disk.stats.failures == 1
         # Not due yet: nothing asks for the page again meanwhile.
         disks.later(RETRY_FIRST_MS - 1)
         assert engine.disk.stats.failures == 1
@@ -151,7 +142,6 @@ def test_a_failed_disk_scan_is_retried_and_the_selector_still_finds_its_messages
 def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks: Disks) -> None:
     engine = disks.engine
     disk = engine.disk
-    assert disk is not None
     disks.temp.full = True
     p = Peer(engine)
     send(p, "/queue/q", 150)
@@ -161,7 +151,7 @@ def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks
     assert cursor.disk_total > 10
     assert disk.held > 10 * 1000
     assert disk.held + cursor.mem_bytes <= engine.usage.memory.used <= engine.usage.memory.limit
-    assert engine.blocked.stats.blocked_now == 1
+    assert engine.flow.stats.blocked_now == 1
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     got = bodies(c)  # what is held is read back from RAM
@@ -171,7 +161,7 @@ def test_a_failed_swap_write_keeps_its_records_in_ram_charged_and_readable(disks
         disks.later(1000)  # a tick asks the temp store to write what it still holds
         got += bodies(c)
     assert got == list(range(150))
-    assert disk.held == 0 and engine.blocked.stats.blocked_now == 0
+    assert disk.held == 0 and engine.flow.stats.blocked_now == 0
 
 
 def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_after(disks: Disks) -> None:
@@ -184,15 +174,15 @@ def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_aft
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r1"}, b"1")
     assert disks.db.failed.wait(10)
     disks.settle(durable=False)
-    assert engine.persistence is not None and engine.persistence.stalled is not None
+    assert engine.persistence.stalled is not None
     # r1's batch is not durable: no RECEIPT.  The next SEND waits for room.
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r2"}, b"2")
     assert p.received() == []
-    assert engine.blocked.stats.blocked_now == 1
+    assert engine.flow.stats.blocked_now == 1
     disks.db.full = False
     disks.settle()
     assert [f.headers["receipt-id"] for f in p.received()] == ["r1", "r2"]
-    assert engine.blocked.stats.blocked_now == 0
+    assert engine.flow.stats.blocked_now == 0
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     disks.settle()

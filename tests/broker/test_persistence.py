@@ -14,7 +14,8 @@ import pytest
 from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
-from store.memory import MemoryStore
+from store.api import Stores
+from store.memory import memory_temp_store
 from store.persistent import MessageStore
 from store.worker import InlineWorker
 from tests.broker.harness import Peer
@@ -27,16 +28,10 @@ class StoredEngine:
     def __init__(self, path: Path, **settings: object) -> None:
         self.posted: list[Callable[[], None]] = []
         self.store = MessageStore.open(path)
-        committer = self.store.start_committer(self.posted.append, lambda exc: None)
+        self.store.start_committer(self.posted.append, lambda exc: None)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        self.engine = Engine(
-            core,
-            Clock(1_000_000),
-            temp_store=MemoryStore(),
-            worker=InlineWorker(),
-            message_store=self.store,
-            committer=committer,
-        )
+        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=InlineWorker())
+        self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.recovered = self.engine.recover()
 
     def settle(self) -> None:

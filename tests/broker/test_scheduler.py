@@ -13,6 +13,7 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from protocol.errors import StompError
 from protocol.frames import Frame
+from store.memory import memory_stores
 from tests.broker.harness import Peer
 from tests.broker.test_persistence import StoredEngine
 
@@ -36,7 +37,7 @@ class Broker:
 
     def _open(self, kind: str) -> Engine:
         if kind == "memory":
-            engine = Engine(clock=Clock(START, UTC))
+            engine = Engine(clock=Clock(START, UTC), stores=memory_stores())
         else:
             self.stored = StoredEngine(self.path)
             engine = self.stored.engine

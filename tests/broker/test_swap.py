@@ -8,14 +8,16 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.errors import NoSpace
 from broker.core.settings import CoreSettings
-from store.memory import MemoryStore
+from store.api import Stores
+from store.memory import MemoryDatabase, memory_message_store
+from store.temp import TempStore
 from store.worker import InlineWorker
 from tests.broker.harness import Peer
 
 KB = 1024
 
 
-class CountingStore(MemoryStore):
+class CountingStore(MemoryDatabase):
     """Counts the records read, to show that scans do not re-read the backlog."""
 
     def __init__(self) -> None:
@@ -33,7 +35,8 @@ def swapping_engine(
 ) -> tuple[Engine, CountingStore]:
     store = CountingStore()
     core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
-    engine = Engine(core, Clock(1_000_000), temp_store=store, worker=InlineWorker())
+    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=InlineWorker())
+    engine = Engine(core, Clock(1_000_000), stores=stores)
     return engine, store
 
 
@@ -161,7 +164,7 @@ def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
         both.send_frame("SEND", {"destination": "/queue/f", "receipt": str(i)}, b"%06d" % i + b"x" * 1000)
     engine.flush()
     assert both.session.parked, "the producer should be blocked"
-    assert engine.blocked.stats.blocks == 1
+    assert engine.flow.stats.blocks == 1
     engine.set_writable(both.session, True)
     frames = both.received()
     receipts = [f.headers["receipt-id"] for f in frames if f.command == "RECEIPT"]
@@ -177,8 +180,8 @@ def test_flow_control_parks_a_send_and_lets_acks_through() -> None:
             both.send_frame("ACK", {"id": acks[-1].headers["ack"]})
         frames = both.received()
     assert receipts == [str(i) for i in range(60)]
-    assert not engine.blocked
-    assert engine.blocked.stats.blocked_now == 0
+    assert not engine.flow
+    assert engine.flow.stats.blocked_now == 0
 
 
 def test_frames_parked_behind_a_send_keep_their_order_when_it_is_parked_again() -> None:

@@ -97,8 +97,8 @@ def test_tiny_temp_limit_seed_002(tmp_path: Path) -> None:
             producer.join(30)
         assert done.is_set()
         assert received == list(range(n))
-        assert broker.engine.blocked.stats.blocks >= 1
-        assert broker.engine.blocked.stats.blocked_now == 0
+        assert broker.engine.flow.stats.blocks >= 1
+        assert broker.engine.flow.stats.blocked_now == 0
 
 
 def test_producer_and_consumer_on_one_connection(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_producer_and_consumer_on_one_connection(tmp_path: Path) -> None:
             acker.join(60)
             assert acked == n
             assert [int(m.body[:6]) for m in both.listener.messages] == list(range(n))
-        assert broker.engine.blocked.stats.blocks >= 1
+        assert broker.engine.flow.stats.blocks >= 1
 
 
 def test_send_fail_if_no_space_answers_error_and_loses_nothing_else(tmp_path: Path) -> None:
@@ -174,7 +174,7 @@ def test_producer_that_hangs_up_while_blocked_loses_nothing(tmp_path: Path) -> N
         n = 600
         for i in range(n):
             raw.send("SEND", {"destination": "/queue/hangup"}, f"{i:06d}{BODY}".encode())
-        eventually(lambda: broker.engine.blocked.stats.blocks >= 1)
+        eventually(lambda: broker.engine.flow.stats.blocks >= 1)
         raw.close()
         with client(broker.port) as c:
             c.subscribe("/queue/hangup")

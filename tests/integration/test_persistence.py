@@ -250,7 +250,7 @@ def test_store_limit_blocks_persistent_producers_until_acks_free_space(tmp_path:
             c.ack(c.listener.wait_messages(n + 1)[n])
         p.listener.wait_receipt("last")
         assert [m.body[:4] for m in c.listener.messages] == [f"{i:04d}" for i in range(30)] + ["last"]
-        assert b.broker.engine.blocked.stats.blocks >= 1  # type: ignore[union-attr]
+        assert b.broker.engine.flow.stats.blocks >= 1  # type: ignore[union-attr]
 
 
 def test_store_full_with_send_fail_if_no_space_is_an_error_and_loses_nothing_stored(tmp_path: Path) -> None:

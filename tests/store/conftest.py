@@ -1,4 +1,6 @@
-"""Fixtures for the persistent store: a real LevelDB in a temporary directory."""
+"""Fixtures for the store contract suite: every store test runs on each database the
+stores are built on, LevelDB in a temporary directory and ``store.memory`` (as
+nats-server runs its store tests on its file and memory stores)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from store.commit import Batch
+from store.api import Batch
+from store.database import Database
+from store.leveldb import LevelDB
+from store.memory import MemoryDatabase, memory_message_store
 from store.persistent import MessageStore
+
+DATABASES = ["memory", "leveldb"]
 
 
 def run_now(callback: Callable[[], None]) -> None:
@@ -18,23 +25,32 @@ def run_now(callback: Callable[[], None]) -> None:
 
 
 class Opened:
-    """A store with a running committer, reopened at will."""
+    """A message store with its committer running, on ``kind``'s database, reopened at will."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind = kind
         self.path = path
+        #: The memory store's database outlives each store opened on it, as files do.
+        self.memory = MemoryDatabase() if kind == "memory" else None
         self.errors: list[BaseException] = []
         self.store = self._open()
 
+    def database(self) -> Database:
+        """The database under the store (a new handle on the files, for LevelDB)."""
+        return self.memory if self.memory is not None else LevelDB(self.path, sync=True)
+
     def _open(self) -> MessageStore:
+        if self.memory is not None:
+            return memory_message_store(self.memory)
         store = MessageStore.open(self.path)
         store.start_committer(run_now, self.errors.append)
         return store
 
     def apply(self, batch: Batch) -> None:
+        self.store.submit(batch)
         committer = self.store.committer
         assert committer is not None
-        committer.submit_batch(batch)
-        assert committer.flush_wait(10)
+        assert committer.flush_wait(10)  # type: ignore[attr-defined]
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
@@ -52,11 +68,19 @@ class Opened:
         self.store.close()
 
 
-@pytest.fixture
-def opened(tmp_path: Path) -> Iterator[Opened]:
-    handle = Opened(tmp_path / "store")
+@pytest.fixture(params=DATABASES)
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opened]:
+    handle = Opened(request.param, tmp_path / "store")
     try:
         yield handle
     finally:
         handle.close()
     assert handle.errors == []
+
+
+@pytest.fixture(params=DATABASES)
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """An empty database of each kind (LevelDB opened lazily, as the temp store's is)."""
+    db: Database = MemoryDatabase() if request.param == "memory" else LevelDB(tmp_path / "db", lazy=True)
+    yield db
+    db.close()

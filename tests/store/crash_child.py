@@ -16,7 +16,7 @@ import threading
 from collections import deque
 from pathlib import Path
 
-from store.commit import Batch
+from store.api import Batch
 from store.persistent import MessageStore
 
 #: Submissions in flight before the producer waits: a bounded window, like receipts.

@@ -5,18 +5,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from store.database import Database
 from store.errors import StoreCorrupt, StoreFull
-from store.leveldb import LevelDB
 
 
 class FaultyDB:
-    """Delegates to ``db``; while ``full`` is set, writes and reopens raise ``StoreFull``.
+    """Delegates to ``db`` (either database); while ``full`` is set, writes and reopens
+    raise ``StoreFull``.
 
     ``corrupt`` makes the next write raise ``StoreCorrupt`` instead.  ``failed`` is set at
     every failed write, so a test can wait for the committer to have tried.
     """
 
-    def __init__(self, db: LevelDB) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
         self.path = db.path
         self.full = False

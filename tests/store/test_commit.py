@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from store.commit import Batch, GroupCommitter
+from store.api import Batch
+from store.commit import GroupCommitter
 from store.errors import StoreCorrupt, StoreError, StoreFull
 from store.leveldb import LevelDB
 from tests.store.conftest import run_now

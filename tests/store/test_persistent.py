@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from store import keys
-from store.commit import Batch
+from store.api import Batch
+from store.database import Database
 from store.errors import StoreCorrupt, StoreError
-from store.leveldb import LevelDB
 from store.persistent import MessageStore
 from tests.store.conftest import Opened
 
@@ -69,9 +69,9 @@ def test_delete_and_counters_survive_reopen(opened: Opened) -> None:
 
 
 class CountingDB:
-    """A LevelDB that counts what is read from it, and whether any message was."""
+    """A database that counts what is read from it, and whether any message was."""
 
-    def __init__(self, db: LevelDB) -> None:
+    def __init__(self, db: Database) -> None:
         self.db = db
         self.path = db.path
         self.rows = 0
@@ -105,8 +105,8 @@ def test_recovery_reads_records_and_counters_not_messages(opened: Opened) -> Non
         dest = dests[chunk % 3]
         put(opened, dest, [(seq % 10, seq, body) for seq in seqs])
     opened.close()
-    counting = CountingDB(LevelDB(opened.path, sync=True))
-    store = MessageStore(counting)
+    counting = CountingDB(opened.database())
+    store = MessageStore(counting)  # type: ignore[arg-type]
     recovery = store.recover()
     assert sum(sum(d.counts) for d in recovery.destinations) == 50_000
     assert recovery.used_bytes == 50_000 * len(body)
@@ -362,13 +362,14 @@ def test_a_regular_file_is_not_a_store(tmp_path: Path) -> None:
     ],
 )
 def test_records_this_version_did_not_write_are_corrupt(
-    tmp_path: Path, key: bytes, value: bytes | None, message: str
+    opened: Opened, key: bytes, value: bytes | None, message: str
 ) -> None:
-    path = tmp_path / "store"
-    filled(path)
-    db = LevelDB(path)
+    dest = queue(opened)
+    put(opened, dest, [(4, seq, b"x" * 200) for seq in opened.store.reserve_sequences(50)])
+    opened.close()
+    db = opened.database()
     db.write(puts=[] if value is None else [(key, value)], deletes=[key] if value is None else [])
-    db.close()
     with pytest.raises(StoreCorrupt, match=message) as raised:
-        MessageStore.open(path)
-    assert str(path) in str(raised.value)
+        MessageStore(db)
+    assert str(db.path) in str(raised.value)
+    db.close()

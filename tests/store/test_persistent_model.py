@@ -4,35 +4,21 @@ pointers always agree with the records, before and after a reopen."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from store import keys
-from store.commit import Batch
-from store.memory import MemoryStore
+from store.api import Batch
+from store.memory import MemoryDatabase
 from store.persistent import MessageStore
-
-
-class MemoryDB(MemoryStore):
-    """The in-memory store with the two things ``MessageStore`` needs beyond it."""
-
-    path = Path("/memory/store")
-
-    def get(self, key: bytes) -> bytes | None:
-        rows = self.range(key, key + b"\0", 1)
-        return rows[0][1] if rows else None
-
-    def close(self) -> None:
-        """Keep the data: a reopen reads it again."""
 
 
 class StoreModel(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.db = MemoryDB()
+        self.db = MemoryDatabase()
         self.store = MessageStore(self.db, seq_block=5)
         self.queue_messages: list[tuple[int, int, int, int]] = []
         self.subs: list[int] = []

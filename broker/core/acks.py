@@ -1,0 +1,94 @@
+"""ACK and NACK: which in-flight messages a frame names, in each STOMP version.
+
+STOMP 1.2 names a message by the ``ack`` header of its MESSAGE (here
+``<subscription key>-<sequence>``); 1.1 by ``message-id`` and ``subscription``; 1.0 by
+``message-id`` alone.  A ``client`` subscription's ACK is cumulative (everything
+delivered before it too), a ``client-individual`` one's is not.  Inside a
+transaction the messages wait for COMMIT; otherwise ``settlement`` takes them now.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.errors import UnknownMessage
+from broker.core.subscription import CLIENT
+from protocol import frames as f
+from protocol.errors import MissingHeader
+
+if TYPE_CHECKING:
+    from broker.core.message import Message
+    from broker.core.session import Session
+    from broker.core.settlement import Settlement
+    from broker.core.subscription import Subscription
+    from broker.core.transactions import Transactions
+
+
+class Acks:
+    __slots__ = ("settlement", "transactions")
+
+    def __init__(self, settlement: Settlement, transactions: Transactions) -> None:
+        self.settlement = settlement
+        self.transactions = transactions
+
+    def on_ack(self, session: Session, frame: f.Frame) -> None:
+        sub, messages = named(session, frame)
+        tx_id = frame.headers.get("transaction")
+        if tx_id is not None:
+            self.transactions.get(session, tx_id).acks.extend((sub, m) for m in messages)
+        else:
+            self.settlement.settle(sub, messages)
+        sub.pump()
+
+    def on_nack(self, session: Session, frame: f.Frame) -> None:
+        sub, messages = named(session, frame)
+        tx_id = frame.headers.get("transaction")
+        if tx_id is not None:
+            self.transactions.get(session, tx_id).nacks.extend((sub, m) for m in messages)
+        else:
+            self.settlement.give_back(sub, messages, topic_too=True)
+        sub.pump()
+
+
+def named(session: Session, frame: f.Frame) -> tuple[Subscription, list[Message]]:
+    """The subscription an ACK/NACK is for, and the in-flight messages it covers (taken
+    out of flight)."""
+    headers = frame.headers
+    command = frame.command
+    sub: Subscription | None = None
+    seq: int | None = None
+    if session.version == f.V1_2:
+        ack_id = headers.get("id")
+        if ack_id is None:
+            raise MissingHeader(f"{command} requires an 'id' header (the MESSAGE's 'ack' value) in STOMP 1.2")
+        key, _, seq_text = ack_id.partition("-")
+        if key.isdigit() and seq_text.isdigit():
+            sub = session.by_key.get(int(key))
+            seq = int(seq_text)
+        label = ack_id
+    else:
+        message_id = headers.get("message-id")
+        if message_id is None:
+            raise MissingHeader(f"{command} requires a 'message-id' header")
+        label = message_id
+        seq = _seq_of(message_id)
+        sub_id = headers.get("subscription")
+        if sub_id is not None:
+            sub = session.subscriptions.get(sub_id)
+        elif session.version == f.V1_1:
+            raise MissingHeader(f"{command} requires a 'subscription' header in STOMP 1.1")
+        elif seq is not None:
+            sub = next((s for s in session.subscriptions.values() if seq in s.inflight), None)
+    if sub is None or seq is None:
+        raise UnknownMessage(f"{command} for {label!r} matches no message delivered on this connection")
+    messages = sub.take_acked(seq, cumulative=sub.ack == CLIENT)
+    if not messages:
+        raise UnknownMessage(
+            f"{command} for {label!r}: no such unacknowledged message on subscription {sub.id!r}"
+        )
+    return sub, messages
+
+
+def _seq_of(message_id: str) -> int | None:
+    tail = message_id.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else None

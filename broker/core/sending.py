@@ -1,0 +1,163 @@
+"""SEND: the message a frame carries, where it goes, and whether it goes now.
+
+A SEND becomes one ``Message`` (the broker's headers stripped, priority, expiry and
+time stamp read, a temporary ``reply-to`` named as other connections see it) and the
+destinations it names.  Then, in order: a SEND in a transaction waits for COMMIT; one
+that does not fit waits (flow control) or is refused; any other goes to the
+scheduler, which routes it now or keeps it as a job.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+from broker.core import names, scheduler
+from broker.core.errors import InvalidHeader, StoreFailed, int_header
+from broker.core.flow import DEFERRED
+from broker.core.message import DEFAULT_PRIORITY, Message
+from broker.core.routing import copies
+from broker.core.session import ParkedSend
+from protocol import frames as f
+from protocol.errors import MissingHeader, StompError
+
+if TYPE_CHECKING:
+    from broker.core.clock import Clock
+    from broker.core.destinations import Destination, Destinations
+    from broker.core.flow import Deferred, FlowControl
+    from broker.core.persistence import Persistence
+    from broker.core.scheduler import Scheduler
+    from broker.core.session import Session
+    from broker.core.settings import CoreSettings
+    from broker.core.transactions import Transactions
+
+log = logging.getLogger("stompd.engine")
+
+#: Headers of the broker's that a producer may not set (see ``message.BROKER_HEADERS``);
+#: one C-level check on the hot path, pops only when one is there.
+_SPOOFED: Final = frozenset({"message-id", "redelivered", "subscription", "ack"})
+
+
+class Sending:
+    __slots__ = ("clock", "destinations", "flow", "persistence", "scheduler", "settings", "transactions")
+
+    def __init__(
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        destinations: Destinations,
+        persistence: Persistence,
+        scheduler: Scheduler,
+        flow: FlowControl,
+        transactions: Transactions,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.destinations = destinations
+        self.persistence = persistence
+        self.scheduler = scheduler
+        self.flow = flow
+        self.transactions = transactions
+
+    def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
+        receipt = frame.headers.get("receipt")
+        tx_id = frame.headers.pop("transaction", None)
+        message, targets = self.prepare(session, frame)
+        if message.persistent and self.persistence.failed is not None:
+            raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
+        if tx_id is not None:
+            tx = self.transactions.get(session, tx_id)
+            tx.sends.extend(copies(message, targets))
+            return None
+        flow = self.flow
+        if not flow.fits(message, targets):
+            if self.settings.send_fail_if_no_space:
+                raise flow.refusal(message)
+            timeout = self.settings.send_fail_if_no_space_after_timeout
+            deadline = self.clock.ms + timeout if timeout else 0
+            flow.park(session, ParkedSend(message, targets, receipt, deadline))
+            return DEFERRED
+        self.scheduler.deliver(message, targets, session)
+        return None
+
+    def prepare(self, session: Session, frame: f.Frame) -> tuple[Message, tuple[Destination, ...]]:
+        """The message a SEND carries, and where it goes."""
+        headers = frame.headers
+        destination = headers.pop("destination", None)
+        if not destination:
+            raise MissingHeader("SEND requires a 'destination' header")
+        message = self._build(session, destination, headers, frame.body)
+        if not scheduler.HEADERS.isdisjoint(headers):
+            scheduler.check(headers)
+        return message, self.destinations.send_targets(session, destination)
+
+    def close(self, session: Session) -> None:
+        """``session`` is gone.  Its parked SENDs were received, and a client that did not
+        wait for their receipts (or for DISCONNECT's) still expects them delivered: they
+        go on waiting for space without their connection.  Other parked frames die with it."""
+        orphans = []
+        for item in session.parked:
+            orphan = item if isinstance(item, ParkedSend) else self._orphan(session, item)
+            if orphan is not None:
+                orphans.append(orphan)
+        self.flow.close(session, orphans)
+
+    def _orphan(self, session: Session, frame: f.Frame) -> ParkedSend | None:
+        """A SEND parked behind another, from a connection that has closed, or None."""
+        headers = frame.headers
+        destination = headers.get("destination", "")
+        # A closed connection's own temporary destinations are gone with it.
+        if frame.command != f.SEND or "transaction" in headers or "/temp-" in destination:
+            return None
+        try:
+            message, targets = self.prepare(session, frame)
+        except StompError as exc:
+            log.info("dropping a parked SEND from closed connection %s: %s", session.id, exc)
+            return None
+        return ParkedSend(message, targets, None, 0)
+
+    def _build(self, session: Session, destination: str, headers: dict[str, str], body: bytes) -> Message:
+        pop = headers.pop
+        pop("receipt", None)
+        content_length = pop("content-length", None) is not None
+        if not _SPOOFED.isdisjoint(headers):
+            for name in _SPOOFED:
+                pop(name, None)
+        now = self.clock.ms
+        priority = DEFAULT_PRIORITY
+        text = pop("priority", None)
+        if text is not None:
+            priority = int_header("priority", text)
+            if not 0 <= priority <= 9:
+                raise InvalidHeader(f"priority must be 0-9, got {text!r}")
+        expires = 0
+        text = pop("expires", None)
+        if text is not None:
+            expires = int_header("expires", text)
+        text = pop("ttl", None)
+        if text is not None:
+            ttl = int_header("ttl", text)
+            if ttl > 0:
+                expires = now + ttl
+        timestamp = now
+        text = pop("timestamp", None)
+        if text is not None:
+            timestamp = int_header("timestamp", text)
+        reply_to = headers.get("reply-to")
+        if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
+            headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
+        # Sequence and id are given when it is routed (``Routing.route``), not now.
+        return Message(
+            0,
+            "",
+            destination,
+            headers,
+            body,
+            priority=priority,
+            expires=expires,
+            timestamp=timestamp,
+            persistent=headers.get("persistent") == "true",
+            group=headers.get("JMSXGroupID"),
+            content_length=content_length,
+            origin=session.id,
+        )

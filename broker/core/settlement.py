@@ -1,0 +1,186 @@
+"""What becomes of a delivered message: acknowledged, given back, dead-lettered, expired.
+
+* ``settle``: a consumer is done with it (ACK): it leaves its queue and the store.
+* ``give_back``: NACK, an unsubscribe or a lost connection: back to its queue (after
+  the redelivery delay, if one is set) flagged ``redelivered``, or, a topic message,
+  to the subscriber that NACKed it; past ``maximumRedeliveries``, to the DLQ.
+* ``dead_letter``: to ``ActiveMQ.DLQ`` (or a queue of its own with
+  ``individualDeadLetterStrategy``), saying why and from where.
+* ``settle_expired``: the persistent messages queues found expired at dispatch go to
+  the DLQ (``processExpired``) or out of the store.  Queues only note them
+  (``Queue.expired``); this runs once the work under way is done.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from broker.core import names
+
+if TYPE_CHECKING:
+    from broker.core.clock import Clock
+    from broker.core.cursor import Cursor
+    from broker.core.destinations import Destinations
+    from broker.core.message import Message
+    from broker.core.persistence import Persistence
+    from broker.core.queue import Queue
+    from broker.core.routing import Routing
+    from broker.core.settings import CoreSettings
+    from broker.core.subscription import Subscription
+
+log = logging.getLogger("stompd.engine")
+
+
+class Settlement:
+    __slots__ = ("_redeliveries", "clock", "destinations", "persistence", "routing", "settings")
+
+    def __init__(
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        destinations: Destinations,
+        routing: Routing,
+        persistence: Persistence,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.destinations = destinations
+        self.routing = routing
+        self.persistence = persistence
+        #: Messages given back, waiting out the redelivery delay: (due ms, queue, messages).
+        self._redeliveries: deque[tuple[int, Queue, list[Message]]] = deque()
+
+    def settle(self, sub: Subscription, messages: list[Message]) -> None:
+        """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
+        queues = self.destinations.queues
+        for message in messages:
+            queue = queues.get(message.destination)
+            if queue is not None:
+                queue.acked(1)
+            if message.store_size:
+                self._unstore(sub, message, queue is not None)
+            message.drop()
+
+    def _unstore(self, sub: Subscription | None, message: Message, from_queue: bool) -> None:
+        """``message`` is done with: delete it from the store (a topic's: this subscriber's share)."""
+        if from_queue:
+            self.persistence.remove(message)
+        elif sub is not None and sub.durable is not None:
+            self.persistence.ack_shared(sub.durable.store_id, message)
+
+    def give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
+        """Return messages for redelivery: to their queue, or (NACK) the topic subscriber.
+
+        Each message comes with its in-flight hold, which passes to wherever it goes.
+        """
+        by_queue: dict[Queue, list[Message]] = {}
+        limit = self.settings.max_redeliveries
+        queues = self.destinations.queues
+        for message in messages:
+            if limit >= 0 and message.delivery_count > limit:
+                self.dead_letter(message, sub=sub)
+                continue
+            queue = queues.get(message.destination)
+            if queue is not None:
+                by_queue.setdefault(queue, []).append(message)
+                continue
+            cursor = _topic_return(sub, topic_too)
+            if cursor is not None:
+                # A topic message is shared: only this subscriber's copy is redelivered.
+                copy = message.redelivery_copy()
+                copy.meter = message.meter
+                copy.hold()
+                cursor.push_returned(copy)
+            message.drop()
+        delay = self.settings.redelivery_delay_ms
+        for queue, returned in by_queue.items():
+            if delay:
+                self._redeliveries.append((self.clock.ms + delay, queue, returned))
+            else:
+                queue.requeue(returned)
+
+    def tick(self) -> None:
+        """Messages whose redelivery delay is over go back to their queues."""
+        redeliveries = self._redeliveries
+        now = self.clock.ms
+        while redeliveries and redeliveries[0][0] <= now:
+            _, queue, returned = redeliveries.popleft()
+            if queue.cursor.closed:
+                for message in returned:
+                    message.drop()
+            else:
+                queue.requeue(returned)
+
+    def dead_letter(
+        self, message: Message, cause: str | None = None, sub: Subscription | None = None
+    ) -> None:
+        """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
+        from where.  Takes over the caller's hold.
+
+        ActiveMQ drops non-persistent messages here by default (processNonPersistent is
+        false); we keep them, since nothing asked for them to be thrown away.
+        """
+        settings = self.settings
+        prefix = settings.individual_dead_letter_prefix
+        if prefix is not None:
+            kind, bare = names.split_destination(message.destination)[0]
+            dlq_name = names.QUEUE + prefix + bare
+            if kind not in names.QUEUE_KINDS:
+                dlq_name = names.QUEUE + settings.individual_dead_letter_topic_prefix + bare
+        else:
+            dlq_name = settings.dead_letter_queue
+        dlq = self.destinations.queue(dlq_name)
+        headers = dict(message.headers)
+        headers["original-destination"] = message.destination
+        headers["dlqDeliveryFailureCause"] = cause or (
+            f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
+            f"(maximumRedeliveries={settings.max_redeliveries})"
+        )
+        headers["original-message-id"] = message.id
+        dead = message.copy_to(0, "", dlq.name)
+        dead.headers = headers
+        dead.size = message.size
+        # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
+        dead.expires = 0
+        log.info(
+            "dead-lettering %s from %s: %s",
+            message.id,
+            message.destination,
+            headers["dlqDeliveryFailureCause"],
+        )
+        original = self.destinations.queues.get(message.destination)
+        if original is not None:
+            original.acked(1)
+        if message.store_size:
+            self._unstore(sub, message, original is not None)
+        message.drop()
+        self.routing.route(dlq, dead)
+
+    def settle_expired(self) -> None:
+        """Persistent messages queues found expired (each with its hold): to the DLQ, or
+        out of the store with ``processExpired=false``."""
+        expired = self.destinations.expired
+        while expired:
+            # Dead-lettering dispatches the DLQ, which may find more.
+            found = expired[:]
+            expired.clear()
+            for message in found:
+                if self.settings.dead_letter_expired:
+                    self.dead_letter(message, "Message expired")
+                    continue
+                if message.store_size:
+                    self._unstore(None, message, True)
+                message.drop()
+
+
+def _topic_return(sub: Subscription, topic_too: bool) -> Cursor | None:
+    """Where a topic message ``sub`` gives back goes: a durable subscription's cursor
+    whatever happens to the subscriber, another's only on NACK (or a rolled-back ACK)
+    while it is still subscribed; None: it is dropped."""
+    if sub.durable is not None:
+        return sub.durable.cursor
+    if topic_too and not sub.session.closing and not sub.cursor.closed:
+        return sub.cursor
+    return None

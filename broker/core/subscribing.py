@@ -1,0 +1,265 @@
+"""SUBSCRIBE and UNSUBSCRIBE, and the durable subscriptions subscribers attach to.
+
+A SUBSCRIBE binds a new ``Subscription`` to the queues its destination names (where
+it competes with other consumers) and to its topic patterns (a cursor of its own,
+which matching topics fill).  With ``activemq.subscriptionName`` (and a ``client-id``
+on CONNECT) it attaches to a durable subscription instead, made or remade as
+ActiveMQ does, and takes over that subscription's cursor.  The SUBSCRIBE's RECEIPT
+goes out before any MESSAGE: dispatch to it starts after the receipt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core import names
+from broker.core.cursor import Cursor
+from broker.core.durable import DurableSubscription
+from broker.core.errors import (
+    AccessDenied,
+    DuplicateSubscription,
+    InvalidHeader,
+    UnknownSubscription,
+    int_header,
+)
+from broker.core.queue import Queue
+from broker.core.selector import compile_selector
+from broker.core.subscription import ACK_MODES, AUTO, Subscription
+from protocol import frames as f
+from protocol.errors import MissingHeader
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from broker.core.destinations import Destinations
+    from broker.core.durable import DurableSubscriptions
+    from broker.core.persistence import Persistence
+    from broker.core.routing import Routing
+    from broker.core.session import Session
+    from broker.core.settings import CoreSettings
+    from broker.core.settlement import Settlement
+    from broker.core.usage import UsageMeter
+
+
+class Subscribing:
+    __slots__ = ("destinations", "durables", "memory", "persistence", "routing", "settings", "settlement")
+
+    def __init__(
+        self,
+        settings: CoreSettings,
+        memory: UsageMeter,
+        destinations: Destinations,
+        durables: DurableSubscriptions,
+        persistence: Persistence,
+        routing: Routing,
+        settlement: Settlement,
+    ) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.destinations = destinations
+        self.durables = durables
+        self.persistence = persistence
+        self.routing = routing
+        self.settlement = settlement
+
+    # -- SUBSCRIBE -------------------------------------------------------------------
+
+    def on_subscribe(self, session: Session, frame: f.Frame) -> Callable[[], None]:
+        headers = frame.headers
+        destination = headers.get("destination")
+        if not destination:
+            raise MissingHeader("SUBSCRIBE requires a 'destination' header")
+        sub_id = headers.get("id")
+        if sub_id is None:
+            if session.version != f.V1_0:
+                raise MissingHeader("SUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+            sub_id = destination
+        if sub_id in session.subscriptions:
+            raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
+        ack = headers.get("ack", AUTO)
+        if ack not in ACK_MODES:
+            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        targets = names.split_destination(destination)
+        any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
+        prefetch = self.settings.queue_prefetch if any_queue else self.settings.topic_prefetch
+        text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
+        if text is not None:
+            prefetch = int_header("activemq.prefetchSize", text)
+            if prefetch < 1:
+                raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
+        selector_text = headers.get("selector", "").strip()
+        selector = compile_selector(selector_text).matches if selector_text else None
+        durable_name = durable_name_of(headers)
+        no_local = headers.get("activemq.noLocal") == "true"
+        durable = None
+        if durable_name is not None:
+            durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
+        sub = Subscription(
+            session,
+            sub_id,
+            session.next_key(),
+            destination,
+            self.persistence,
+            ack=ack,
+            prefetch=prefetch,
+            selector=selector,
+            no_local=no_local,
+            exclusive=headers.get("activemq.exclusive") == "true",
+        )
+        destinations = self.destinations
+        for kind, name in targets:
+            if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
+                target = destinations.resolve(session, kind, name)
+                if target.owner is not session:
+                    raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
+        session.subscriptions[sub_id] = sub
+        session.by_key[sub.key] = sub
+        for kind, name in targets:
+            if kind in names.QUEUE_KINDS:
+                queue = destinations.resolve(session, kind, name)
+                assert isinstance(queue, Queue)
+                sub.queues.append(queue)
+            elif kind == names.TEMP_TOPIC:
+                topic = destinations.temp_topic(session, name)
+                sub.topic_patterns.append((topic.kind, topic.bare))
+            else:
+                sub.topic_patterns.append((kind, name))
+        if durable is not None:
+            sub.cursor = self._attach(sub, durable)
+        elif sub.topic_patterns:
+            sub.cursor = destinations.topic_cursor(sub)
+        for kind, pattern in sub.topic_patterns:
+            destinations.router.subscribe(kind, pattern, sub)
+        # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
+        # the queues start dispatching to it only once the receipt is written.
+        return lambda: _start(sub)
+
+    def _durable_for(
+        self,
+        session: Session,
+        name: str,
+        destination: str,
+        targets: list[tuple[str, str]],
+        selector_text: str,
+        no_local: bool,
+    ) -> DurableSubscription:
+        """The durable subscription a SUBSCRIBE attaches to (made, or remade, if need be)."""
+        if any(kind != names.TOPIC for kind, _ in targets):
+            raise InvalidHeader("activemq.subscriptionName is for /topic/ destinations only")
+        client_id = session.client_id
+        if not client_id:
+            raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
+        durable = self.durables.get(client_id, name)
+        if durable is not None:
+            if durable.subscriber is not None:
+                raise DuplicateSubscription(
+                    f"durable subscription {name!r} of client {client_id!r} is already active"
+                )
+            if not durable.same_as(destination, selector_text, no_local):
+                # As ActiveMQ: another destination or selector makes it a new subscription.
+                self._remove_durable(durable)
+                durable = None
+        if durable is None:
+            durable = DurableSubscription(
+                0,
+                client_id,
+                name,
+                destination,
+                selector_text,
+                no_local,
+                compile_selector(selector_text).matches if selector_text else None,
+            )
+            durable.store_id = self.persistence.put_subscription(client_id, name, durable.encode())
+            self.durables.add(durable)
+        return durable
+
+    def _attach(self, sub: Subscription, durable: DurableSubscription) -> Cursor:
+        """A durable subscriber's cursor: the one it kept since its last subscriber in this
+        broker's lifetime, or a new one over what the store holds for it."""
+        durable.subscriber = sub.session.id
+        sub.durable = durable
+        high_water = self.settings.cursor_high_water
+        cursor = durable.cursor
+        if cursor is not None:
+            cursor.attach(sub, high_water)
+            return cursor
+        cursor = durable.cursor = Cursor(
+            self.memory, self.destinations.swap.new_log(shared=False), high_water=high_water, owner=sub
+        )
+        owed = self.persistence.pending_of(durable.store_id)
+        cursor.recovered(self.persistence.subscription_reader(durable.store_id), owed, self.routing.seq)
+        return cursor
+
+    def _remove_durable(self, durable: DurableSubscription) -> None:
+        self.durables.remove(durable)
+        if durable.cursor is not None:
+            for message in durable.cursor.close():
+                message.drop()
+            durable.cursor = None
+        self.persistence.remove_subscription(durable.client_id, durable.name)
+
+    # -- UNSUBSCRIBE -----------------------------------------------------------------
+
+    def on_unsubscribe(self, session: Session, frame: f.Frame) -> None:
+        headers = frame.headers
+        sub_id = headers.get("id")
+        sub = None
+        if sub_id is not None:
+            sub = session.subscriptions.get(sub_id)
+        elif session.version == f.V1_0:
+            destination = headers.get("destination")
+            if destination is None:
+                raise MissingHeader("UNSUBSCRIBE requires an 'id' or 'destination' header")
+            sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
+        else:
+            raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+        durable_name = durable_name_of(headers)
+        if sub is not None:
+            self.unsubscribe(session, sub)
+        elif durable_name is None:
+            raise UnknownSubscription(
+                f"no subscription {sub_id or headers.get('destination')!r} on this connection"
+            )
+        if durable_name is not None:
+            # With the name, UNSUBSCRIBE ends the durable subscription (even an inactive
+            # one), and what it was still owed goes with it.
+            durable = self.durables.get(session.client_id or "", durable_name)
+            if durable is None:
+                raise UnknownSubscription(f"no durable subscription {durable_name!r} for this client-id")
+            if durable.subscriber is not None:
+                raise DuplicateSubscription(f"durable subscription {durable_name!r} is active elsewhere")
+            self._remove_durable(durable)
+
+    def unsubscribe(self, session: Session, sub: Subscription) -> None:
+        """``sub`` ends: what it had in flight goes back for redelivery."""
+        session.subscriptions.pop(sub.id, None)
+        session.by_key.pop(sub.key, None)
+        router = self.destinations.router
+        for kind, pattern in sub.topic_patterns:
+            router.unsubscribe(kind, pattern, sub)
+        for queue in sub.queues:
+            queue.remove_consumer(sub)
+        if sub.durable is not None:
+            # Inactive now: its cursor waits for the next subscriber (durable.py).
+            sub.durable.detach()
+        else:
+            for message in sub.cursor.close():
+                message.drop()
+        returned = list(sub.inflight.values())
+        sub.inflight.clear()
+        self.settlement.give_back(sub, returned, topic_too=False)
+
+    def close(self, session: Session) -> None:
+        """The connection is gone: each of its subscriptions ends."""
+        for sub in list(session.subscriptions.values()):
+            self.unsubscribe(session, sub)
+
+
+def durable_name_of(headers: dict[str, str]) -> str | None:
+    return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+
+
+def _start(sub: Subscription) -> None:
+    for queue in sub.queues:
+        queue.add_consumer(sub)
+    sub.pump()

@@ -1,0 +1,40 @@
+"""What the stores are built on: an ordered map of bytes to bytes.
+
+``store.leveldb.LevelDB`` is the one on disk; ``store.memory.MemoryDatabase`` the one in
+memory.  ``store.temp.TempStore`` and ``store.persistent.MessageStore`` work the same
+over either, which is how the store contract suite runs every test on both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+
+class Database(Protocol):
+    path: Path
+
+    def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
+        """Apply deletes, then puts, as one atomic write."""
+
+    def get(self, key: bytes) -> bytes | None: ...
+
+    def range(
+        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
+    ) -> list[tuple[bytes, bytes]]:
+        """Up to ``limit`` (key, value) pairs with start <= key < stop, in key order."""
+        ...
+
+    def delete_range(self, start: bytes, stop: bytes) -> int:
+        """Delete every key in [start, stop); returns the value bytes freed."""
+        ...
+
+    def reopen(self) -> None:
+        """Start afresh after a failed write (raises if that cannot be done yet)."""
+
+    def compact(self) -> None: ...
+
+    def close(self) -> None: ...
