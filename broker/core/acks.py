@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from broker.core.session import Session
     from broker.core.settlement import Settlement
     from broker.core.subscription import Subscription
-    from broker.core.transactions import Transactions
+    from broker.core.transactions import Transaction, Transactions
 
 
 class Acks:
@@ -32,22 +32,28 @@ class Acks:
         self.transactions = transactions
 
     def on_ack(self, session: Session, frame: f.Frame) -> None:
+        # The transaction first: an ERROR for an unknown one must leave the messages in
+        # flight, so that closing the connection gives them back.
+        tx = self._transaction(session, frame)
         sub, messages = named(session, frame)
-        tx_id = frame.headers.get("transaction")
-        if tx_id is not None:
-            self.transactions.get(session, tx_id).acks.extend((sub, m) for m in messages)
+        if tx is not None:
+            tx.acks.extend((sub, m) for m in messages)
         else:
             self.settlement.settle(sub, messages)
         sub.pump()
 
     def on_nack(self, session: Session, frame: f.Frame) -> None:
+        tx = self._transaction(session, frame)
         sub, messages = named(session, frame)
-        tx_id = frame.headers.get("transaction")
-        if tx_id is not None:
-            self.transactions.get(session, tx_id).nacks.extend((sub, m) for m in messages)
+        if tx is not None:
+            tx.nacks.extend((sub, m) for m in messages)
         else:
             self.settlement.give_back(sub, messages, topic_too=True)
         sub.pump()
+
+    def _transaction(self, session: Session, frame: f.Frame) -> Transaction | None:
+        tx_id = frame.headers.get("transaction")
+        return None if tx_id is None else self.transactions.get(session, tx_id)
 
 
 def named(session: Session, frame: f.Frame) -> tuple[Subscription, list[Message]]:

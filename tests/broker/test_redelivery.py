@@ -202,3 +202,17 @@ def test_the_delivery_count_survives_a_restart(tmp_path: Path) -> None:
         assert destination_info(second.engine, "/queue/ActiveMQ.DLQ").depth == 1
     finally:
         second.close()
+
+
+@pytest.mark.parametrize("command", ["ACK", "NACK"])
+def test_an_ack_in_an_unknown_transaction_is_refused_and_loses_nothing(command: str) -> None:
+    engine = new_engine()
+    c = consumer(engine, "/queue/q")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q"}, b"m")
+    (frame,) = c.messages()
+    with pytest.raises(Exception, match="was not begun"):
+        c.send_frame(command, {"id": frame.headers["ack"], "transaction": "nope"})
+    # The ERROR closes the connection: the message it held goes back to the queue.
+    engine.close_session(c.session)
+    (again,) = consumer(engine, "/queue/q").messages()
+    assert again.body == b"m" and again.headers["redelivered"] == "true"
