@@ -2,12 +2,12 @@
 
 The broker applies broker-wide settings today: the system usage limits, the data and
 store directories, the default policy entry's limits, prefetch and dead-letter strategy,
-the default redelivery policy, every transportConnector (stomp, stomp+nio, stomp+ssl,
-stomp+nio+ssl, ws, wss: address, path, limits, maximumConnections, heart-beat grace and
-default, connect timeout, TLS from <sslContext> with client certificates, allowed
-origins), <transportDefaults> (for /stomp too) and the admin server.  Everything else
-the model holds (per-destination entries, users and permissions, exports) is parsed and
-checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
+the default redelivery policy, users and authorization entries (broker/security), every
+transportConnector (stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss: address, path,
+limits, maximumConnections, heart-beat grace and default, connect timeout, TLS from
+<sslContext> with client certificates, allowed origins), <transportDefaults> (for /stomp
+too) and the admin server.  Everything else the model holds (per-destination entries,
+exports) is parsed and checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
 can say so.
 """
 
@@ -22,6 +22,7 @@ from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from broker.security.guard import Security
 from broker.tls import TlsSetupError, server_context
 from config.model import BrokerConfig, DeadLetterStrategy, PolicyEntry, RedeliveryPlugin, RedeliveryPolicy
 
@@ -43,6 +44,8 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
     redelivery = config.redelivery.default
     individual = dead_letter.kind == "individual"
     static_dir = config.http.static_directory
+    secured = config.authentication is not None or config.authorization is not None
+    guard = Security(config.authentication, config.authorization) if secured else None
     if static_dir is not None and not static_dir.is_dir():
         raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
     return BrokerOptions(
@@ -69,10 +72,14 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         ),
         http_host=config.http.host,
         http_port=config.http.port or None,
-        http_security=HttpSecurity(allow_remote=config.http.allow_remote),
+        http_security=HttpSecurity(
+            authenticator=guard if config.authentication is not None else None,
+            allow_remote=config.http.allow_remote,
+        ),
         http_static_dir=static_dir,
         http_stomp_limits=_limits(config.transport_defaults),
         http_allowed_origins=_origins(config.http.allowed_origins),
+        guard=guard,
     )
 
 
@@ -166,7 +173,6 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
-    out |= {name for name in ("authentication", "authorization") if getattr(config, name) is not None}
     # No exporter exists yet, whatever its settings.
     out.add("export")
     return out

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 from broker.core import names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination
+from broker.core.guard import ADMIN, denied
 from broker.core.queue import Queue
 from broker.core.topic import Topic, TopicRouter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
+    from broker.core.guard import Guard
     from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.session import Session
@@ -37,8 +39,10 @@ class Destinations:
         usage: SystemUsage,
         swap: SwapSpace,
         persistence: Persistence,
+        guard: Guard,
     ) -> None:
         self.settings = settings
+        self.guard = guard
         self.clock = clock
         self.usage = usage
         self.swap = swap
@@ -128,6 +132,38 @@ class Destinations:
                 f"temporary destination {full} does not exist (its connection has closed)"
             )
         return found
+
+    def authorize(self, session: Session, op: str, destination: str) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s principal may ``op`` (read, write)
+        every part of ``destination``, and create (admin) those that do not exist yet."""
+        guard = self.guard
+        principal = session.principal
+        key = (principal.user, op, destination)
+        if key in guard.granted:
+            return
+        complete = True
+        for kind, name in names.split_destination(destination):
+            if not guard.allows(principal, op, kind, name):
+                raise denied(principal, op, kind + name)
+            if not self._exists(session, kind, name):
+                complete = False
+                if not guard.allows(principal, ADMIN, kind, name):
+                    raise denied(principal, ADMIN, kind + name)
+        # Only once every part exists: until then each use must still be allowed to create.
+        if complete:
+            guard.granted.add(key)
+
+    def _exists(self, session: Session, kind: str, name: str) -> bool:
+        if kind == names.QUEUE:
+            return kind + name in self.queues
+        if kind == names.TOPIC:
+            return is_wildcard(name) or kind + name in self.router.topics
+        if kind == names.TEMP_QUEUE:
+            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name) in session.temp_queues
+        if kind == names.TEMP_TOPIC:
+            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name) in session.temp_topics
+        # Another connection's: never made by this one (resolve says if it is gone).
+        return True
 
     def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
         targets = self._routes.get(destination)

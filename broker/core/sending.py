@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core import names, scheduler
 from broker.core.errors import InvalidHeader, StoreFailed, int_header
 from broker.core.flow import DEFERRED
+from broker.core.guard import WRITE
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.routing import copies
 from broker.core.session import ParkedSend
@@ -86,6 +87,8 @@ class Sending:
         destination = headers.pop("destination", None)
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
+        if self.destinations.guard.authorizing:
+            self.destinations.authorize(session, WRITE, destination)
         message = self._build(session, destination, headers, frame.body)
         if not scheduler.HEADERS.isdisjoint(headers):
             scheduler.check(headers)

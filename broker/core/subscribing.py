@@ -22,9 +22,11 @@ from broker.core.errors import (
     UnknownSubscription,
     int_header,
 )
+from broker.core.guard import READ
 from broker.core.queue import Queue
 from broker.core.selector import compile_selector
 from broker.core.subscription import ACK_MODES, AUTO, Subscription
+from broker.core.wildcards import is_wildcard
 from protocol import frames as f
 from protocol.errors import MissingHeader
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
     from broker.core.destinations import Destinations
     from broker.core.durable import DurableSubscriptions
+    from broker.core.guard import Guard, Principal
+    from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.routing import Routing
     from broker.core.session import Session
@@ -88,7 +92,14 @@ class Subscribing:
             if prefetch < 1:
                 raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
         selector_text = headers.get("selector", "").strip()
-        selector = compile_selector(selector_text).matches if selector_text else None
+        selector: Callable[[Message], bool] | None = (
+            compile_selector(selector_text).matches if selector_text else None
+        )
+        guard = self.destinations.guard
+        if guard.authorizing:
+            self.destinations.authorize(session, READ, destination)
+            if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
+                selector = _readable(guard, session.principal, selector)
         durable_name = durable_name_of(headers)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
@@ -257,6 +268,22 @@ class Subscribing:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+
+
+def _readable(
+    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
+) -> Callable[[Message], bool]:
+    """A wildcard subscription's filter: only messages of topics its user may read
+    (the guard caches each decision, so this is a dict lookup per message)."""
+    prefix = len(names.TOPIC)
+
+    def accepts(message: Message) -> bool:
+        name = message.destination
+        if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
+            return False
+        return selector is None or selector(message)
+
+    return accepts
 
 
 def _start(sub: Subscription) -> None:

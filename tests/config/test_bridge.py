@@ -179,7 +179,10 @@ def test_check_report_marks_what_is_not_applied() -> None:
     assert re.search(r"policyEntry queue='>' \(\S*activemq\.xml\.example:\d+\)  \[not applied yet\]", report)
     line = next(line for line in report.splitlines() if line.strip().startswith("memoryUsage limit"))
     assert "1 gb" in line and "activemq.xml.example:" in line and "not applied" not in line
-    assert "simpleAuthenticationPlugin  [not applied yet]" in report
+    # Users and authorization entries are applied (broker/security).
+    assert "simpleAuthenticationPlugin" in report and "authentication" not in missing
+    assert "authorization" not in missing
+    assert "simpleAuthenticationPlugin\n" in report and "authorizationPlugin\n" in report
     assert "********" in report and "change-me" not in report
 
 
