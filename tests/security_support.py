@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 from stomp.utils import Frame as StompPyFrame
@@ -78,3 +79,16 @@ def wait_error(listener: Collector, timeout: float = 5.0) -> StompPyFrame:
                 raise AssertionError("no ERROR frame")
             cond.wait(remaining)
         return listener.errors[0]
+
+
+def exists(thread: BrokerThread, name: str) -> bool:
+    """Whether the running broker has destination ``name`` (asked on its own loop)."""
+    answer: Future[bool] = Future()
+
+    def ask() -> None:
+        assert thread.broker is not None
+        engine = thread.broker.engine
+        answer.set_result(name in engine.queues or name in engine.router.topics)
+
+    thread.call(ask)
+    return answer.result(timeout=10)
