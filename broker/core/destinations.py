@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.session import Session
-    from broker.core.settings import CoreSettings
+    from broker.core.settings import CoreSettings, DestinationPolicy
     from broker.core.subscription import Subscription
     from broker.core.swap import SwapSpace
     from broker.core.usage import SystemUsage
@@ -52,21 +52,41 @@ class Destinations:
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
+        self._default_policy = settings.default_policy()
+        #: Full destination name (or subscription pattern) -> its policy, resolved once.
+        self._policies: dict[str, DestinationPolicy] = {}
+
+    # -- policies ----------------------------------------------------------------
+
+    def policy_of(self, name: str) -> DestinationPolicy:
+        """The policy for a full destination name (``/queue/A.B``; a wildcard pattern is
+        looked up as a name, as ActiveMQ does for a wildcard consumer)."""
+        policy = self._policies.get(name)
+        if policy is None:
+            resolve = self.settings.policies
+            if resolve is None:
+                policy = self._default_policy
+            else:
+                kind, bare = names.split_destination(name)[0]
+                policy = resolve(kind, bare)
+            self._policies[name] = policy
+        return policy
 
     # -- creation ----------------------------------------------------------------
 
     def queue(self, name: str, owner: object = None) -> Queue:
         queue = self.queues.get(name)
         if queue is None:
+            policy = self.policy_of(name)
             queue = Queue(
                 name,
                 self.clock,
                 self.persistence,
                 self.expired,
                 owner,
-                meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
+                meter=self.usage.memory.child(name, policy.memory_limit),
                 log=self.swap.new_log(shared=False),
-                high_water=self.settings.cursor_high_water,
+                policy=policy,
             )
             self.queues[name] = queue
         return queue
@@ -74,7 +94,8 @@ class Destinations:
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
-            topic.meter = self.usage.memory.child(topic.name, self.settings.destination_memory_limit)
+            topic.policy = policy = self.policy_of(topic.name)
+            topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
             topic.log = self.swap.new_log(shared=True)
         return topic
 
@@ -96,6 +117,7 @@ class Destinations:
     def drop_temporaries(self, session: Session) -> None:
         """A connection is gone: its temporary destinations go with it."""
         for name in session.temp_queues:
+            self._policies.pop(name, None)
             queue = self.queues.pop(name, None)
             if queue is not None:
                 for consumer in list(queue.consumers):
@@ -103,6 +125,7 @@ class Destinations:
                 queue.close()
         session.temp_queues.clear()
         for name in session.temp_topics:
+            self._policies.pop(name, None)
             topic = self.router.remove_topic(name)
             if topic is not None and topic.log is not None:
                 topic.log.drop()
@@ -189,8 +212,10 @@ class Destinations:
         of its own.
         """
         patterns = sub.topic_patterns
-        high_water = self.settings.cursor_high_water
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
+            high_water = topic.policy.cursor_high_water
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
+        kind, pattern = patterns[0]
+        high_water = self.policy_of(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)

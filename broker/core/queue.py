@@ -19,6 +19,7 @@ import functools
 from typing import TYPE_CHECKING, cast
 
 from broker.core.cursor import Cursor
+from broker.core.settings import DestinationPolicy
 from broker.core.swap import ScanResult, scan_disk
 from store.api import Failed
 
@@ -64,6 +65,7 @@ class Queue:
         "name",
         "owner",
         "persistence",
+        "policy",
         "stats",
         "store_id",
         "stores",
@@ -79,9 +81,12 @@ class Queue:
         *,
         meter: UsageMeter | None = None,
         log: Log | None = None,
-        high_water: float = 0.7,
+        policy: DestinationPolicy | None = None,
     ) -> None:
         self.name = name
+        #: Its policy entry's settings (the default policy if none is given).
+        self.policy = policy = policy or DestinationPolicy()
+        high_water = policy.cursor_high_water
         self.clock = clock
         #: The session that owns a temporary queue (None for a normal queue).
         self.owner = owner

@@ -74,6 +74,9 @@ class Sending:
         if not flow.fits(message, targets):
             if self.settings.send_fail_if_no_space:
                 raise flow.refusal(message)
+            # A destination whose producers must never wait: swapping had no room either.
+            if not all(target.policy.producer_flow_control for target in targets):
+                raise flow.refusal(message, 'producerFlowControl="false"')
             timeout = self.settings.send_fail_if_no_space_after_timeout
             deadline = self.clock.ms + timeout if timeout else 0
             flow.park(session, ParkedSend(message, targets, receipt, deadline))

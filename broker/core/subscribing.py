@@ -85,7 +85,9 @@ class Subscribing:
             raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
         targets = names.split_destination(destination)
         any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
-        prefetch = self.settings.queue_prefetch if any_queue else self.settings.topic_prefetch
+        # The first destination's policy entry (a wildcard pattern looked up as a name).
+        policy = self.destinations.policy_of(_full_name(session, *targets[0]))
+        prefetch = policy.queue_prefetch if any_queue else policy.topic_prefetch
         text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
         if text is not None:
             prefetch = int_header("activemq.prefetchSize", text)
@@ -189,7 +191,7 @@ class Subscribing:
         broker's lifetime, or a new one over what the store holds for it."""
         durable.subscriber = sub.session.id
         sub.durable = durable
-        high_water = self.settings.cursor_high_water
+        high_water = self.destinations.policy_of(durable.destination).cursor_high_water
         cursor = durable.cursor
         if cursor is not None:
             cursor.attach(sub, high_water)
@@ -268,6 +270,15 @@ class Subscribing:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+
+
+def _full_name(session: Session, kind: str, name: str) -> str:
+    """The broker-wide name, as the destination's policy is looked up by."""
+    if kind == names.TEMP_QUEUE:
+        return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+    if kind == names.TEMP_TOPIC:
+        return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
+    return kind + name
 
 
 def _readable(
