@@ -44,6 +44,8 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
         individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
         dead_letter_expired=dead_letter.process_expired,
+        gc_inactive=entry.gc_inactive_destinations,
+        inactive_timeout_ms=entry.inactive_timeout_before_gc,
     )
 
 

@@ -69,6 +69,8 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             send_fail_if_no_space=usage.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
             producer_flow_control=policy.producer_flow_control,
+            gc_inactive=policy.gc_inactive,
+            inactive_timeout_ms=policy.inactive_timeout_ms,
             policies=resolver(config.policies, config.redelivery),
         ),
         http_host=config.http.host,
@@ -135,6 +137,8 @@ def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSL
 _APPLIED_ENTRY = frozenset(
     {
         "producer_flow_control",
+        "gc_inactive_destinations",
+        "inactive_timeout_before_gc",
         "memory_limit",
         "cursor_memory_high_water_mark",
         "queue_prefetch",

@@ -131,6 +131,24 @@ class Destinations:
                 topic.log.drop()
         session.temp_topics.clear()
 
+    def remove(self, target: Destination) -> None:
+        """Delete a destination (it must hold nothing and be used by nobody)."""
+        name = target.name
+        if isinstance(target, Queue):
+            if self.queues.get(name) is target:
+                del self.queues[name]
+            target.close()
+        else:
+            if self.router.topics.get(name) is target:
+                self.router.remove_topic(name)
+            if target.log is not None:
+                target.log.drop()
+        self._policies.pop(name, None)
+        # Cached routes name it, and so may granted decisions: it must be made (and
+        # allowed to be made) again.
+        self._routes.clear()
+        self.guard.granted.clear()
+
     # -- resolution --------------------------------------------------------------
 
     def resolve(self, session: Session | None, kind: str, name: str) -> Destination:

@@ -124,6 +124,16 @@ class FlowControl:
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions))
 
+    def targets(self) -> set[Destination]:
+        """Where the parked SENDs will go."""
+        parked = [item for session in self._sessions for item in session.parked]
+        return {
+            target
+            for item in [*parked, *self.orphans]
+            if isinstance(item, ParkedSend)
+            for target in item.targets
+        }
+
     # -- is there room? ---------------------------------------------------------------
 
     def fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:

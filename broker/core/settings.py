@@ -31,6 +31,8 @@ class DestinationPolicy:
     individual_dead_letter_prefix: str | None = None
     individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
     dead_letter_expired: bool = True
+    gc_inactive: bool = False
+    inactive_timeout_ms: int = 60000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,10 @@ class CoreSettings:
     #: producerFlowControl: a SEND that does not fit waits for room; false: it is
     #: refused at once (it still swaps to the temp store while there is room there).
     producer_flow_control: bool = True
+    #: gcInactiveDestinations: a destination with no consumer and no message for
+    #: inactiveTimoutBeforeGC ms is deleted (broker/core/gc.py).
+    gc_inactive: bool = False
+    inactive_timeout_ms: int = 60000
     #: (kind, name) -> that destination's policy, kind one of broker.core.names'
     #: prefixes; None: every destination has ``default_policy()``.
     policies: Callable[[str, str], DestinationPolicy] | None = field(default=None, compare=False)
@@ -90,4 +96,6 @@ class CoreSettings:
             individual_dead_letter_prefix=self.individual_dead_letter_prefix,
             individual_dead_letter_topic_prefix=self.individual_dead_letter_topic_prefix,
             dead_letter_expired=self.dead_letter_expired,
+            gc_inactive=self.gc_inactive,
+            inactive_timeout_ms=self.inactive_timeout_ms,
         )

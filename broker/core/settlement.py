@@ -102,6 +102,10 @@ class Settlement:
             else:
                 queue.requeue(returned)
 
+    def waiting_queues(self) -> set[Queue]:
+        """Queues messages wait to go back to (their redelivery delay)."""
+        return {queue for _, queue, _ in self._redeliveries}
+
     def tick(self) -> None:
         """Messages whose redelivery delay is over go back to their queues."""
         redeliveries = self._redeliveries
