@@ -46,6 +46,7 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         dead_letter_expired=dead_letter.process_expired,
         gc_inactive=entry.gc_inactive_destinations,
         inactive_timeout_ms=entry.inactive_timeout_before_gc,
+        expire_period_ms=entry.expire_messages_period,
     )
 
 

@@ -25,7 +25,7 @@ from broker.core.destinations import Destinations
 from broker.core.disk import Disk
 from broker.core.durable import DurableSubscriptions
 from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
-from broker.core.gc import InactiveDestinations
+from broker.core.gc import Housekeeping
 from broker.core.guard import OpenGuard
 from broker.core.persistence import Persistence
 from broker.core.recovery import recover
@@ -86,7 +86,7 @@ class Engine:
         self.subscribing = subscribing = Subscribing(
             settings, usage.memory, destinations, durables, persistence, routing, settlement
         )
-        self.inactive = InactiveDestinations(clock, destinations, durables, settlement, transactions, flow)
+        self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
@@ -164,7 +164,7 @@ class Engine:
         self.disk.run_due()
         self.scheduler.tick()
         self.settlement.tick()
-        self.inactive.sweep()
+        self.housekeeping.sweep()
         flow = self.flow
         if flow:
             flow.expire_parked()

@@ -1,4 +1,8 @@
-"""gcInactiveDestinations: deleting destinations nobody uses.
+"""Housekeeping on the engine's tick: expireMessagesPeriod, and gcHousekeeping.
+
+Every queue is swept for expired messages in memory each ``expire_period_ms`` of its
+policy, so that what expires in a queue nobody consumes does not hold memory (and,
+persistent, goes to its dead-letter queue) until someone does.
 
 A queue with no consumer and no message, or a topic with no subscriber (durable ones
 included), whose policy says ``gc_inactive``, is deleted once it has stayed so for its
@@ -29,8 +33,9 @@ log = logging.getLogger("stompd.engine")
 SWEEP_MS: Final = 1000
 
 
-class InactiveDestinations:
+class Housekeeping:
     __slots__ = (
+        "_expiry_due",
         "_idle_since",
         "_next_sweep",
         "clock",
@@ -58,6 +63,8 @@ class InactiveDestinations:
         self.flow = flow
         #: Destination name -> when it was first seen idle.
         self._idle_since: dict[str, int] = {}
+        #: Queue name -> when its next expiry sweep is due.
+        self._expiry_due: dict[str, int] = {}
         self._next_sweep = 0
 
     def sweep(self) -> list[str]:
@@ -66,6 +73,7 @@ class InactiveDestinations:
         if now < self._next_sweep:
             return []
         self._next_sweep = now + SWEEP_MS
+        self._expire(now)
         destinations = self.destinations
         candidates: list[Destination] = [
             queue
@@ -97,8 +105,22 @@ class InactiveDestinations:
             idle = now - idle_since.pop(target.name)
             destinations.remove(target)
             removed.append(target.name)
-            log.info("deleted %s: inactive for %d ms (gcInactiveDestinations)", target.name, idle)
+            log.info("deleted %s: inactive for %d ms (gcHousekeeping)", target.name, idle)
         return removed
+
+    def _expire(self, now: int) -> None:
+        due = self._expiry_due
+        queues = self.destinations.queues
+        for name in [name for name in due if name not in queues]:
+            del due[name]
+        for name, queue in queues.items():
+            period = queue.policy.expire_period_ms
+            if period <= 0 or not queue.cursor.count:
+                continue
+            when = due.setdefault(name, now + period)
+            if when <= now:
+                due[name] = now + period
+                queue.expire_in_memory()
 
     def _idle(self, target: Destination) -> bool:
         if isinstance(target, Queue):

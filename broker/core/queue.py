@@ -370,6 +370,16 @@ class Queue:
             message.hold()
             self.expired.append(message)
 
+    def expire_in_memory(self) -> int:
+        """expireMessagesPeriod: take out the expired messages waiting in memory (swapped
+        ones are looked at when they are paged back in); how many there were."""
+        now = self.clock.ms
+        found = [message for message in self.cursor if message.expires and message.expires <= now]
+        for message in found:
+            self.cursor.remove(message)
+            self._expire(message)
+        return len(found)
+
     def acked(self, count: int) -> None:
         self.stats.dequeued += count
 

@@ -33,6 +33,7 @@ class DestinationPolicy:
     dead_letter_expired: bool = True
     gc_inactive: bool = False
     inactive_timeout_ms: int = 60000
+    expire_period_ms: int = 30000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,9 @@ class CoreSettings:
     #: inactiveTimoutBeforeGC ms is deleted (broker/core/gc.py).
     gc_inactive: bool = False
     inactive_timeout_ms: int = 60000
+    #: expireMessagesPeriod: how often a queue's messages in memory are looked at for
+    #: expired ones, consumers or not (0: only when dispatching).
+    expire_period_ms: int = 30000
     #: (kind, name) -> that destination's policy, kind one of broker.core.names'
     #: prefixes; None: every destination has ``default_policy()``.
     policies: Callable[[str, str], DestinationPolicy] | None = field(default=None, compare=False)
@@ -98,4 +102,5 @@ class CoreSettings:
             dead_letter_expired=self.dead_letter_expired,
             gc_inactive=self.gc_inactive,
             inactive_timeout_ms=self.inactive_timeout_ms,
+            expire_period_ms=self.expire_period_ms,
         )

@@ -77,3 +77,23 @@ def test_a_queue_an_open_transaction_sends_to_is_kept() -> None:
     assert "/queue/TMP.tx" in engine.queues
     peer.send_frame("COMMIT", {"transaction": "t"})
     assert engine.queues["/queue/TMP.tx"].cursor.count == 1
+
+
+def test_expired_messages_leave_a_queue_nobody_consumes_every_expire_period() -> None:
+    def policies(kind: str, name: str) -> DestinationPolicy:
+        return DestinationPolicy(expire_period_ms=0 if name == "NEVER" else 30000)
+
+    engine = new_engine(1_000_000, policies=policies)
+    peer = Peer(engine)
+    for name in ("/queue/SWEPT", "/queue/NEVER"):
+        peer.send_frame("SEND", {"destination": name, "ttl": "1000", "persistent": "true"}, b"old")
+        peer.send_frame("SEND", {"destination": name}, b"keeps")
+    engine.tick()
+    later(engine, 29_000)
+    assert engine.queues["/queue/SWEPT"].cursor.count == 2
+    later(engine, 1000)
+    swept = engine.queues["/queue/SWEPT"]
+    assert (swept.cursor.count, swept.stats.expired) == (1, 1)
+    # Persistent: to the dead-letter queue, as when a consumer finds it expired.
+    assert engine.queues["/queue/ActiveMQ.DLQ"].cursor.count == 1
+    assert engine.queues["/queue/NEVER"].cursor.count == 2
