@@ -98,15 +98,20 @@ class Subscribing:
             compile_selector(selector_text).matches if selector_text else None
         )
         guard = self.destinations.guard
+        filtered = False
         if guard.authorizing:
             self.destinations.authorize(session, READ, destination)
             if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
                 selector = _readable(guard, session.principal, selector)
+                filtered = True
         durable_name = durable_name_of(headers)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
         if durable_name is not None:
             durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
+            if filtered:
+                # What it keeps while its subscriber is away is filtered the same way.
+                durable.selector = selector
         sub = Subscription(
             session,
             sub_id,

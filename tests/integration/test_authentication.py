@@ -4,6 +4,8 @@ the configured users (plain and hashed passwords), or let anonymous clients in."
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,8 @@ from stomp.exception import ConnectFailedException
 from broker.app import BrokerThread
 from tests.clients import client
 from tests.http_support import call
-from tests.security_support import security_file, start_secured
+from tests.listener_support import Pki, broker_from_xml
+from tests.security_support import USERS, security_file, start_secured
 from tests.stomp_raw import RawClient
 from tests.ws_support import WsSession, stomp_path_url, ws_url
 
@@ -94,3 +97,28 @@ def test_the_admin_server_takes_the_same_users(secured: BrokerThread) -> None:
     assert call(base, "GET", "/api/v1/destinations", auth=("admin", "admin-pw")).status == 200
     # app is in "users", not in the admin group "admins".
     assert call(base, "GET", "/api/v1/destinations", auth=("app", "app-pw")).status == 403
+
+
+def tls_connect(pki: Pki, port: int, headers: str) -> bytes:
+    """The broker's first frame to a STOMP CONNECT over TLS with these header lines."""
+    context = ssl.create_default_context(cafile=str(pki.directory / "server-ca.crt"))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as sock,
+    ):
+        sock.sendall(f"CONNECT\naccept-version:1.2\n{headers}\n\x00".encode())
+        answer = b""
+        while b"\0" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+        return answer
+
+
+def test_tls_connects_are_authenticated_the_same(tmp_path: Path) -> None:
+    pki = Pki.make(tmp_path)
+    connectors = '<transportConnector name="ssl" uri="stomp+ssl://127.0.0.1:0"/>'
+    plugins = "<plugins>" + USERS.format(anonymous="false") + "</plugins>\n"
+    with broker_from_xml(tmp_path, connectors, pki.pem_context() + plugins) as thread:
+        port = thread.ports[0]
+        refused = tls_connect(pki, port, "login:app\npasscode:nope\n")
+        assert refused.startswith(b"ERROR\n") and b"User name [app] or password is invalid." in refused
+        assert tls_connect(pki, port, "login:app\npasscode:app-pw\n").startswith(b"CONNECTED\n")

@@ -148,3 +148,17 @@ def test_transactional_sends_are_checked_when_sent(broker: BrokerThread) -> None
         body = refused(c, "SEND", {"destination": "/queue/SECRET", "transaction": "t1"})
     assert "not authorized to write to: /queue/SECRET" in body
     assert not exists(broker, "/queue/SECRET")
+
+
+def test_a_durable_wildcard_subscription_keeps_only_what_its_user_may_read(broker: BrokerThread) -> None:
+    durable = {"activemq.subscriptionName": "prices"}
+    with client(broker.port, **APP, headers={"client-id": "app-1"}) as c:
+        c.subscribe("/topic/PRICES.>", **durable)
+    with client(broker.port, **APP) as p:
+        for name in ("A", "SECRET", "B"):
+            p.send(f"/topic/PRICES.{name}", name, sync=True)
+    with client(broker.port, **APP, headers={"client-id": "app-1"}) as c:
+        c.subscribe("/topic/PRICES.>", **durable)
+        c.send("/topic/PRICES.C", "C", sync=True)
+        assert [m.body for m in c.listener.wait_messages(3)] == ["A", "B", "C"]
+        assert [m.body for m in c.settled()] == ["A", "B", "C"]
