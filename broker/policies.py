@@ -47,6 +47,7 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         gc_inactive=entry.gc_inactive_destinations,
         inactive_timeout_ms=entry.inactive_timeout_before_gc,
         expire_period_ms=entry.expire_messages_period,
+        page_size=entry.max_page_size,
     )
 
 

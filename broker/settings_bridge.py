@@ -141,6 +141,7 @@ _APPLIED_ENTRY = frozenset(
         "gc_inactive_destinations",
         "inactive_timeout_before_gc",
         "expire_messages_period",
+        "max_page_size",
         "memory_limit",
         "cursor_memory_high_water_mark",
         "queue_prefetch",
@@ -148,8 +149,8 @@ _APPLIED_ENTRY = frozenset(
         "dead_letter",
     }
 )
-#: The default entry's, some of them broker-wide.
-_APPLIED_POLICY = _APPLIED_ENTRY | {"max_page_size", "prioritized_messages"}
+#: The default entry's: prioritizedMessages is broker-wide (strict priority order always).
+_APPLIED_POLICY = _APPLIED_ENTRY | {"prioritized_messages"}
 _APPLIED_DEAD_LETTER = frozenset(
     {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
 )
@@ -181,7 +182,7 @@ def not_applied(config: BrokerConfig) -> set[str]:
     for index, entry in enumerate(config.policies.entries):
         key = f"policies.entries[{index}]"
         out |= _changed(entry, PolicyEntry(), key, _APPLIED_POLICY)
-        # These two are broker-wide: the default entry's apply to every destination.
+        # Broker-wide: the default entry's applies to every destination.
         out |= {
             f"{key}.{name}"
             for name in _APPLIED_POLICY - _APPLIED_ENTRY

@@ -93,6 +93,7 @@ class Queue:
         self.meter = meter
         self.cursor = Cursor(meter, log, high_water=high_water, owner=self)
         self.cursor.name = name
+        self.cursor.page_size = policy.page_size
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
         #: Where dispatch marks of its stored messages are written.

@@ -34,6 +34,8 @@ class DestinationPolicy:
     gc_inactive: bool = False
     inactive_timeout_ms: int = 60000
     expire_period_ms: int = 30000
+    #: maxPageSize (None: the default entry's, which the swap space was made with).
+    page_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
