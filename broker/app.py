@@ -67,9 +67,9 @@ class BrokerOptions:
     http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     http_allowed_origins: tuple[str, ...] = ()
     #: Who may connect and what each may do (None: anyone, everything).
-    guard: Guard | None = None
+    guard: Guard | None = field(default=None, compare=False)
     #: Called on SIGHUP (the command line's: reload users and authorization entries).
-    on_reload: Callable[[], object] | None = None
+    on_reload: Callable[[], object] | None = field(default=None, compare=False)
 
 
 class Broker:

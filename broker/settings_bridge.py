@@ -43,8 +43,9 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
     # The default entries: the policy of every destination no other entry matches.
     policy = destination_policy(config.policies.default, config.redelivery.default)
     static_dir = config.http.static_directory
-    secured = config.authentication is not None or config.authorization is not None
-    guard = Security(config.authentication, config.authorization) if secured else None
+    # Made even with no users and no entries (it then lets everyone in), so that a
+    # SIGHUP can bring some in.
+    guard = Security(config.authentication, config.authorization)
     if static_dir is not None and not static_dir.is_dir():
         raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
     return BrokerOptions(

@@ -179,7 +179,7 @@ class Destinations:
         every part of ``destination``, and create (admin) those that do not exist yet."""
         guard = self.guard
         principal = session.principal
-        key = (principal.user, op, destination)
+        key = (principal.key, op, destination)
         if key in guard.granted:
             return
         complete = True

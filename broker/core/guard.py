@@ -6,7 +6,7 @@ The core asks a ``Guard`` two things: at CONNECT, who the login/passcode are
 (``allows``).  ``broker.security`` answers from the configuration; ``OPEN`` (no
 users, no authorization entries) lets everyone in and allows everything.
 
-``granted`` is the hot path's cache: (user, operation, destination header) triples
+``granted`` is the hot path's cache: (principal key, operation, destination header) triples
 that were allowed in full, so that a SEND to a destination already allowed costs one
 set lookup.  The guard empties it whenever its rules change (a reload).
 """
@@ -32,11 +32,13 @@ class Principal:
     """An authenticated connection's identity (its groups live in the guard, so that a
     reload that changes them applies to connections already open)."""
 
-    __slots__ = ("anonymous", "user")
+    __slots__ = ("anonymous", "key", "user")
 
     def __init__(self, user: str, anonymous: bool = False) -> None:
         self.user = user
         self.anonymous = anonymous
+        #: What decisions are cached by: an anonymous client is not a user of that name.
+        self.key = "\0" + user if anonymous else user
 
     def __repr__(self) -> str:
         return f"<Principal {self.user}{' (anonymous)' if self.anonymous else ''}>"

@@ -1,6 +1,6 @@
 """The configured ``Guard``: users and authorization entries, swapped whole on a reload.
 
-Decisions are cached per (user, operation, destination): ``allows`` pays one dict
+Decisions are cached per (principal, operation, destination): ``allows`` pays one dict
 lookup once a triple has been decided, and the core's ``granted`` set spares even the
 parsing of a destination header already allowed.  Both are emptied when the rules
 change.  A user's groups are looked up by name at each (uncached) decision, so a
@@ -66,7 +66,7 @@ class Security:
         raise NotAuthenticated(f"User name [{login or ''}] or password is invalid.")
 
     def allows(self, principal: Principal, op: str, kind: str, name: str) -> bool:
-        key = (principal.user, op, kind, name)
+        key = (principal.key, op, kind, name)
         decided = self._decisions.get(key)
         if decided is None:
             rules = self.rules

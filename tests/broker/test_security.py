@@ -116,7 +116,7 @@ def test_a_reload_applies_new_groups_and_empties_the_caches() -> None:
     security = Security(AUTH, RULES)
     app = security.login("app", "app-pw")
     assert security.allows(app, READ, names.QUEUE, "ORDERS.A.B")
-    security.granted.add(("app", READ, "/queue/ORDERS.A.B"))
+    security.granted.add((app.key, READ, "/queue/ORDERS.A.B"))
     moved = Authentication(users=(User("app", Password("plain", "new-pw"), frozenset({"clerks"})),))
     changes = security.replace(moved, RULES)
     assert changes == [
@@ -133,3 +133,13 @@ def test_a_reload_applies_new_groups_and_empties_the_caches() -> None:
         security.login("app", "app-pw")
     assert security.replace(moved, None) == ["authorization entries changed (5 -> 0 entries)"]
     assert not security.authorizing
+
+
+def test_a_reload_can_turn_security_on() -> None:
+    security = Security(None, None)
+    assert security.login("whoever", None).user == "whoever" and not security.authorizing
+    changes = security.replace(AUTH, RULES)
+    assert changes == ["authentication on", "authorization entries changed (0 -> 5 entries)"]
+    with pytest.raises(NotAuthenticated):
+        security.login("whoever", None)
+    assert security.authorizing
