@@ -154,3 +154,31 @@ def test_a_reload_can_turn_security_on() -> None:
     with pytest.raises(NotAuthenticated):
         security.login("whoever", None)
     assert security.authorizing
+
+
+def test_only_a_hashed_password_not_verified_before_is_checked_slowly() -> None:
+    security = Security(AUTH, RULES)
+    assert security.slow_login("app", "app-pw") is None  # plain text: at once
+    assert security.slow_login("app", "wrong") is None
+    assert security.slow_login(None, None) is None  # anonymous
+    check = security.slow_login("admin", "pw")
+    assert check is not None
+    # The check (a worker thread's) comes back as login's verdict, and is remembered.
+    assert security.login("admin", "pw", check()).user == "admin"
+    assert security.slow_login("admin", "pw") is None
+    wrong = security.slow_login("admin", "PW")
+    assert wrong is not None
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "PW", wrong())
+    # An unknown user costs what a known one does (the dummy is admin's hash).
+    assert security.slow_login("ghost", "pw") is not None
+    # A verdict is about the credentials it checked, and the users it checked them against.
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "PW", Security(AUTH, RULES).slow_login("admin", "pw")())  # type: ignore[misc]
+    stale = security.slow_login("admin", "other")
+    assert stale is not None
+    verdict = stale()
+    security.replace(AUTH, RULES)
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "other", verdict)
+    assert security.login("admin", "pw", verdict).user == "admin"  # checked again, here
