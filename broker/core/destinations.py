@@ -104,6 +104,19 @@ class Destinations:
                 topic.log.drop()
         session.temp_topics.clear()
 
+    def forget(self, name: str) -> None:
+        """An administrator deleted ``name`` (emptied, no consumer): it goes, and so do the
+        cached routes through it (a later SEND creates it anew)."""
+        queue = self.queues.pop(name, None)
+        if queue is not None:
+            queue.close()
+        topic = self.router.remove_topic(name)
+        if topic is not None and topic.log is not None:
+            topic.log.drop()
+        for destination, targets in list(self._routes.items()):
+            if any(target.name == name for target in targets):
+                del self._routes[destination]
+
     # -- resolution --------------------------------------------------------------
 
     def resolve(self, session: Session | None, kind: str, name: str) -> Destination:

@@ -1,0 +1,484 @@
+"""Admin operations over a whole queue: count, move, copy, remove, purge, browse.
+
+One pass over what the queue held when the operation started (messages routed later
+are not part of it), memory part then disk part, in batches:
+
+1. **memory**: the cursor's messages in RAM, a batch per step (``Cursor.pending_after``
+   resumes where the last batch stopped, by sequence, so a step costs its batch only);
+2. **disk**: the swapped part (temp log) and the stored part (message store) of each
+   priority level, read on the store's worker thread (``walk_disk``), never on the
+   loop; the selector runs there too, so only the matching messages come back;
+3. **memory again**: what a page-in brought from disk into memory while the disk part
+   was walked (the disk walk never saw it), and nothing the disk walk already counted.
+
+Each step changes at most ``BATCH`` messages, and the driver lets the loop run between
+steps, so producers and consumers go on meanwhile.  A moved persistent message is
+deleted from its queue and added to its target in the same store batch (the delete is
+queued before the add, and nothing submits between the two), so a ``kill -9`` finds it
+in exactly one of them.  Dispatched-but-unacknowledged messages are not in the cursor,
+so they are left alone, as ActiveMQ does.
+
+Taking a message out of the disk part follows the queue's own disk scan (``swap.scan_disk``):
+a swapped record is deleted on the worker, in the job that read it, so a page-in queued
+behind the job cannot bring it back; a stored one is marked taken in the cursor
+(``Cursor.taken_from_disk``) before its delete is queued, so a page-in skips it.
+
+The driver (``broker.http.engine_ops``) calls ``step`` until it returns True; when
+``waiting`` is set after a step, it waits for ``resume`` to be called first.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import heapq
+from typing import TYPE_CHECKING
+
+from broker.core.message_codecs import from_swap
+from store.api import LEVELS, Failed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from broker.core.destinations import Destination
+    from broker.core.message import Message
+    from broker.core.queue import Queue
+    from broker.core.routing import Routing
+    from broker.core.swap import Log, StoreSource
+    from store.api import Outcome
+
+#: Messages one step looks at in memory, and at most changes.
+BATCH = 1000
+#: Records one disk job reads before it reports back (and the loop serves others).
+DISK_BUDGET = 20_000
+#: Records read from one source in one go, on the worker.
+PAGE = 500
+_TOP_DOWN = range(LEVELS - 1, -1, -1)
+
+#: What a disk walk found: (message, bytes of its temp record or 0 if stored), the
+#: position reached per level, records read, temp bytes freed.
+WalkResult = tuple[list[tuple["Message", int]], list[int], int, int]
+
+
+class Action(enum.Enum):
+    COUNT = "count"
+    MOVE = "move"
+    COPY = "copy"
+    REMOVE = "remove"
+
+
+class AdminFailed(Exception):
+    """Reading the disk part of a queue failed: the operation stopped (what it did stays done)."""
+
+
+class QueueOperation:
+    """One admin operation over ``queue``; see the module's docstring."""
+
+    __slots__ = (
+        "_after",
+        "_counted",
+        "_ends",
+        "_level",
+        "_phase",
+        "_positions",
+        "_starts",
+        "_top",
+        "action",
+        "applied",
+        "error",
+        "limit",
+        "match",
+        "matched",
+        "queue",
+        "routing",
+        "scanned",
+        "target",
+        "total",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        queue: Queue,
+        action: Action,
+        match: Callable[[Message], bool] | None,
+        routing: Routing,
+        *,
+        target: Destination | None = None,
+        limit: int | None = None,
+    ) -> None:
+        if action in (Action.MOVE, Action.COPY) and target is None:
+            raise ValueError(f"{action.value} needs a target")
+        self.queue = queue
+        self.action = action
+        self.match = match
+        self.routing = routing
+        self.target = target
+        self.limit = limit
+        self.scanned = 0
+        self.matched = 0
+        self.applied = 0
+        cursor = queue.cursor
+        self.total = cursor.count
+        self.error: BaseException | None = None
+        #: A disk job is under way: the driver waits for ``resume``.
+        self.waiting = False
+        # Messages routed after the start are not part of this pass.
+        self._top = routing.seq
+        # The disk part as it was at the start, per level (an empty range where none).
+        self._starts = [cursor.disk_lo[p] if cursor.disk_count[p] else 1 for p in range(LEVELS)]
+        self._ends = [cursor.disk_hi[p] if cursor.disk_count[p] else 0 for p in range(LEVELS)]
+        self._positions = list(self._starts)
+        #: Sequences counted as matching while they were on disk (a count or a copy leaves
+        #: them in place; a page-in may bring them into memory before the last phase).
+        self._counted: set[int] = set()
+        self._phase = 0
+        self._level = LEVELS - 1
+        self._after = -1
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in (Action.MOVE, Action.REMOVE)
+
+    def _wanted(self) -> int:
+        if self.limit is None:
+            return BATCH
+        return min(BATCH, self.limit - self.matched)
+
+    def step(self, resume: Callable[[], None]) -> bool:
+        """Do one batch; True once the operation is over (``error`` says if it failed)."""
+        if self.error is not None or self.queue.cursor.closed or self._wanted() <= 0:
+            return True
+        if self._phase == 0:
+            if self._memory_step(again=False):
+                self._phase = 1
+            return False
+        if self._phase == 1:
+            if self._disk_step(resume):
+                self._phase = 2
+                self._level = LEVELS - 1
+                self._after = -1
+            return False
+        return self._memory_step(again=True)
+
+    # -- memory ---------------------------------------------------------------------
+
+    def _memory_step(self, *, again: bool) -> bool:
+        """One batch of the memory part; True once every level is done."""
+        cursor = self.queue.cursor
+        budget = BATCH
+        while self._level >= 0:
+            level = self._level
+            looked = cursor.pending_after(level, self._after, budget)
+            if looked:
+                self._after = looked[-1].seq
+            if again:
+                lo, hi = self._starts[level], self._ends[level]
+                counted = self._counted
+                batch = [m for m in looked if lo <= m.seq <= hi and m.seq not in counted]
+            else:
+                top = self._top
+                batch = [m for m in looked if m.seq <= top]
+            self._apply_memory(batch)
+            if self._wanted() <= 0:
+                return True
+            if len(looked) < budget:
+                self._level -= 1
+                self._after = -1
+            budget -= len(looked)
+            if budget <= 0:
+                return False
+        return True
+
+    def _apply_memory(self, batch: list[Message]) -> None:
+        match = self.match
+        cursor = self.queue.cursor
+        for message in batch:
+            self.scanned += 1
+            if match is not None and not match(message):
+                continue
+            if self._wanted() <= 0:
+                return
+            self.matched += 1
+            if self.destructive:
+                cursor.remove(message)
+                self._take(message)
+                message.drop()
+            else:
+                self._keep(message)
+
+    # -- disk -----------------------------------------------------------------------
+
+    def _disk_step(self, resume: Callable[[], None]) -> bool:
+        """Ask for the next disk job; True once the disk part is done."""
+        cursor = self.queue.cursor
+        starts = []
+        for p in range(LEVELS):
+            # What a page-in brought into memory meanwhile is for the last phase.
+            start = self._positions[p]
+            start = max(start, cursor.disk_lo[p]) if cursor.disk_count[p] else self._ends[p] + 1
+            starts.append(start)
+        if all(starts[p] > self._ends[p] for p in range(LEVELS)):
+            return True
+        skip = [frozenset(s) for s in cursor.skip] if cursor.skip is not None else None
+        disk = cursor.before_read()
+        job = functools.partial(
+            walk_disk,
+            cursor.log,
+            cursor.store_source,
+            starts,
+            list(self._ends),
+            skip,
+            DISK_BUDGET,
+            self.match,
+            self.destructive,
+            self._wanted(),
+        )
+        self.waiting = True
+        submitting = True
+
+        def done(outcome: Outcome[WalkResult]) -> None:
+            self.waiting = False
+            self._walked(outcome)
+            if not submitting:
+                resume()
+
+        disk.submit(job, done)
+        submitting = False
+        return False
+
+    def _walked(self, outcome: Outcome[WalkResult]) -> None:
+        if isinstance(outcome, Failed):
+            self.error = AdminFailed(f"reading the disk part of {self.queue.name} failed: {outcome.error}")
+            return
+        found, positions, read, freed = outcome.value
+        cursor = self.queue.cursor
+        log = cursor.log
+        if freed and log is not None:
+            log.space.meter.release(freed)
+        self._positions = positions
+        self.scanned += read
+        for message, _size in found:
+            if self.destructive:
+                # False: a page-in or a consumer's scan had it first; if it is in memory
+                # now, the last phase finds it.
+                if not cursor.taken_from_disk(message):
+                    continue
+                self.matched += 1
+                self._take(message)
+            else:
+                self.matched += 1
+                self._counted.add(message.seq)
+                self._keep(message)
+
+    # -- what happens to a matching message ----------------------------------------------
+
+    def _take(self, message: Message) -> None:
+        """``message`` left the queue (moved or removed)."""
+        queue = self.queue
+        queue.stats.dequeued += 1
+        # The delete is queued before the target's add: both land in one store batch.
+        queue.persistence.remove(message)
+        if self.action is Action.MOVE:
+            self._send(message)
+        self.applied += 1
+
+    def _keep(self, message: Message) -> None:
+        """``message`` stays (a count, a copy)."""
+        if self.action is Action.COPY:
+            self._send(message)
+            self.applied += 1
+
+    def _send(self, message: Message) -> None:
+        target = self.target
+        assert target is not None
+        copy = message.copy_to(0, "", target.name)
+        self.routing.route(target, copy)
+
+
+def walk_disk(
+    log: Log | None,
+    source: StoreSource | None,
+    starts: list[int],
+    ends: list[int],
+    skip: list[frozenset[int]] | None,
+    budget: int,
+    match: Callable[[Message], bool] | None,
+    take: bool,
+    wanted: int,
+) -> WalkResult:
+    """Worker thread: the messages ``match`` takes in the disk part, from ``starts[level]``.
+
+    Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
+    stopped per level.  With ``take``, the matching swapped records are deleted here (a
+    page-in queued behind this job must not bring them back).  Stored messages a
+    consumer's disk scan took already (``skip``) are not the queue's pending ones.
+    """
+    found: list[tuple[Message, int]] = []
+    positions = list(starts)
+    read = 0
+    for priority in _TOP_DOWN:
+        skipped = skip[priority] if skip is not None else frozenset()
+        while len(found) < wanted and read < budget and positions[priority] <= ends[priority]:
+            merged, cut = read_level(
+                log, source, priority, positions[priority], ends[priority], PAGE, skipped
+            )
+            positions[priority] = cut + 1
+            for message, size in merged:
+                read += 1
+                if match is not None and not match(message):
+                    continue
+                found.append((message, size))
+                if len(found) >= wanted:
+                    positions[priority] = message.seq + 1
+                    break
+    freed = 0
+    if take and log is not None:
+        deletes = [(message.priority, message.seq, size) for message, size in found if size]
+        if deletes:
+            log.space.store.delete((log.id, p, seq) for p, seq, _ in deletes)
+            freed = sum(size for _, _, size in deletes)
+    return found, positions, read, freed
+
+
+def read_level(
+    log: Log | None,
+    source: StoreSource | None,
+    priority: int,
+    lo: int,
+    hi: int,
+    limit: int,
+    skip: frozenset[int],
+) -> tuple[list[tuple[Message, int]], int]:
+    """Worker thread: the disk part of one level from ``lo``, both sources merged in sequence
+    order, each message with its temp record's size (0: stored); and the last sequence
+    covered (a true prefix of the level: past it, nothing was read)."""
+    cut = hi
+    stored = source.read(priority, lo, hi, limit) if source is not None else []
+    if len(stored) == limit:
+        cut = stored[-1].seq
+    rows = log.space.store.read(log.id, priority, lo, cut, limit) if log is not None else []
+    if len(rows) == limit:
+        cut = min(cut, rows[-1][0])
+    swapped = [(from_swap(value), len(value)) for seq, value in rows if seq <= cut]
+    kept = [(m, 0) for m in stored if m.seq <= cut and m.seq not in skip]
+    if swapped and kept:
+        return list(heapq.merge(swapped, kept, key=_first_seq)), cut
+    return swapped or kept, cut
+
+
+def _first_seq(item: tuple[Message, int]) -> int:
+    return item[0].seq
+
+
+# -- browsing --------------------------------------------------------------------------
+
+
+class Browse:
+    """One page of a queue, without consuming: up to ``limit`` pending messages after
+    ``position`` ((level, sequence); (9, -1): the head), in dispatch order (priority,
+    then arrival), memory and disk merged.
+
+    ``step`` as for ``QueueOperation``; when done, ``messages`` is the page and ``next``
+    where the next one starts (None: the end of the queue).
+    """
+
+    __slots__ = ("_after", "_level", "error", "limit", "match", "messages", "next", "queue", "waiting")
+
+    def __init__(
+        self,
+        queue: Queue,
+        match: Callable[[Message], bool] | None,
+        limit: int,
+        position: tuple[int, int] | None = None,
+    ) -> None:
+        self.queue = queue
+        self.match = match
+        self.limit = limit
+        level, after = position if position is not None else (LEVELS - 1, -1)
+        self._level = level
+        self._after = after
+        self.messages: list[Message] = []
+        self.next: tuple[int, int] | None = None
+        self.error: BaseException | None = None
+        self.waiting = False
+
+    def step(self, resume: Callable[[], None]) -> bool:
+        if self.error is not None or self._full():
+            return True
+        cursor = self.queue.cursor
+        if cursor.closed:
+            self.next = None
+            return True
+        level = self._level
+        memory = cursor.pending_after(level, self._after, BATCH)
+        mem_cut = memory[-1].seq if len(memory) == BATCH else None
+        lo = max(self._after + 1, cursor.disk_lo[level])
+        hi = cursor.disk_hi[level]
+        if mem_cut is not None:
+            hi = min(hi, mem_cut)
+        if not cursor.disk_count[level] or lo > hi:
+            self._take(memory, mem_cut)
+            return self._full()
+        skip = frozenset(cursor.skip[level]) if cursor.skip is not None else frozenset()
+        disk = cursor.before_read()
+        job = functools.partial(read_level, cursor.log, cursor.store_source, level, lo, hi, BATCH, skip)
+        self.waiting = True
+        submitting = True
+
+        def done(outcome: Outcome[tuple[list[tuple[Message, int]], int]]) -> None:
+            self.waiting = False
+            if isinstance(outcome, Failed):
+                self.error = AdminFailed(
+                    f"reading the disk part of {self.queue.name} failed: {outcome.error}"
+                )
+            else:
+                self._merge(level, outcome.value, whole=mem_cut is None and hi >= cursor.disk_hi[level])
+            if not submitting:
+                resume()
+
+        disk.submit(job, done)
+        submitting = False
+        return False
+
+    def _merge(self, level: int, read: tuple[list[tuple[Message, int]], int], *, whole: bool) -> None:
+        """A disk read of ``level`` is back: merge it with what memory holds now (a page-in
+        may have brought part of the range in meanwhile) and take the page's share."""
+        found, cut = read
+        now = self.queue.cursor.pending_after(level, self._after, BATCH)
+        if len(now) == BATCH:
+            cut = min(cut, now[-1].seq)
+            whole = False
+        elif cut < self.queue.cursor.disk_hi[level]:
+            whole = False
+        seen: dict[int, Message] = {m.seq: m for m, _ in found if whole or m.seq <= cut}
+        for m in now:
+            if whole or m.seq <= cut:
+                seen[m.seq] = m
+        self._take([seen[seq] for seq in sorted(seen)], None if whole else cut)
+
+    def _take(self, candidates: Iterable[Message], cut: int | None) -> None:
+        """Add the matching ``candidates`` (in order) to the page; ``cut``: the last sequence
+        they cover at this level (None: the rest of the level)."""
+        match = self.match
+        for message in candidates:
+            if match is not None and not match(message):
+                continue
+            self.messages.append(message)
+            if len(self.messages) >= self.limit:
+                self._after = message.seq
+                return
+        if cut is None:
+            self._level -= 1
+            self._after = -1
+        else:
+            self._after = cut
+
+    def _full(self) -> bool:
+        if len(self.messages) >= self.limit:
+            self.next = (self._level, self._after) if self._level >= 0 else None
+            return True
+        if self._level < 0:
+            self.next = None
+            return True
+        return False
