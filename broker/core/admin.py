@@ -380,10 +380,11 @@ class Browse:
     then arrival), memory and disk merged.
 
     ``step`` as for ``QueueOperation``; when done, ``messages`` is the page and ``next``
-    where the next one starts (None: the end of the queue).
+    where the next one starts (None: the end of the queue).  A caller may empty
+    ``messages`` after each step (a STOMP browser sends them as they come).
     """
 
-    __slots__ = ("_after", "_level", "error", "limit", "match", "messages", "next", "queue", "waiting")
+    __slots__ = ("_after", "_level", "error", "limit", "match", "messages", "next", "queue", "top", "waiting")
 
     def __init__(
         self,
@@ -391,8 +392,12 @@ class Browse:
         match: Callable[[Message], bool] | None,
         limit: int,
         position: tuple[int, int] | None = None,
+        *,
+        top: int | None = None,
     ) -> None:
         self.queue = queue
+        #: Messages routed after this sequence are not shown (None: whatever is there).
+        self.top = top
         self.match = match
         self.limit = limit
         level, after = position if position is not None else (LEVELS - 1, -1)
@@ -417,6 +422,8 @@ class Browse:
         hi = cursor.disk_hi[level]
         if mem_cut is not None:
             hi = min(hi, mem_cut)
+        if self.top is not None:
+            hi = min(hi, self.top)
         if not cursor.disk_count[level] or lo > hi:
             self._take(memory, mem_cut)
             return self._full()
@@ -461,7 +468,12 @@ class Browse:
         """Add the matching ``candidates`` (in order) to the page; ``cut``: the last sequence
         they cover at this level (None: the rest of the level)."""
         match = self.match
+        top = self.top
         for message in candidates:
+            if top is not None and message.seq > top:
+                # Newer than the snapshot, and so is the rest of this level.
+                cut = None
+                break
             if match is not None and not match(message):
                 continue
             self.messages.append(message)

@@ -201,3 +201,49 @@ def test_a_move_under_a_producer_and_a_consumer_loses_and_duplicates_nothing(bro
     assert sorted(everything) == list(range(25_000))
     assert len(elsewhere) == moved["moved"]
     assert all(n % 3 == 0 for n in elsewhere)
+
+
+def browse_over_stomp(port: int, destination: str, **headers: str) -> tuple[list[Frame], Frame]:
+    raw = RawClient(port, timeout=30)
+    raw.connect()
+    raw.send("SUBSCRIBE", {"destination": destination, "id": "b", "browser": "true", **headers})
+    frames: list[Frame] = []
+    while (frame := raw.recv()).headers.get("browser") != "end":
+        frames.append(frame)
+    raw.close()
+    return frames, frame
+
+
+def test_a_stomp_browser_sees_every_message_then_browser_end(broker: BrokerThread) -> None:
+    fill(broker.port, "/queue/stomp.browsed", 5000)
+    fill(broker.port, "/queue/stomp.browsed", 3000, persistent=True, start=5000)
+    frames, end = browse_over_stomp(broker.port, "/queue/stomp.browsed")
+    assert [int(f.headers["n"]) for f in frames] == list(range(8000))
+    assert all(f.command == "MESSAGE" and f.headers["subscription"] == "b" for f in frames)
+    # ActiveMQ's end marker, exactly (StompQueueBrowserSubscription).
+    assert (end.command, end.body) == ("MESSAGE", b"")
+    assert {k: end.headers[k] for k in ("subscription", "browser", "destination", "message-id")} == {
+        "subscription": "b",
+        "browser": "end",
+        "destination": "/queue/stomp.browsed",
+        "message-id": "0",
+    }
+    selected, _ = browse_over_stomp(broker.port, "/queue/stomp.browsed", selector="n >= 7998 OR n < 2")
+    assert [int(f.headers["n"]) for f in selected] == [0, 1, 7998, 7999]
+    assert depth(broker, "/queue/stomp.browsed") == 8000
+    empty, end = browse_over_stomp(broker.port, "/queue/nothing.here")
+    assert empty == [] and end.headers["browser"] == "end"
+    assert drain(broker.port, "/queue/stomp.browsed") == list(range(8000))
+
+
+def test_browser_true_needs_one_queue_and_stomp_1_1(broker: BrokerThread) -> None:
+    raw = RawClient(broker.port)
+    raw.connect()
+    raw.send("SUBSCRIBE", {"destination": "/topic/t", "id": "b", "browser": "true"})
+    error = raw.recv()
+    assert error.command == "ERROR" and b"browses one /queue/ destination" in error.body
+    old = RawClient(broker.port)
+    old.connect(version="1.0")
+    old.send("SUBSCRIBE", {"destination": "/queue/q", "browser": "true"})
+    error = old.recv()
+    assert error.command == "ERROR" and b"needs STOMP 1.1" in error.body
