@@ -247,3 +247,39 @@ def test_browser_true_needs_one_queue_and_stomp_1_1(broker: BrokerThread) -> Non
     old.send("SUBSCRIBE", {"destination": "/queue/q", "browser": "true"})
     error = old.recv()
     assert error.command == "ERROR" and b"needs STOMP 1.1" in error.body
+
+
+def test_kill_9_in_the_middle_of_a_move_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    from tests.integration.test_crash import Processes, free_port
+
+    procs = Processes()
+    try:
+        http_port = free_port()
+        broker = procs.broker(tmp_path, "--memory-limit", "4mb", "--http-port", str(http_port))
+        broker.start()
+        total = 60_000
+        fill(broker.port, "/queue/backlog", total, persistent=True)
+        base = f"http://127.0.0.1:{http_port}"
+        started = call(
+            base,
+            "POST",
+            "/api/v1/destinations/backlog/move",
+            {"to": "/queue/moved", "selector": "n % 2 = 0", "wait": 0},
+        )
+        assert started.status in (200, 202), started.body
+        op_path = "/api/v1/operations/" + started.body["id"]
+        # Killed once the move is well under way (a sixth of its matches, if it is still
+        # running), so that some of its batches are durable and the one under way is cut.
+        while True:
+            state = call(base, "GET", op_path + "?wait=0").body
+            if state["moved"] >= total // 12 or state["state"] != "running":
+                break
+        broker.kill()
+        broker.start()
+        rest = drain(broker.port, "/queue/backlog")
+        moved = drain(broker.port, "/queue/moved")
+        assert sorted(rest + moved) == list(range(total))
+        assert all(n % 2 == 0 for n in moved)
+        assert moved, "the move had not moved anything yet"
+    finally:
+        procs.close()
