@@ -34,7 +34,7 @@ import functools
 import heapq
 from typing import TYPE_CHECKING
 
-from broker.core.message_codecs import from_swap
+from broker.core.message_codecs import SwapRecord
 from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from broker.core.message import Message
     from broker.core.queue import Queue
     from broker.core.routing import Routing
+    from broker.core.selector import Predicate
     from broker.core.swap import Log, StoreSource
     from store.api import Outcome
 
@@ -52,7 +53,7 @@ BATCH = 1000
 #: Records one disk job reads before it reports back (and the loop serves others).
 DISK_BUDGET = 20_000
 #: Records read from one source in one go, on the worker.
-PAGE = 500
+PAGE = 5000
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 
 #: What a disk walk found: (message, bytes of its temp record or 0 if stored), the
@@ -101,7 +102,7 @@ class QueueOperation:
         self,
         queue: Queue,
         action: Action,
-        match: Callable[[Message], bool] | None,
+        match: Predicate | None,
         routing: Routing,
         *,
         target: Destination | None = None,
@@ -303,16 +304,17 @@ def walk_disk(
     ends: list[int],
     skip: list[frozenset[int]] | None,
     budget: int,
-    match: Callable[[Message], bool] | None,
+    match: Predicate | None,
     take: bool,
     wanted: int,
 ) -> WalkResult:
     """Worker thread: the messages ``match`` takes in the disk part, from ``starts[level]``.
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
-    stopped per level.  With ``take``, the matching swapped records are deleted here (a
-    page-in queued behind this job must not bring them back).  Stored messages a
-    consumer's disk scan took already (``skip``) are not the queue's pending ones.
+    stopped per level.  A swapped record becomes a ``Message`` only if it matches (the
+    selector reads its decoded fields).  With ``take``, the matching swapped records are
+    deleted here (a page-in queued behind this job must not bring them back).  Stored
+    messages a consumer's disk scan took already (``skip``) are not the queue's pending ones.
     """
     found: list[tuple[Message, int]] = []
     positions = list(starts)
@@ -320,17 +322,19 @@ def walk_disk(
     for priority in _TOP_DOWN:
         skipped = skip[priority] if skip is not None else frozenset()
         while len(found) < wanted and read < budget and positions[priority] <= ends[priority]:
-            merged, cut = read_level(
-                log, source, priority, positions[priority], ends[priority], PAGE, skipped
-            )
+            lo, hi = positions[priority], ends[priority]
+            merged, cut = read_level(log, source, priority, lo, hi, PAGE, skipped)
             positions[priority] = cut + 1
-            for message, size in merged:
+            for record in merged:
                 read += 1
-                if match is not None and not match(message):
+                if match is not None and not match(record):
                     continue
-                found.append((message, size))
+                if type(record) is SwapRecord:
+                    found.append((record.message(), record.size))
+                else:
+                    found.append((record, 0))  # type: ignore[arg-type]
                 if len(found) >= wanted:
-                    positions[priority] = message.seq + 1
+                    positions[priority] = record.seq + 1
                     break
     freed = 0
     if take and log is not None:
@@ -349,10 +353,10 @@ def read_level(
     hi: int,
     limit: int,
     skip: frozenset[int],
-) -> tuple[list[tuple[Message, int]], int]:
+) -> tuple[list[Message | SwapRecord], int]:
     """Worker thread: the disk part of one level from ``lo``, both sources merged in sequence
-    order, each message with its temp record's size (0: stored); and the last sequence
-    covered (a true prefix of the level: past it, nothing was read)."""
+    order (a swapped record as a ``SwapRecord``, a stored one as a ``Message``); and the
+    last sequence covered (a true prefix of the level: past it, nothing was read)."""
     cut = hi
     stored = source.read(priority, lo, hi, limit) if source is not None else []
     if len(stored) == limit:
@@ -360,15 +364,33 @@ def read_level(
     rows = log.space.store.read(log.id, priority, lo, cut, limit) if log is not None else []
     if len(rows) == limit:
         cut = min(cut, rows[-1][0])
-    swapped = [(from_swap(value), len(value)) for seq, value in rows if seq <= cut]
-    kept = [(m, 0) for m in stored if m.seq <= cut and m.seq not in skip]
+    swapped: list[Message | SwapRecord] = [SwapRecord(seq, value) for seq, value in rows if seq <= cut]
+    kept: list[Message | SwapRecord] = [m for m in stored if m.seq <= cut and m.seq not in skip]
     if swapped and kept:
-        return list(heapq.merge(swapped, kept, key=_first_seq)), cut
+        return list(heapq.merge(swapped, kept, key=_seq)), cut
     return swapped or kept, cut
 
 
-def _first_seq(item: tuple[Message, int]) -> int:
-    return item[0].seq
+def read_messages(
+    log: Log | None,
+    source: StoreSource | None,
+    priority: int,
+    lo: int,
+    hi: int,
+    limit: int,
+    skip: frozenset[int],
+) -> tuple[list[Message], int]:
+    """Worker thread: ``read_level``, every record a ``Message``."""
+    records, cut = read_level(log, source, priority, lo, hi, limit, skip)
+    return [_message(record) for record in records], cut
+
+
+def _message(record: Message | SwapRecord) -> Message:
+    return record.message() if isinstance(record, SwapRecord) else record
+
+
+def _seq(record: Message | SwapRecord) -> int:
+    return record.seq
 
 
 # -- browsing --------------------------------------------------------------------------
@@ -429,11 +451,11 @@ class Browse:
             return self._full()
         skip = frozenset(cursor.skip[level]) if cursor.skip is not None else frozenset()
         disk = cursor.before_read()
-        job = functools.partial(read_level, cursor.log, cursor.store_source, level, lo, hi, BATCH, skip)
+        job = functools.partial(read_messages, cursor.log, cursor.store_source, level, lo, hi, BATCH, skip)
         self.waiting = True
         submitting = True
 
-        def done(outcome: Outcome[tuple[list[tuple[Message, int]], int]]) -> None:
+        def done(outcome: Outcome[tuple[list[Message], int]]) -> None:
             self.waiting = False
             if isinstance(outcome, Failed):
                 self.error = AdminFailed(
@@ -448,7 +470,7 @@ class Browse:
         submitting = False
         return False
 
-    def _merge(self, level: int, read: tuple[list[tuple[Message, int]], int], *, whole: bool) -> None:
+    def _merge(self, level: int, read: tuple[list[Message], int], *, whole: bool) -> None:
         """A disk read of ``level`` is back: merge it with what memory holds now (a page-in
         may have brought part of the range in meanwhile) and take the page's share."""
         found, cut = read
@@ -458,7 +480,7 @@ class Browse:
             whole = False
         elif cut < self.queue.cursor.disk_hi[level]:
             whole = False
-        seen: dict[int, Message] = {m.seq: m for m, _ in found if whole or m.seq <= cut}
+        seen: dict[int, Message] = {m.seq: m for m in found if whole or m.seq <= cut}
         for m in now:
             if whole or m.seq <= cut:
                 seen[m.seq] = m

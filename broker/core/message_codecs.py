@@ -48,6 +48,31 @@ def from_swap(data: bytes) -> Message:
     return Message(*marshal.loads(data)[1:])
 
 
+_HEADERS_AT: Final = [f.name for f in FIELDS].index("headers")
+
+
+class SwapRecord:
+    """A temp store record as a selector's subject: its fields decoded, and no ``Message``
+    built unless it matches (an admin operation's walk over a deep swapped queue)."""
+
+    __slots__ = ("fields", "seq", "size")
+
+    def __init__(self, seq: int, data: bytes) -> None:
+        self.seq = seq
+        #: The record's bytes (what deleting it frees in the temp store).
+        self.size = len(data)
+        self.fields = marshal.loads(data)[1:]
+
+    def get(self, name: str) -> object | None:
+        value: object | None = self.fields[_HEADERS_AT].get(name)
+        if value is not None or not name.startswith("JMS"):
+            return value
+        return self.message().get(name)
+
+    def message(self) -> Message:
+        return Message(*self.fields)
+
+
 def to_store(message: Message) -> bytes:
     headers = message.headers
     flags = 0
