@@ -14,6 +14,7 @@ writes still run side by side).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from typing import TYPE_CHECKING
@@ -144,11 +145,13 @@ class LevelDB:
             return out
         db = self._enter()
         try:
-            with db.iterator(start=start, stop=stop, fill_cache=False) as it:
-                for key, value in it:
-                    out.append((key, b"" if keys_only else value))
-                    if limit is not None and len(out) >= limit:
-                        break
+            # islice takes the rows at C speed (a deep swapped queue is walked this way).
+            if keys_only:
+                with db.iterator(start=start, stop=stop, fill_cache=False, include_value=False) as it:
+                    out = [(key, b"") for key in itertools.islice(it, limit)]
+            else:
+                with db.iterator(start=start, stop=stop, fill_cache=False) as it:
+                    out = list(itertools.islice(it, limit))
         except plyvel.Error as exc:
             raise _error(f"read from the store at {self.path} failed", exc) from exc
         finally:

@@ -86,6 +86,10 @@ class TempStore:
         rows = self.range(keys.message_key(log, priority, lo), keys.message_key(log, priority, hi + 1), limit)
         return [(keys.seq_of(k), v) for k, v in rows]
 
+    def read_values(self, log: int, priority: int, lo: int, hi: int, limit: int | None = None) -> list[bytes]:
+        rows = self.range(keys.message_key(log, priority, lo), keys.message_key(log, priority, hi + 1), limit)
+        return [v for _, v in rows]
+
     def delete(self, records: Iterable[tuple[int, int, int]]) -> None:
         key = keys.message_key
         self.write(deletes=[key(log, priority, seq) for log, priority, seq in records])

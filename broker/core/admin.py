@@ -32,19 +32,21 @@ from __future__ import annotations
 import enum
 import functools
 import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from broker.core.message_codecs import SwapRecord
+from broker.core.message_codecs import SWAP_HEADERS, SWAP_SEQ, SwapRecord, from_fields, swap_fields
 from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from broker.core.cursor import Cursor
     from broker.core.destinations import Destination
+    from broker.core.durable import DurableSubscription
     from broker.core.message import Message
-    from broker.core.queue import Queue
+    from broker.core.persistence import Persistence
     from broker.core.routing import Routing
-    from broker.core.selector import Predicate
+    from broker.core.selector import Predicate, Selector
     from broker.core.swap import Log, StoreSource
     from store.api import Outcome
 
@@ -68,6 +70,50 @@ class Action(enum.Enum):
     REMOVE = "remove"
 
 
+class Backlog(Protocol):
+    """What an operation walks: a queue (``queue.Queue``), or a durable subscription's
+    pending messages (``DurableBacklog``)."""
+
+    name: str
+    cursor: Cursor
+
+    def forget(self, message: Message) -> None:
+        """``message`` (taken out of the cursor) leaves for good: counted, and its stored
+        copy deleted with the next store batch."""
+
+
+class DurableBacklog:
+    """A durable subscription's pending messages, as an operation walks them.
+
+    A subscription that has had no subscriber in this broker's lifetime has no cursor
+    (what it is owed is only in the store): the operation gets one of its own, over the
+    store, closed when it is done (``close``).
+    """
+
+    __slots__ = ("_own", "cursor", "durable", "name", "persistence")
+
+    def __init__(
+        self, durable: DurableSubscription, persistence: Persistence, cursor: Cursor, last_seq: int
+    ) -> None:
+        self.durable = durable
+        self.persistence = persistence
+        self.name = f"{durable.destination} (durable subscription {durable.client_id}/{durable.name})"
+        self._own = durable.cursor is None
+        self.cursor = durable.cursor if durable.cursor is not None else cursor
+        if self._own:
+            owed = persistence.pending_of(durable.store_id)
+            cursor.recovered(persistence.subscription_reader(durable.store_id), owed, last_seq)
+
+    def forget(self, message: Message) -> None:
+        if message.store_size:
+            self.persistence.ack_shared(self.durable.store_id, message)
+
+    def close(self) -> None:
+        if self._own:
+            for message in self.cursor.close():
+                message.drop()
+
+
 class AdminFailed(Exception):
     """Reading the disk part of a queue failed: the operation stopped (what it did stays done)."""
 
@@ -86,11 +132,12 @@ class QueueOperation:
         "_top",
         "action",
         "applied",
+        "backlog",
         "error",
         "limit",
         "match",
         "matched",
-        "queue",
+        "plain",
         "routing",
         "scanned",
         "target",
@@ -100,9 +147,9 @@ class QueueOperation:
 
     def __init__(
         self,
-        queue: Queue,
+        backlog: Backlog,
         action: Action,
-        match: Predicate | None,
+        selector: Selector | None,
         routing: Routing,
         *,
         target: Destination | None = None,
@@ -110,16 +157,19 @@ class QueueOperation:
     ) -> None:
         if action in (Action.MOVE, Action.COPY) and target is None:
             raise ValueError(f"{action.value} needs a target")
-        self.queue = queue
+        self.backlog = backlog
         self.action = action
-        self.match = match
+        self.match: Predicate | None = selector.matches if selector is not None else None
+        # A selector that names no JMS property reads headers only: a swapped record's
+        # decoded headers are then all it needs (``walk_disk``).
+        self.plain = selector is None or "JMS" not in selector.text
         self.routing = routing
         self.target = target
         self.limit = limit
         self.scanned = 0
         self.matched = 0
         self.applied = 0
-        cursor = queue.cursor
+        cursor = backlog.cursor
         self.total = cursor.count
         self.error: BaseException | None = None
         #: A disk job is under way: the driver waits for ``resume``.
@@ -148,7 +198,7 @@ class QueueOperation:
 
     def step(self, resume: Callable[[], None]) -> bool:
         """Do one batch; True once the operation is over (``error`` says if it failed)."""
-        if self.error is not None or self.queue.cursor.closed or self._wanted() <= 0:
+        if self.error is not None or self.backlog.cursor.closed or self._wanted() <= 0:
             return True
         if self._phase == 0:
             if self._memory_step(again=False):
@@ -166,7 +216,7 @@ class QueueOperation:
 
     def _memory_step(self, *, again: bool) -> bool:
         """One batch of the memory part; True once every level is done."""
-        cursor = self.queue.cursor
+        cursor = self.backlog.cursor
         budget = BATCH
         while self._level >= 0:
             level = self._level
@@ -193,7 +243,7 @@ class QueueOperation:
 
     def _apply_memory(self, batch: list[Message]) -> None:
         match = self.match
-        cursor = self.queue.cursor
+        cursor = self.backlog.cursor
         for message in batch:
             self.scanned += 1
             if match is not None and not match(message):
@@ -212,7 +262,7 @@ class QueueOperation:
 
     def _disk_step(self, resume: Callable[[], None]) -> bool:
         """Ask for the next disk job; True once the disk part is done."""
-        cursor = self.queue.cursor
+        cursor = self.backlog.cursor
         starts = []
         for p in range(LEVELS):
             # What a page-in brought into memory meanwhile is for the last phase.
@@ -234,6 +284,7 @@ class QueueOperation:
             self.match,
             self.destructive,
             self._wanted(),
+            self.plain,
         )
         self.waiting = True
         submitting = True
@@ -250,10 +301,10 @@ class QueueOperation:
 
     def _walked(self, outcome: Outcome[WalkResult]) -> None:
         if isinstance(outcome, Failed):
-            self.error = AdminFailed(f"reading the disk part of {self.queue.name} failed: {outcome.error}")
+            self.error = AdminFailed(f"reading the disk part of {self.backlog.name} failed: {outcome.error}")
             return
         found, positions, read, freed = outcome.value
-        cursor = self.queue.cursor
+        cursor = self.backlog.cursor
         log = cursor.log
         if freed and log is not None:
             log.space.meter.release(freed)
@@ -276,10 +327,8 @@ class QueueOperation:
 
     def _take(self, message: Message) -> None:
         """``message`` left the queue (moved or removed)."""
-        queue = self.queue
-        queue.stats.dequeued += 1
         # The delete is queued before the target's add: both land in one store batch.
-        queue.persistence.remove(message)
+        self.backlog.forget(message)
         if self.action is Action.MOVE:
             self._send(message)
         self.applied += 1
@@ -307,14 +356,17 @@ def walk_disk(
     match: Predicate | None,
     take: bool,
     wanted: int,
+    plain: bool = False,
 ) -> WalkResult:
     """Worker thread: the messages ``match`` takes in the disk part, from ``starts[level]``.
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
-    stopped per level.  A swapped record becomes a ``Message`` only if it matches (the
-    selector reads its decoded fields).  With ``take``, the matching swapped records are
-    deleted here (a page-in queued behind this job must not bring them back).  Stored
-    messages a consumer's disk scan took already (``skip``) are not the queue's pending ones.
+    stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
+    selector reads its decoded headers (``plain``: the selector names no JMS property,
+    so the headers alone are its subject).  With ``take``, the matching swapped records
+    are deleted here (a page-in queued behind this job must not bring them back).
+    Stored messages a consumer's disk scan took already (``skip``) are not the queue's
+    pending ones.
     """
     found: list[tuple[Message, int]] = []
     positions = list(starts)
@@ -323,9 +375,23 @@ def walk_disk(
         skipped = skip[priority] if skip is not None else frozenset()
         while len(found) < wanted and read < budget and positions[priority] <= ends[priority]:
             lo, hi = positions[priority], ends[priority]
-            merged, cut = read_level(log, source, priority, lo, hi, PAGE, skipped)
+            values, stored, cut = read_level(log, source, priority, lo, hi, PAGE, skipped)
             positions[priority] = cut + 1
-            for record in merged:
+            if not stored:
+                # Only swapped records (the usual deep backlog): the tight loop.
+                for value in values:
+                    read += 1
+                    fields = swap_fields(value)
+                    if match is not None and not match(
+                        fields[SWAP_HEADERS] if plain else SwapRecord(fields, 0)
+                    ):
+                        continue
+                    found.append((from_fields(fields), len(value)))
+                    if len(found) >= wanted:
+                        positions[priority] = fields[SWAP_SEQ] + 1
+                        break
+                continue
+            for record in _merged(values, stored):
                 read += 1
                 if match is not None and not match(record):
                     continue
@@ -353,22 +419,31 @@ def read_level(
     hi: int,
     limit: int,
     skip: frozenset[int],
-) -> tuple[list[Message | SwapRecord], int]:
-    """Worker thread: the disk part of one level from ``lo``, both sources merged in sequence
-    order (a swapped record as a ``SwapRecord``, a stored one as a ``Message``); and the
-    last sequence covered (a true prefix of the level: past it, nothing was read)."""
+) -> tuple[list[bytes], list[Message], int]:
+    """Worker thread: the disk part of one level from ``lo``: the swapped records (temp
+    log) and the stored messages (message store, less ``skip``), each in sequence order,
+    and the last sequence they cover (a true prefix of the level: past it, nothing was
+    read)."""
     cut = hi
     stored = source.read(priority, lo, hi, limit) if source is not None else []
     if len(stored) == limit:
         cut = stored[-1].seq
-    rows = log.space.store.read(log.id, priority, lo, cut, limit) if log is not None else []
-    if len(rows) == limit:
-        cut = min(cut, rows[-1][0])
-    swapped: list[Message | SwapRecord] = [SwapRecord(seq, value) for seq, value in rows if seq <= cut]
-    kept: list[Message | SwapRecord] = [m for m in stored if m.seq <= cut and m.seq not in skip]
-    if swapped and kept:
-        return list(heapq.merge(swapped, kept, key=_seq)), cut
-    return swapped or kept, cut
+    values = log.space.store.read_values(log.id, priority, lo, cut, limit) if log is not None else []
+    if len(values) == limit:
+        last = swap_fields(values[-1])[SWAP_SEQ]
+        if last < cut:
+            cut = last
+            stored = [m for m in stored if m.seq <= cut]
+    if skip:
+        stored = [m for m in stored if m.seq not in skip]
+    return values, stored, cut
+
+
+def _merged(values: list[bytes], stored: list[Message]) -> list[Message | SwapRecord]:
+    swapped: list[Message | SwapRecord] = [SwapRecord(swap_fields(v), len(v)) for v in values]
+    if not swapped:
+        return list(stored)
+    return list(heapq.merge(swapped, stored, key=_seq))
 
 
 def read_messages(
@@ -380,9 +455,9 @@ def read_messages(
     limit: int,
     skip: frozenset[int],
 ) -> tuple[list[Message], int]:
-    """Worker thread: ``read_level``, every record a ``Message``."""
-    records, cut = read_level(log, source, priority, lo, hi, limit, skip)
-    return [_message(record) for record in records], cut
+    """Worker thread: ``read_level``, every record a ``Message``, in sequence order."""
+    values, stored, cut = read_level(log, source, priority, lo, hi, limit, skip)
+    return [_message(record) for record in _merged(values, stored)], cut
 
 
 def _message(record: Message | SwapRecord) -> Message:
@@ -406,18 +481,29 @@ class Browse:
     ``messages`` after each step (a STOMP browser sends them as they come).
     """
 
-    __slots__ = ("_after", "_level", "error", "limit", "match", "messages", "next", "queue", "top", "waiting")
+    __slots__ = (
+        "_after",
+        "_level",
+        "backlog",
+        "error",
+        "limit",
+        "match",
+        "messages",
+        "next",
+        "top",
+        "waiting",
+    )
 
     def __init__(
         self,
-        queue: Queue,
+        backlog: Backlog,
         match: Callable[[Message], bool] | None,
         limit: int,
         position: tuple[int, int] | None = None,
         *,
         top: int | None = None,
     ) -> None:
-        self.queue = queue
+        self.backlog = backlog
         #: Messages routed after this sequence are not shown (None: whatever is there).
         self.top = top
         self.match = match
@@ -433,7 +519,7 @@ class Browse:
     def step(self, resume: Callable[[], None]) -> bool:
         if self.error is not None or self._full():
             return True
-        cursor = self.queue.cursor
+        cursor = self.backlog.cursor
         if cursor.closed:
             self.next = None
             return True
@@ -459,7 +545,7 @@ class Browse:
             self.waiting = False
             if isinstance(outcome, Failed):
                 self.error = AdminFailed(
-                    f"reading the disk part of {self.queue.name} failed: {outcome.error}"
+                    f"reading the disk part of {self.backlog.name} failed: {outcome.error}"
                 )
             else:
                 self._merge(level, outcome.value, whole=mem_cut is None and hi >= cursor.disk_hi[level])
@@ -474,11 +560,11 @@ class Browse:
         """A disk read of ``level`` is back: merge it with what memory holds now (a page-in
         may have brought part of the range in meanwhile) and take the page's share."""
         found, cut = read
-        now = self.queue.cursor.pending_after(level, self._after, BATCH)
+        now = self.backlog.cursor.pending_after(level, self._after, BATCH)
         if len(now) == BATCH:
             cut = min(cut, now[-1].seq)
             whole = False
-        elif cut < self.queue.cursor.disk_hi[level]:
+        elif cut < self.backlog.cursor.disk_hi[level]:
             whole = False
         seen: dict[int, Message] = {m.seq: m for m in found if whole or m.seq <= cut}
         for m in now:

@@ -365,6 +365,12 @@ class Queue:
             message.hold()
             self.expired.append(message)
 
+    def forget(self, message: Message) -> None:
+        """An administrator moved or removed ``message`` (taken out of the cursor): counted as
+        dequeued, and its stored copy deleted with the next batch (``admin.Backlog``)."""
+        self.stats.dequeued += 1
+        self.persistence.remove(message)
+
     def acked(self, count: int) -> None:
         self.stats.dequeued += count
 

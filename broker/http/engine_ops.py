@@ -11,10 +11,11 @@ batches.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.core import names
-from broker.core.admin import Action, Browse, QueueOperation
+from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
+from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
 from broker.core.session import CONNECTED
 from broker.core.wildcards import is_wildcard
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
     from broker.core.usage import UsageMeter
+
+T = TypeVar("T")
 
 _KINDS = {
     names.QUEUE: "queue",
@@ -299,6 +302,43 @@ class EngineAdminOps:
 
     def purge(self, name: str, progress: Progress) -> Awaitable[None]:
         return self._run(name, Action.REMOVE, None, None, None, progress)
+
+    # -- durable subscriptions ----------------------------------------------------------
+
+    def browse_subscription(
+        self,
+        client_id: str,
+        name: str,
+        selector: Selector | None,
+        limit: int,
+        cursor: str | None,
+        preview: int,
+    ) -> Awaitable[BrowsePage]:
+        backlog = self._durable(client_id, name)
+        browse = Browse(backlog, selector, limit, _position(cursor))
+        return self._closing(backlog, self._browse(browse, preview))
+
+    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
+        backlog = self._durable(client_id, name)
+        operation = QueueOperation(backlog, Action.REMOVE, None, self._engine.routing)
+        progress.total = operation.total
+        return self._closing(backlog, self._drive(operation, progress))
+
+    def _durable(self, client_id: str, name: str) -> DurableBacklog:
+        engine = self._engine
+        durable = engine.durables.get(client_id, name)
+        if durable is None:
+            raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        # Used only if it has no cursor of its own yet (no subscriber in this lifetime).
+        spare = Cursor(engine.usage.memory, engine.swap.new_log(shared=False), high_water=0.0)
+        return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
+
+    async def _closing(self, backlog: DurableBacklog, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        finally:
+            backlog.close()
+            self._engine.flush()
 
     def _run(
         self,

@@ -283,3 +283,53 @@ def test_kill_9_in_the_middle_of_a_move_loses_and_duplicates_nothing(tmp_path: P
         assert moved, "the move had not moved anything yet"
     finally:
         procs.close()
+
+
+def browse_all(thread: BrokerThread, path: str) -> list[int]:
+    seen: list[int] = []
+    cursor = None
+    while True:
+        query = "limit=500" + (f"&cursor={quote(cursor)}" if cursor else "")
+        page = api(thread, "GET", f"{path}?{query}")
+        seen.extend(int(m["headers"]["n"]) for m in page["messages"])  # type: ignore[union-attr]
+        cursor = page["next"]  # type: ignore[assignment]
+        if cursor is None:
+            return seen
+
+
+def test_a_durable_subscription_is_browsed_and_purged(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    thread = start_http_broker(data, core=SMALL_MEMORY)
+    try:
+        raw = RawClient(thread.port)
+        raw.connect(**{"client-id": "c1"})
+        raw.send(
+            "SUBSCRIBE",
+            {"destination": "/topic/news", "id": "s", "activemq.subscriptionName": "s1", "receipt": "r"},
+        )
+        assert raw.recv().command == "RECEIPT"
+        raw.send("DISCONNECT", {"receipt": "bye"})
+        raw.recv()
+        raw.close()
+        fill(thread.port, "/topic/news", 3000, persistent=True)
+        fill(thread.port, "/topic/news", 10, start=3000)
+        # Its cursor (kept since its subscriber left) holds the non-persistent ones too.
+        assert browse_all(thread, "/subscriptions/c1/s1/messages") == list(range(3010))
+        assert call(url(thread), "GET", "/api/v1/subscriptions/c1/nope/messages").status == 404
+    finally:
+        thread.stop()
+    thread = start_http_broker(data, core=SMALL_MEMORY)
+    try:
+        # After a restart it is owed what the store kept for it.
+        assert browse_all(thread, "/subscriptions/c1/s1/messages") == list(range(3000))
+        purged = api(thread, "POST", "/subscriptions/c1/s1/purge", {"wait": 30})
+        assert (purged["state"], purged["removed"]) == ("done", 3000)
+        assert browse_all(thread, "/subscriptions/c1/s1/messages") == []
+        raw = RawClient(thread.port)
+        raw.connect(**{"client-id": "c1"})
+        raw.send("SUBSCRIBE", {"destination": "/topic/news", "id": "s", "activemq.subscriptionName": "s1"})
+        fill(thread.port, "/topic/news", 1, start=5000)
+        assert int(raw.recv().headers["n"]) == 5000
+        raw.close()
+    finally:
+        thread.stop()
