@@ -68,7 +68,7 @@ class TempStore:
     @classmethod
     def open(cls, path: Path) -> TempStore:
         """Wipe what a previous run left at ``path``; the database opens at the first write."""
-        return cls(LevelDB(path, wipe=True, lazy=True))
+        return cls(LevelDB(path, wipe=True, lazy=True, scans=True))
 
     @property
     def held_bytes(self) -> int:

@@ -379,17 +379,10 @@ def walk_disk(
             positions[priority] = cut + 1
             if not stored:
                 # Only swapped records (the usual deep backlog): the tight loop.
-                for value in values:
-                    read += 1
-                    fields = swap_fields(value)
-                    if match is not None and not match(
-                        fields[SWAP_HEADERS] if plain else SwapRecord(fields, 0)
-                    ):
-                        continue
-                    found.append((from_fields(fields), len(value)))
-                    if len(found) >= wanted:
-                        positions[priority] = fields[SWAP_SEQ] + 1
-                        break
+                looked, stopped = _walk_swapped(values, match, plain, found, wanted)
+                read += looked
+                if stopped is not None:
+                    positions[priority] = stopped + 1
                 continue
             for record in _merged(values, stored):
                 read += 1
@@ -409,6 +402,30 @@ def walk_disk(
             log.space.store.delete((log.id, p, seq) for p, seq, _ in deletes)
             freed = sum(size for _, _, size in deletes)
     return found, positions, read, freed
+
+
+def _walk_swapped(
+    values: list[bytes],
+    match: Predicate | None,
+    plain: bool,
+    found: list[tuple[Message, int]],
+    wanted: int,
+) -> tuple[int, int | None]:
+    """Add the matching records of ``values`` to ``found``, up to ``wanted`` in all; (records
+    looked at, the sequence it stopped at if ``found`` filled up)."""
+    for looked, value in enumerate(values, 1):
+        fields = swap_fields(value)
+        if match is not None:
+            if plain:
+                if not match(fields[SWAP_HEADERS]):
+                    continue
+            elif not match(SwapRecord(fields, 0)):
+                continue
+        found.append((from_fields(fields), len(value)))
+        if len(found) >= wanted:
+            seq: int = fields[SWAP_SEQ]
+            return looked, seq
+    return len(values), None
 
 
 def read_level(
