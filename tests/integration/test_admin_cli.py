@@ -249,3 +249,26 @@ def test_browse_pages_through_the_queue() -> None:
     assert page["next"] is None
     assert [m["id"] for m in last_json(odd)["messages"]] == ["m-1", "m-3", "m-5", "m-7", "m-9", "m-11"]  # type: ignore[union-attr, index]
     assert len(ops.queues["/queue/a"]) == 12
+
+
+def test_a_durable_subscription_is_browsed_and_purged(http_broker: BrokerThread) -> None:
+    with client(http_broker.port, headers={"client-id": "cli"}) as subscriber:
+        subscriber.subscribe("/topic/cli.news", "s", **{"activemq.subscriptionName": "d1"})
+        subscriber.sync()
+    with client(http_broker.port) as producer:
+        for i in range(3):
+            producer.send("/topic/cli.news", f"m{i}", persistent="true")
+        producer.sync()
+    url = url_of(http_broker)
+    browsed = admin(url, "browse-durable", "cli", "d1")
+    assert browsed.returncode == 0, browsed.stderr
+    assert browsed.stdout.rstrip().endswith("3 message(s) browsed on cli/d1")
+    purged = admin(url, "purge-durable", "cli", "d1", "--json")
+    assert purged.returncode == 0, purged.stderr
+    assert last_json(purged)["removed"] == 3
+    assert last_json(admin(url, "browse-durable", "cli", "d1", "--json"))["messages"] == []
+    missing = admin(url, "purge-durable", "cli", "nope")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "stompd-admin: no durable subscription 'nope' of client 'cli'\n",
+    )
