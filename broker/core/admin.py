@@ -52,10 +52,11 @@ if TYPE_CHECKING:
 
 #: Messages one step looks at in memory, and at most changes.
 BATCH = 1000
-#: Records one disk job reads before it reports back (and the loop serves others).
-DISK_BUDGET = 20_000
+#: Records one disk job reads before it reports back: about 10 ms of the worker, so the
+#: page-ins other queues wait for behind it are not held up longer than that.
+DISK_BUDGET = 5_000
 #: Records read from one source in one go, on the worker.
-PAGE = 5000
+PAGE = 2500
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 
 #: What a disk walk found: (message, bytes of its temp record or 0 if stored), the
@@ -256,6 +257,12 @@ class QueueOperation:
                 self._take(message)
                 message.drop()
             else:
+                seq = message.seq
+                priority = message.priority
+                if self._starts[priority] <= seq <= self._ends[priority]:
+                    # A message given back into memory with a sequence inside the disk
+                    # range: the last phase must not count it again.
+                    self._counted.add(seq)
                 self._keep(message)
 
     # -- disk -----------------------------------------------------------------------
