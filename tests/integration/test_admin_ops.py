@@ -333,3 +333,22 @@ def test_a_durable_subscription_is_browsed_and_purged(tmp_path: Path) -> None:
         raw.close()
     finally:
         thread.stop()
+
+
+def test_a_stomp_browser_needs_read(tmp_path: Path) -> None:
+    from tests.clients import client
+    from tests.security_support import security_file, start_secured, wait_error
+
+    thread = start_secured(tmp_path, security_file(tmp_path, anonymous=True))
+    try:
+        with client(thread.port, username="admin", passcode="admin-pw") as admin:
+            admin.send("/queue/JOBS.A", "job", sync=True)
+        with client(thread.port, username="reader", passcode="reader-pw") as reader:
+            reader.conn.send_frame(
+                "SUBSCRIBE", {"destination": "/queue/JOBS.A", "id": "b", "browser": "true", "receipt": "r"}
+            )
+            error = wait_error(reader.listener)
+        assert error.headers["message"] == "access denied"
+        assert "User reader is not authorized to read from: /queue/JOBS.A" in error.body
+    finally:
+        thread.stop()
