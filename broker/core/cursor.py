@@ -23,7 +23,9 @@ cursor counts as paging until then, so nothing asks for the same page again and 
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
@@ -273,6 +275,25 @@ class Cursor:
                 if message.seq not in removed:
                     yield message
 
+    def pending_after(self, priority: int, after: int, limit: int) -> list[Message]:
+        """Up to ``limit`` pending messages in memory at ``priority`` with a sequence above
+        ``after``, oldest first (an admin operation's resumable walk; nothing is taken).
+
+        A level holds its messages in sequence order (arrivals are appended, returns
+        inserted in order), so the walk resumes by bisection, not from the head.
+        """
+        level = self._levels[priority]
+        start = bisect.bisect_right(level, after, key=_seq)
+        removed = self._removed
+        out: list[Message] = []
+        for message in itertools.islice(level, start, None):
+            if removed and message.seq in removed:
+                continue
+            out.append(message)
+            if len(out) >= limit:
+                break
+        return out
+
     def clear(self) -> list[Message]:
         """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
@@ -430,3 +451,7 @@ class Cursor:
             if self._reader is not None and not self.disk_count[priority]:
                 self._reader.floors[priority] = NOTHING
         return True
+
+
+def _seq(message: Message) -> int:
+    return message.seq

@@ -371,6 +371,12 @@ class Queue:
             message.hold()
             self.expired.append(message)
 
+    def forget(self, message: Message) -> None:
+        """An administrator moved or removed ``message`` (taken out of the cursor): counted as
+        dequeued, and its stored copy deleted with the next batch (``admin.Backlog``)."""
+        self.stats.dequeued += 1
+        self.persistence.remove(message)
+
     def expire_in_memory(self) -> int:
         """expireMessagesPeriod: take out the expired messages waiting in memory (swapped
         ones are looked at when they are paged back in); how many there were."""
