@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from broker.http import metrics
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
@@ -147,6 +148,9 @@ class Broker:
                 self.server, options.http_stomp_limits, options.http_allowed_origins
             )
             self.http.add_websocket(PATH, endpoint.handle)
+            self.http.app.router.add_get(
+                metrics.PATH, metrics.handler(metrics.registry(self.engine, self._events_dropped))
+            )
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
         listeners = options.listeners
@@ -165,6 +169,9 @@ class Broker:
         self.port = next(
             (port for listener, port in zip(listeners, ports, strict=True) if not listener.websocket), 0
         )
+
+    def _events_dropped(self) -> int:
+        return 0
 
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())

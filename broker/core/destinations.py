@@ -18,6 +18,7 @@ from broker.core.wildcards import is_wildcard
 if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.message import Message
+    from broker.core.observe import Observer
     from broker.core.persistence import Persistence
     from broker.core.session import Session
     from broker.core.settings import CoreSettings
@@ -37,7 +38,9 @@ class Destinations:
         usage: SystemUsage,
         swap: SwapSpace,
         persistence: Persistence,
+        observer: Observer | None = None,
     ) -> None:
+        self.observer = observer
         self.settings = settings
         self.clock = clock
         self.usage = usage
@@ -63,6 +66,7 @@ class Destinations:
                 meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
                 log=self.swap.new_log(shared=False),
                 high_water=self.settings.cursor_high_water,
+                observer=self.observer,
             )
             self.queues[name] = queue
         return queue

@@ -28,6 +28,7 @@ DISK_SCAN_BUDGET = 20_000
 if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.message import Message
+    from broker.core.observe import Observer
     from broker.core.persistence import Persistence
     from broker.core.subscription import Subscription
     from broker.core.swap import Log, StoreSource
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
 
 
 class QueueStats:
-    __slots__ = ("dequeued", "dispatched", "enqueued", "expired", "redelivered")
+    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
 
     def __init__(self) -> None:
         self.enqueued = 0
+        self.dead_lettered = 0
         self.dispatched = 0
         self.dequeued = 0
         self.expired = 0
@@ -62,6 +64,7 @@ class Queue:
         "expired",
         "meter",
         "name",
+        "observer",
         "owner",
         "persistence",
         "stats",
@@ -80,8 +83,11 @@ class Queue:
         meter: UsageMeter | None = None,
         log: Log | None = None,
         high_water: float = 0.7,
+        observer: Observer | None = None,
     ) -> None:
         self.name = name
+        #: Told of what expires here (the rest of a message's events happen elsewhere).
+        self.observer = observer
         self.clock = clock
         #: The session that owns a temporary queue (None for a normal queue).
         self.owner = owner
@@ -364,6 +370,11 @@ class Queue:
         if message.persistent:
             message.hold()
             self.expired.append(message)
+            return
+        # A persistent one's event is settlement's, which knows where it goes.
+        observer = self.observer
+        if observer is not None and observer.events is not None:
+            observer.events.expired(message, None)
 
     def acked(self, count: int) -> None:
         self.stats.dequeued += count
