@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 
 from broker.core.observe import LATENCY_BOUNDS_MS
@@ -132,8 +132,9 @@ def registry(engine: Engine, events_dropped: Callable[[], int] | None = None) ->
 
 def handler(metrics: CollectorRegistry) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def serve(request: web.Request) -> web.Response:
-        # On the loop: the engine's objects are only ever touched from it.
+        # On the loop: the engine's objects are only ever touched from it.  The classic text
+        # format (0.0.4), which every Prometheus reads.
         body = generate_latest(metrics)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
     return serve
