@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from broker.export.exporter import Exporter, ExportSettings
 from broker.http import metrics
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
@@ -65,6 +66,8 @@ class BrokerOptions:
     #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
     http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     http_allowed_origins: tuple[str, ...] = ()
+    #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
+    export: ExportSettings | None = None
 
 
 class Broker:
@@ -82,6 +85,7 @@ class Broker:
         self.http_port = 0
         self.http: HttpServer | None = None
         self.ws: list[WebSocketListener] = []
+        self.exporter: Exporter | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -124,6 +128,9 @@ class Broker:
         self.disk_watch = DiskWatch()
         self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
         self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
+        if options.export is not None:
+            self.exporter = Exporter(options.export, self.engine)
+            self.exporter.start()
         self.server = StompServer(self.engine)
         try:
             await self._listen()
@@ -171,7 +178,7 @@ class Broker:
         )
 
     def _events_dropped(self) -> int:
-        return 0
+        return self.exporter.dropped if self.exporter is not None else 0
 
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())
@@ -186,6 +193,8 @@ class Broker:
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())
         self.engine.tick()
+        if self.exporter is not None:
+            self.exporter.tick()
         self._ticks += 1
         if self._ticks % TRIM_EVERY == 0:
             self.disk_watch.check()
@@ -207,6 +216,9 @@ class Broker:
         if self._tick is not None:
             self._tick.cancel()
         self.engine.flush()
+        if self.exporter is not None:
+            # Its last snapshot and events written, its files rotated (a few ms of disk work).
+            self.exporter.close()
         # Acks still in the committer's queue are written before the store closes.
         self.message_store.close()
         self.worker.close()

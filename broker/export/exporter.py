@@ -1,0 +1,340 @@
+"""The exporter: the core's events and the broker's snapshots, to files, off the event loop.
+
+On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
+a tuple of the message's fields and a ``deque.append``; nothing is encoded or written
+there.  A writer thread wakes every ``WAKE_S`` (or at once when asked to stop), takes
+what is queued, encodes JSON lines (schema version 1, spark_jobs/README.md) and appends
+them to the live files, which it rotates and compresses.
+
+Bounded: at most ``capacity`` records wait for the writer.  Past that an event is
+dropped and counted (its ``seq`` is spent, so the log shows the gap), never waited for;
+a write that fails (a full disk) counts the lines it lost the same way.  The count is
+``events_dropped_total`` in snapshots and ``/metrics``, and each new batch of drops is
+logged (at most once per snapshot interval).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from broker.core.observe import EventSink
+from broker.export.files import RotatingFile, WriteFailed, finish_rotations, new_run_id
+from broker.stats import broker_row, destination_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from broker.core.engine import Engine
+    from broker.core.message import Message
+
+log = logging.getLogger("stompd.export")
+
+VERSION: Final = 1
+#: How often the writer looks for new records.
+WAKE_S: Final = 0.05
+#: An event record: (seq, ts, event, destination, message, consumer, subscription,
+#: latency_ms, redeliveries, cause, target, wait_ms, size, producer); the message's
+#: fields are read on the loop, since the message changes afterwards.
+_EVENT_FIELDS: Final = (
+    "event",
+    "destination",
+    "message_id",
+    "size",
+    "priority",
+    "persistent",
+    "producer",
+    "consumer",
+    "subscription",
+    "latency_ms",
+    "redeliveries",
+    "cause",
+    "target",
+    "wait_ms",
+)
+
+#: consumer, subscription, latency_ms, redeliveries: none on a flow event.
+_NO_CONSUMER: Final = (None, None, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSettings:
+    directory: Path
+    snapshot_interval_ms: int = 10_000
+    rotate_bytes: int = 64 << 20
+    rotate_interval_ms: int = 3_600_000
+    #: Records that may wait for the writer; past this, events are dropped and counted.
+    capacity: int = 200_000
+    #: Tests only: runs on the writer thread before each batch (a barrier there stalls it).
+    before_write: Callable[[], None] | None = None
+
+
+class Exporter(EventSink):
+    """Installed as ``engine.observer.events`` between ``start`` and ``close`` (on the loop)."""
+
+    def __init__(self, settings: ExportSettings, engine: Engine) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.run = new_run_id()
+        self._clock = engine.clock
+        self._capacity = settings.capacity
+        self._events: deque[tuple[Any, ...]] = deque()
+        self._metrics: deque[tuple[int, dict[str, Any]]] = deque()
+        self._event_seq = 0
+        self._metric_seq = 0
+        #: Dropped on the loop (the queue was full) and by the writer (failed writes).
+        self._dropped_full = 0
+        self._dropped_io = 0
+        self._reported = 0
+        self._next_snapshot = 0
+        self._before_write = settings.before_write
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        directory = settings.directory
+        self._files = {
+            kind: RotatingFile(directory, kind, self.run, settings.rotate_bytes, settings.rotate_interval_ms)
+            for kind in ("events", "metrics")
+        }
+
+    @property
+    def dropped(self) -> int:
+        """Event records dropped so far (queue full, or lost to a failed write)."""
+        return self._dropped_full + self._dropped_io
+
+    # -- lifecycle (on the loop) ---------------------------------------------------------
+
+    def start(self) -> None:
+        directory = self.settings.directory
+        directory.mkdir(parents=True, exist_ok=True)
+        for path in finish_rotations(directory, self.run):
+            log.info("export: compressed %s, left live by an earlier run", path.name)
+        self.engine.observer.events = self
+        # A snapshot at start-up: the report's baseline for the broker's counters.
+        self.snapshot()
+        self._thread = threading.Thread(target=self._write_loop, name="stompd-export", daemon=True)
+        self._thread.start()
+        log.info("exporting metric snapshots and message events to %s (run %s)", directory, self.run)
+
+    def tick(self) -> None:
+        """Called with the broker's ticks: a snapshot when one is due, and drops reported."""
+        if self._clock.ms >= self._next_snapshot:
+            self.snapshot()
+            self._report_drops()
+
+    def _report_drops(self) -> None:
+        dropped = self.dropped
+        if dropped != self._reported:
+            log.warning(
+                "export: %d event records dropped so far (%d new): the writer cannot keep up "
+                "or cannot write to %s",
+                dropped,
+                dropped - self._reported,
+                self.settings.directory,
+            )
+            self._reported = dropped
+
+    def close(self) -> None:
+        """A clean stop: a last snapshot, everything queued written, the live files rotated."""
+        if self.engine.observer.events is self:
+            self.engine.observer.events = None
+        self.snapshot()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._report_drops()
+
+    # -- snapshots (on the loop) ---------------------------------------------------------
+
+    def snapshot(self) -> None:
+        engine = self.engine
+        ts = self._clock.ms
+        self._next_snapshot = ts + self.settings.snapshot_interval_ms
+        put = self._metrics.append
+        put((ts, self._metric("broker", None, broker_row(engine, self.dropped))))
+        for row in destination_rows(engine):
+            fields = {name: getattr(row, name) for name in row.__slots__[2:]}
+            put((ts, self._metric(row.type, row.destination, fields)))
+
+    def _metric(self, row_type: str, destination: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+        self._metric_seq += 1
+        record = {"v": VERSION, "run": self.run, "seq": self._metric_seq, "type": row_type}
+        if destination is not None:
+            record["destination"] = destination
+        record.update(fields)
+        return record
+
+    # -- events (the core's EventSink, on the loop) ------------------------------------
+
+    def _put(self, record: tuple[Any, ...]) -> None:
+        if len(self._events) >= self._capacity:
+            self._dropped_full += 1
+            return
+        self._events.append(record)
+
+    def _message_event(
+        self,
+        event: str,
+        message: Message,
+        destination: str,
+        consumer: str | None = None,
+        subscription: str | None = None,
+        latency: bool = False,
+        redeliveries: int | None = None,
+        cause: str | None = None,
+        target: str | None = None,
+    ) -> None:
+        self._event_seq = seq = self._event_seq + 1
+        now = self._clock.ms
+        latency_ms = None
+        if latency:
+            since = message.arrived or message.timestamp
+            latency_ms = max(now - since, 0) if since else 0
+        self._put(
+            (
+                seq,
+                now,
+                event,
+                destination,
+                message.id,
+                len(message.body),
+                message.priority,
+                message.persistent,
+                message.origin,
+                consumer,
+                subscription,
+                latency_ms,
+                redeliveries,
+                cause,
+                target,
+                None,
+            )
+        )
+
+    def enqueued(self, message: Message) -> None:
+        self._message_event("enqueue", message, message.destination)
+
+    def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
+        self._message_event("dispatch", message, message.destination, consumer, subscription, True)
+        if auto:
+            self._message_event("ack", message, message.destination, consumer, subscription, True)
+
+    def acked(self, message: Message, consumer: str, subscription: str) -> None:
+        self._message_event("ack", message, message.destination, consumer, subscription, True)
+
+    def nacked(self, message: Message, consumer: str, subscription: str) -> None:
+        self._message_event("nack", message, message.destination, consumer, subscription)
+
+    def redelivered(self, message: Message, cause: str) -> None:
+        redeliveries = message.delivery_count
+        self._message_event("redeliver", message, message.destination, redeliveries=redeliveries, cause=cause)
+
+    def expired(self, message: Message, target: str | None) -> None:
+        self._message_event("expire", message, message.destination, target=target)
+
+    def dead_lettered(self, message: Message, cause: str, target: str) -> None:
+        self._message_event("dead-letter", message, message.destination, cause=cause, target=target)
+
+    def moved(self, message: Message, source: str, target: str) -> None:
+        self._message_event("move", message, source, target=target)
+
+    def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
+        self._flow("flow-block", destination, size, producer, cause, None)
+
+    def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
+        self._flow("flow-release", destination, size, producer, cause, wait_ms)
+
+    def _flow(
+        self, event: str, destination: str, size: int, producer: str, cause: str, wait_ms: int | None
+    ) -> None:
+        self._event_seq = seq = self._event_seq + 1
+        now = self._clock.ms
+        self._put(
+            (
+                seq,
+                now,
+                event,
+                destination,
+                None,
+                size,
+                None,
+                None,
+                producer,
+                *_NO_CONSUMER,
+                cause,
+                None,
+                wait_ms,
+            )
+        )
+
+    # -- the writer thread ------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        stop = self._stop
+        while True:
+            stopping = stop.wait(WAKE_S)
+            if self._before_write is not None and not stopping:
+                self._before_write()
+            self._drain()
+            self._tick_files()
+            if stopping:
+                break
+        self._drain()
+        for kind, file in self._files.items():
+            try:
+                file.close()
+            except OSError as exc:
+                log.warning("export: cannot compress the last %s file: %s", kind, exc)
+
+    def _drain(self) -> None:
+        events = self._events
+        lines: list[tuple[int, bytes]] = []
+        while events:
+            record = events.popleft()
+            lines.append((record[1], _event_line(self.run, record)))
+        if lines:
+            self._write("events", lines)
+        metrics = self._metrics
+        rows: list[tuple[int, bytes]] = []
+        while metrics:
+            ts, fields = metrics.popleft()
+            fields["ts"] = ts
+            rows.append((ts, _encode(fields)))
+        if rows:
+            self._write("metrics", rows)
+
+    def _write(self, kind: str, lines: list[tuple[int, bytes]]) -> None:
+        try:
+            self._files[kind].write(lines)
+        except WriteFailed as failed:
+            lost = len(lines) - failed.lines
+            if kind == "events":
+                self._dropped_io += lost
+            where = self.settings.directory
+            log.warning("export: %d %s lines lost, cannot write to %s: %s", lost, kind, where, failed)
+
+    def _tick_files(self) -> None:
+        now = int(time.time() * 1000)
+        for kind, file in self._files.items():
+            try:
+                file.tick(now)
+            except OSError as exc:
+                log.warning("export: cannot rotate the %s file: %s", kind, exc)
+
+
+def _event_line(run: str, record: tuple[Any, ...]) -> bytes:
+    out: dict[str, Any] = {"v": VERSION, "run": run, "seq": record[0], "ts": record[1]}
+    out.update(
+        (name, value) for name, value in zip(_EVENT_FIELDS, record[2:], strict=True) if value is not None
+    )
+    return _encode(out)
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
