@@ -155,9 +155,7 @@ class Broker:
                 self.server, options.http_stomp_limits, options.http_allowed_origins
             )
             self.http.add_websocket(PATH, endpoint.handle)
-            self.http.app.router.add_get(
-                metrics.PATH, metrics.handler(metrics.registry(self.engine, self._events_dropped))
-            )
+            self.http.app.router.add_get(metrics.PATH, metrics.handler(self.engine, self._events_dropped))
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
         listeners = options.listeners
