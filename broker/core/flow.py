@@ -230,7 +230,7 @@ class FlowControl:
         if message.persistent and self.store_full(message):
             return "store"
         usage = self.usage
-        if usage.temp.used >= usage.temp.limit:
+        if not usage.temp.fits(message.size):
             return "temp"
         for target in item.targets:
             meter = target.meter
