@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import CountingOutbox
 
 from broker.core.clock import Clock
 from broker.core.engine import Engine
@@ -28,26 +31,14 @@ from protocol import Frame
 from store.memory import memory_stores
 
 
-class NullOutbox:
-    def push(self, parts: tuple[bytes, ...]) -> None: ...
-    def hold(self) -> None: ...
-    def release(self) -> None: ...
-    def pause_reading(self) -> None: ...
-    def resume_reading(self) -> None: ...
-    def close(self) -> None: ...
-
-    def fail(self, exc: BaseException) -> None:
-        raise exc
-
-
 def build(destinations: int) -> Engine:
     engine = Engine(clock=Clock(1_000_000), stores=memory_stores())
     producers = []
-    consumer = engine.open_session(NullOutbox())
+    consumer = engine.open_session(CountingOutbox())
     engine.handle(consumer, Frame("CONNECT", {"accept-version": "1.2"}))
     for i in range(destinations):
         if i % 100 == 0:
-            producer = engine.open_session(NullOutbox())
+            producer = engine.open_session(CountingOutbox())
             engine.handle(producer, Frame("CONNECT", {"accept-version": "1.2"}))
             producers.append(producer)
         name = f"/queue/bench.{i}" if i % 2 == 0 else f"/topic/bench.{i}"

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from broker.core.engine import Engine
-    from broker.core.queue import Queue
+    from broker.core.queue import Queue, QueueStats
     from broker.core.subscription import Subscription
-    from broker.core.topic import Topic
+    from broker.core.topic import Topic, TopicStats
+    from broker.core.usage import UsageMeter
 
 #: Destination fields, in schema order: counters (``*_total``), then gauges.
 DESTINATION_COUNTERS = (
@@ -106,17 +107,20 @@ def _inflight_here(sub: Subscription, name: str, only_here: bool) -> int:
     return sum(1 for message in sub.inflight.values() if message.destination == name)
 
 
-def _queue_row(queue: Queue, producers: Counter[str]) -> DestinationRow:
-    stats = queue.stats
-    cursor = queue.cursor
-    name = queue.name
-    inflight = 0
-    for sub in queue.consumers:
-        # A consumer of this one queue holds only its messages: no need to look at each.
-        inflight += _inflight_here(sub, name, len(sub.queues) == 1 and not sub.topic_patterns)
+def _row(
+    name: str,
+    kind: str,
+    stats: QueueStats | TopicStats,
+    pending: int,
+    inflight: int,
+    consumers: int,
+    producers: int,
+    meter: UsageMeter | None,
+    disk_bytes: int,
+) -> DestinationRow:
     return DestinationRow(
         destination=name,
-        type="queue",
+        type=kind,
         enqueued_total=stats.enqueued,
         dequeued_total=stats.dequeued,
         dispatched_total=stats.dispatched,
@@ -124,19 +128,38 @@ def _queue_row(queue: Queue, producers: Counter[str]) -> DestinationRow:
         redelivered_total=stats.redelivered,
         dead_lettered_total=stats.dead_lettered,
         # ActiveMQ's QueueSize: not yet acknowledged, in flight included.
-        messages=cursor.count + inflight,
+        messages=pending + inflight,
         inflight=inflight,
-        consumers=len(queue.consumers),
-        producers=producers.get(name, 0),
-        memory_bytes=queue.meter.used if queue.meter is not None else 0,
-        disk_bytes=cursor.disk_bytes,
+        consumers=consumers,
+        producers=producers,
+        memory_bytes=meter.used if meter is not None else 0,
+        disk_bytes=disk_bytes,
+    )
+
+
+def _queue_row(queue: Queue, producers: Counter[str]) -> DestinationRow:
+    name = queue.name
+    inflight = 0
+    for sub in queue.consumers:
+        # A consumer of this one queue holds only its messages: no need to look at each.
+        inflight += _inflight_here(sub, name, len(sub.queues) == 1 and not sub.topic_patterns)
+    cursor = queue.cursor
+    return _row(
+        name,
+        "queue",
+        queue.stats,
+        cursor.count,
+        inflight,
+        len(queue.consumers),
+        producers.get(name, 0),
+        queue.meter,
+        cursor.disk_bytes,
     )
 
 
 def _topic_row(
     topic: Topic, subscribers: tuple[Subscription, ...], producers: Counter[str]
 ) -> DestinationRow:
-    stats = topic.stats
     name = topic.name
     pending = inflight = disk = 0
     mine = [(topic.kind, topic.bare)]
@@ -148,20 +171,5 @@ def _topic_row(
         if sub.topic_patterns == mine:
             pending += sub.cursor.count
             disk += sub.cursor.disk_bytes
-    return DestinationRow(
-        destination=name,
-        type="topic",
-        enqueued_total=stats.enqueued,
-        dequeued_total=stats.dequeued,
-        dispatched_total=stats.dispatched,
-        expired_total=stats.expired,
-        redelivered_total=stats.redelivered,
-        dead_lettered_total=stats.dead_lettered,
-        messages=pending + inflight,
-        inflight=inflight,
-        consumers=len(subscribers),
-        producers=producers.get(name, 0),
-        memory_bytes=topic.meter.used if topic.meter is not None else 0,
-        disk_bytes=disk,
-    )
-
+    consumers, producing = len(subscribers), producers.get(name, 0)
+    return _row(name, "topic", topic.stats, pending, inflight, consumers, producing, topic.meter, disk)

@@ -170,6 +170,7 @@ class Message:
         # Still the same stored message (a durable subscriber acks it by these).
         clone.store_size = self.store_size
         clone.store_dest = self.store_dest
+        clone.arrived = self.arrived
         return clone
 
     def wire(self, version: str) -> tuple[bytes, bytes]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
-import subprocess
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ from broker.export.exporter import ExportSettings
 from broker.io.listener import Listener
 from spark_jobs.export_format import check_line
 from tests.clients import client
+from tests.integration.test_full_disk import small_tmpfs
 
 pytestmark = pytest.mark.integration
 
@@ -154,19 +153,7 @@ def test_a_stalled_writer_drops_and_counts_events_without_blocking_the_broker(
 @pytest.fixture
 def full_disk(tmp_path: Path) -> Iterator[Path]:
     """A 16 KB tmpfs: a few dozen event lines fill it."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    yield from small_tmpfs(tmp_path / "disk", "16k")
 
 
 def test_a_full_disk_drops_and_counts_events_without_blocking_the_broker(
