@@ -3,28 +3,32 @@
 On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
 a tuple of the message's fields and a ``deque.append``; nothing is encoded or written
 there.  A writer thread wakes every ``WAKE_S`` (or at once when asked to stop), takes
-what is queued, encodes JSON lines (schema version 1, spark_jobs/README.md) and appends
-them to the live files, which it rotates and compresses.
+what is queued and hands it, ``marshal``ed, to the writer process
+(``broker/export/writer.py``), which encodes the JSON lines (schema version 1,
+spark_jobs/README.md), appends them to the live files, rotates and compresses them.
+Encoding in the broker's process would take the loop's time (threads share the GIL).
 
 Bounded: at most ``capacity`` records wait for the writer.  Past that an event is
 dropped and counted (its ``seq`` is spent, so the log shows the gap), never waited for;
-a write that fails (a full disk) counts the lines it lost the same way.  The count is
-``events_dropped_total`` in snapshots and ``/metrics``, and each new batch of drops is
-logged (at most once per snapshot interval).
+a write that fails (a full disk) counts the lines it lost the same way, and so does a
+writer process that died.  The count is ``events_dropped_total`` in snapshots and
+``/metrics``, and each new batch of drops is logged (at most once per snapshot interval).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import marshal
+import subprocess
+import sys
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.observe import EventSink
-from broker.export.files import RotatingFile, WriteFailed, finish_rotations, new_run_id
+from broker.export.files import finish_rotations, new_run_id
+from broker.export.writer import HEADER, LOST
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -73,24 +77,23 @@ class Exporter(EventSink):
         self._metrics: deque[tuple[int, dict[str, Any]]] = deque()
         self._event_seq = 0
         self._metric_seq = 0
-        #: Dropped on the loop (the queue was full) and by the writer (failed writes).
+        #: Dropped on the loop (the queue was full), lost by the writer process (failed
+        #: writes, as it last said), and sent to no writer (its process had died).
         self._dropped_full = 0
-        self._dropped_io = 0
+        self._lost_in_writer = 0
+        self._dropped_gone = 0
+        self._writer_gone = False
         self._reported = 0
         self._next_snapshot = 0
         self._before_write = settings.before_write
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        directory = settings.directory
-        self._files = {
-            kind: RotatingFile(directory, kind, self.run, settings.rotate_bytes, settings.rotate_interval_ms)
-            for kind in ("events", "metrics")
-        }
+        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def dropped(self) -> int:
         """Event records dropped so far (queue full, or lost to a failed write)."""
-        return self._dropped_full + self._dropped_io
+        return self._dropped_full + self._lost_in_writer + self._dropped_gone
 
     # -- lifecycle (on the loop) ---------------------------------------------------------
 
@@ -102,6 +105,7 @@ class Exporter(EventSink):
         self.engine.observer.events = self
         # A snapshot at start-up: the report's baseline for the broker's counters.
         self.snapshot()
+        self._process = self._start_process()
         self._thread = threading.Thread(target=self._write_loop, name="stompd-export", daemon=True)
         self._thread.start()
         log.info("exporting metric snapshots and message events to %s (run %s)", directory, self.run)
@@ -260,99 +264,62 @@ class Exporter(EventSink):
 
     # -- the writer thread ------------------------------------------------------------
 
+    def _start_process(self) -> subprocess.Popen[bytes]:
+        settings = self.settings
+        command = [
+            sys.executable,
+            "-m",
+            "broker.export.writer",
+            str(settings.directory),
+            self.run,
+            str(settings.rotate_bytes),
+            str(settings.rotate_interval_ms),
+        ]
+        return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
     def _write_loop(self) -> None:
+        process = self._process
+        assert process is not None
         stop = self._stop
         while True:
             stopping = stop.wait(WAKE_S)
             if self._before_write is not None and not stopping:
                 self._before_write()
-            self._drain()
-            self._tick_files()
+            self._send(process)
             if stopping:
                 break
-        self._drain()
-        for kind, file in self._files.items():
+        self._send(process)
+        if process.stdin is not None:
             try:
-                file.close()
-            except OSError as exc:
-                log.warning("export: cannot compress the last %s file: %s", kind, exc)
+                process.stdin.close()
+            except OSError:
+                pass
+        # It rotates (compresses) the live files before it exits.
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
-    def _drain(self) -> None:
+    def _send(self, process: subprocess.Popen[bytes]) -> None:
         events = self._events
-        lines: list[tuple[int, bytes]] = []
-        while events:
-            record = events.popleft()
-            lines.append((record[1], _event_line(self.run, record)))
-        if lines:
-            self._write("events", lines)
+        batch = [events.popleft() for _ in range(len(events))]
         metrics = self._metrics
-        rows: list[tuple[int, bytes]] = []
-        while metrics:
-            ts, fields = metrics.popleft()
-            fields["ts"] = ts
-            rows.append((ts, _encode(fields)))
-        if rows:
-            self._write("metrics", rows)
-
-    def _write(self, kind: str, lines: list[tuple[int, bytes]]) -> None:
+        rows = [metrics.popleft() for _ in range(len(metrics))]
+        if not batch and not rows:
+            return
+        if self._writer_gone:
+            self._dropped_gone += len(batch)
+            return
+        payload = marshal.dumps((batch, rows))
+        assert process.stdin is not None and process.stdout is not None
         try:
-            self._files[kind].write(lines)
-        except WriteFailed as failed:
-            lost = len(lines) - failed.lines
-            if kind == "events":
-                self._dropped_io += lost
-            where = self.settings.directory
-            log.warning("export: %d %s lines lost, cannot write to %s: %s", lost, kind, where, failed)
-
-    def _tick_files(self) -> None:
-        now = int(time.time() * 1000)
-        for kind, file in self._files.items():
-            try:
-                file.tick(now)
-            except OSError as exc:
-                log.warning("export: cannot rotate the %s file: %s", kind, exc)
-
-
-def _event_line(run: str, record: tuple[Any, ...]) -> bytes:
-    """One event line, formatted by hand: json.dumps of a dict costs several times as
-    much, and the writer's time is taken from the event loop (they share the GIL)."""
-    seq, ts, event, destination, message_id, size, priority, persistent, producer = record[:9]
-    consumer, subscription, latency_ms, redeliveries, cause, target, wait_ms = record[9:]
-    parts = [
-        f'{{"v":1,"run":"{run}","seq":{seq},"ts":{ts},"event":"{event}","destination":{_string(destination)}'
-    ]
-    if message_id is not None:
-        flag = "true" if persistent else "false"
-        parts.append(
-            f',"message_id":{_string(message_id)},"size":{size},"priority":{priority},"persistent":{flag}'
-        )
-    else:
-        parts.append(f',"size":{size}')
-    if producer is not None:
-        parts.append(f',"producer":{_string(producer)}')
-    if consumer is not None:
-        parts.append(f',"consumer":{_string(consumer)},"subscription":{_string(subscription)}')
-    if latency_ms is not None:
-        parts.append(f',"latency_ms":{latency_ms}')
-    if redeliveries is not None:
-        parts.append(f',"redeliveries":{redeliveries}')
-    if cause is not None:
-        parts.append(f',"cause":{_string(cause)}')
-    if target is not None:
-        parts.append(f',"target":{_string(target)}')
-    if wait_ms is not None:
-        parts.append(f',"wait_ms":{wait_ms}')
-    parts.append("}\n")
-    return "".join(parts).encode()
-
-
-def _string(value: str) -> str:
-    """``value`` as a JSON string: as it is when nothing in it needs escaping (ids and
-    destination names, nearly always), else by json.dumps."""
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return f'"{value}"'
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _encode(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+            process.stdin.write(HEADER.pack(len(payload)) + payload)
+            process.stdin.flush()
+            ack = process.stdout.read(LOST.size)
+            if len(ack) < LOST.size:
+                raise BrokenPipeError("the export writer process exited")
+        except OSError as exc:
+            self._writer_gone = True
+            self._dropped_gone += len(batch)
+            log.error("export: the writer process failed (%s); events are dropped from now on", exc)
+            return
+        self._lost_in_writer = LOST.unpack(ack)[0]
