@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
-from broker.export.writer import HEADER, LOST
+from broker.export.writer import DISPATCH_ACK, HEADER, LOST
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -174,31 +174,22 @@ class Exporter(EventSink):
         destination: str,
         consumer: str | None = None,
         subscription: str | None = None,
-        latency: bool = False,
         redeliveries: int | None = None,
         cause: str | None = None,
         target: str | None = None,
     ) -> None:
         self._event_seq = seq = self._event_seq + 1
-        now = self._clock.ms
-        latency_ms = None
-        if latency:
-            since = message.arrived or message.timestamp
-            latency_ms = max(now - since, 0) if since else 0
+        message_fields = (message.id, len(message.body), message.priority, message.persistent, message.origin)
         self._put(
             (
                 seq,
-                now,
+                self._clock.ms,
                 event,
                 destination,
-                message.id,
-                len(message.body),
-                message.priority,
-                message.persistent,
-                message.origin,
+                *message_fields,
                 consumer,
                 subscription,
-                latency_ms,
+                None,
                 redeliveries,
                 cause,
                 target,
@@ -206,16 +197,93 @@ class Exporter(EventSink):
             )
         )
 
+    # enqueue, dispatch and ack happen to every message: written out, without the
+    # helper's call and keywords.  Where latency applies, the record carries the
+    # message's arrival (0: unknown) and the writer subtracts.
+
     def enqueued(self, message: Message) -> None:
-        self._message_event("enqueue", message, message.destination)
+        self._event_seq = seq = self._event_seq + 1
+        events = self._events
+        if len(events) >= self._capacity:
+            self._dropped_full += 1
+            return
+        events.append(
+            (
+                seq,
+                self._clock.ms,
+                "enqueue",
+                message.destination,
+                message.id,
+                len(message.body),
+                message.priority,
+                message.persistent,
+                message.origin,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+            )
+        )
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
-        self._message_event("dispatch", message, message.destination, consumer, subscription, True)
-        if auto:
-            self._message_event("ack", message, message.destination, consumer, subscription, True)
+        seq = self._event_seq + 1
+        # ack:auto: the dispatch and its ack are one record (two lines, two seqs).
+        self._event_seq = seq + 1 if auto else seq
+        events = self._events
+        if len(events) >= self._capacity:
+            self._dropped_full += 2 if auto else 1
+            return
+        event = DISPATCH_ACK if auto else "dispatch"
+        events.append(
+            (
+                seq,
+                self._clock.ms,
+                event,
+                message.destination,
+                message.id,
+                len(message.body),
+                message.priority,
+                message.persistent,
+                message.origin,
+                consumer,
+                subscription,
+                message.arrived or message.timestamp,
+                None,
+                None,
+                None,
+                None,
+            )
+        )
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
-        self._message_event("ack", message, message.destination, consumer, subscription, True)
+        self._event_seq = seq = self._event_seq + 1
+        events = self._events
+        if len(events) >= self._capacity:
+            self._dropped_full += 1
+            return
+        events.append(
+            (
+                seq,
+                self._clock.ms,
+                "ack",
+                message.destination,
+                message.id,
+                len(message.body),
+                message.priority,
+                message.persistent,
+                message.origin,
+                consumer,
+                subscription,
+                message.arrived or message.timestamp,
+                None,
+                None,
+                None,
+                None,
+            )
+        )
 
     def nacked(self, message: Message, consumer: str, subscription: str) -> None:
         self._message_event("nack", message, message.destination, consumer, subscription)

@@ -33,13 +33,22 @@ log = logging.getLogger("stompd.export")
 #: How long the writer waits for a batch before it looks at the files' age.
 IDLE_S = 1.0
 HEADER = struct.Struct(">I")
+#: An ack:auto delivery's record: its dispatch line and its ack line, seq and seq + 1.
+DISPATCH_ACK = "dispatch+ack"
 LOST = struct.Struct(">Q")
 
 
-def event_line(run: str, record: tuple[Any, ...]) -> bytes:
-    """One event line, formatted by hand (json.dumps of a dict costs several times as much)."""
-    seq, ts, event, destination, message_id, size, priority, persistent, producer = record[:9]
-    consumer, subscription, latency_ms, redeliveries, cause, target, wait_ms = record[9:]
+def event_line(run: str, record: tuple[Any, ...], event: str | None = None, next_seq: int = 0) -> bytes:
+    """One event line, formatted by hand (json.dumps of a dict costs several times as much).
+
+    ``event`` and ``next_seq`` turn a dispatch+ack record into either of its lines.  The
+    latency field of a record is the message's arrival (0: unknown, say 0 ms).
+    """
+    seq, ts, kind, destination, message_id, size, priority, persistent, producer = record[:9]
+    consumer, subscription, arrived, redeliveries, cause, target, wait_ms = record[9:]
+    event = event or kind
+    seq += next_seq
+    latency_ms = None if arrived is None else max(ts - arrived, 0) if arrived else 0
     head = f'{{"v":1,"run":"{run}","seq":{seq},"ts":{ts},"event":"{event}"'
     parts = [head, f',"destination":{_string(destination)}']
     if message_id is not None:
@@ -91,7 +100,13 @@ class Writer:
     def batch(self, events: list[tuple[Any, ...]], metrics: list[tuple[int, dict[str, Any]]]) -> None:
         run = self.run
         if events:
-            lines = [(record[1], event_line(run, record)) for record in events]
+            lines = []
+            for record in events:
+                if record[2] == DISPATCH_ACK:
+                    lines.append((record[1], event_line(run, record, "dispatch")))
+                    lines.append((record[1], event_line(run, record, "ack", 1)))
+                else:
+                    lines.append((record[1], event_line(run, record)))
             self.lost += self._write("events", lines)
         if metrics:
             rows = []
