@@ -2,7 +2,8 @@
 one auto-ack consumer on a queue (or topic), MESSAGE bytes built.  The hot path minus the
 event loop and the kernel, so that a change to it shows above the noise of a shared machine.
 
-Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x]``.
+Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x] [--secured]``.
+``--secured``: a user logs in and authorization entries are checked (broker/security).
 Prints SEND->MESSAGE/s and microseconds each (best of 5), in CPU time: on a machine
 others share, wall time mostly measures them.
 """
@@ -18,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.core.clock import Clock
 from broker.core.engine import Engine
+from broker.security.guard import Security
+from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
 from protocol import V1_2, Frame, FrameParser, encode_frame
 from store.memory import memory_stores
 
@@ -44,12 +47,22 @@ class CountingOutbox:
         raise exc
 
 
-def run(destination: str, count: int) -> float:
-    engine = Engine(clock=Clock(1_000_000), stores=memory_stores())
+def security() -> Security:
+    users = Authentication(users=(User("app", Password("plain", "pw"), frozenset({"users"})),))
+    entries = (
+        AuthorizationEntry("queue", ">", frozenset({"users"}), frozenset({"users"}), frozenset({"users"})),
+        AuthorizationEntry("topic", ">", frozenset({"users"}), frozenset({"users"}), frozenset({"users"})),
+        AuthorizationEntry("queue", "SECRET.>", frozenset({"admins"}), frozenset({"admins"}), frozenset()),
+    )
+    return Security(users, Authorization(entries=entries))
+
+
+def run(destination: str, count: int, secured: bool = False) -> float:
+    engine = Engine(clock=Clock(1_000_000), stores=memory_stores(), guard=security() if secured else None)
     producer, consumer = CountingOutbox(), CountingOutbox()
     sender, receiver = engine.open_session(producer), engine.open_session(consumer)
     for session in (sender, receiver):
-        engine.handle(session, Frame("CONNECT", {"accept-version": "1.2"}))
+        engine.handle(session, Frame("CONNECT", {"accept-version": "1.2", "login": "app", "passcode": "pw"}))
     engine.handle(receiver, Frame("SUBSCRIBE", {"destination": destination, "id": "1"}))
     engine.flush()
     send = Frame("SEND", {"destination": destination, "content-length": "1024"}, b"x" * 1024)
@@ -71,11 +84,13 @@ def main() -> None:
     arguments = argparse.ArgumentParser(description=__doc__)
     arguments.add_argument("--messages", type=int, default=100_000)
     arguments.add_argument("--destination", default="/queue/bench")
+    arguments.add_argument("--secured", action="store_true")
     options = arguments.parse_args()
-    best = min(run(options.destination, options.messages) for _ in range(REPEATS))
+    best = min(run(options.destination, options.messages, options.secured) for _ in range(REPEATS))
     rate = options.messages / best
     each = best / options.messages * 1e6
-    print(f"{options.destination} SEND->MESSAGE, 1 KiB: {rate:>10,.0f} msgs/s ({each:.2f} us each)")
+    secured = ", authorization on" if options.secured else ""
+    print(f"{options.destination} SEND->MESSAGE, 1 KiB{secured}: {rate:>10,.0f} msgs/s ({each:.2f} us each)")
 
 
 if __name__ == "__main__":

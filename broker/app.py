@@ -34,6 +34,8 @@ from store.worker import IOWorker
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.guard import Guard
+
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
 #: Ticks between malloc_trim calls, and between disk space checks (one second).
@@ -68,6 +70,10 @@ class BrokerOptions:
     http_allowed_origins: tuple[str, ...] = ()
     #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
     export: ExportSettings | None = None
+    #: Who may connect and what each may do (None: anyone, everything).
+    guard: Guard | None = field(default=None, compare=False)
+    #: Called on SIGHUP (the command line's: reload users and authorization entries).
+    on_reload: Callable[[], object] | None = field(default=None, compare=False)
 
 
 class Broker:
@@ -117,7 +123,7 @@ class Broker:
         ballast.ensure()
         self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
-        self.engine = Engine(options.core, stores=stores)
+        self.engine = Engine(options.core, stores=stores, guard=options.guard)
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
@@ -248,6 +254,8 @@ async def serve_forever(options: BrokerOptions) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if options.on_reload is not None:
+        loop.add_signal_handler(signal.SIGHUP, options.on_reload)
     await stop.wait()
     log.info("shutting down")
     await broker.stop()

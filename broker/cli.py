@@ -9,14 +9,18 @@ configuration (or the store, or the port) is not usable, 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import logging
 import sys
+from functools import partial
 from pathlib import Path
 
 from broker.app import run
 from broker.http.server import AdminPortError
 from broker.io.listener import ListenError
+from broker.security.guard import Security
+from broker.security.reload import reload_security
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config import overrides, passwords
 from config.issues import ConfigError
@@ -232,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     file: Path | None = args.check_config or args.config
     warnings: list[object] = []
     config = _DEFAULTS
+    defines = dict(define.split("=", 1) for define in args.defines)
     if file is not None:
-        defines = dict(define.split("=", 1) for define in args.defines)
         try:
             loaded = load(file, defines)
         except ConfigError as exc:
@@ -255,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         _print_issues(f"{len(warnings)} warning(s)", warnings)
         print(f"{file}: OK", file=sys.stderr)
         return 0
+    if file is not None and isinstance(options.guard, Security):
+        reload = partial(reload_security, options.guard, file, defines)
+        options = dataclasses.replace(options, on_reload=reload)
     for warning in warnings:
         log.warning("%s", warning)
     pending = not_applied_in_file(config)

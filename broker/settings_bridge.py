@@ -2,13 +2,13 @@
 
 The broker applies broker-wide settings today: the system usage limits, the data and
 store directories, the default policy entry's limits, prefetch and dead-letter strategy,
-the default redelivery policy, every transportConnector (stomp, stomp+nio, stomp+ssl,
-stomp+nio+ssl, ws, wss: address, path, limits, maximumConnections, heart-beat grace and
-default, connect timeout, TLS from <sslContext> with client certificates, allowed
-origins), <transportDefaults> (for /stomp too), the admin server and <export>.  Everything else
-the model holds (per-destination entries, users and permissions) is parsed and
-checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
-can say so.
+the default redelivery policy, users and authorization entries (broker/security), every
+transportConnector (stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss: address, path,
+limits, maximumConnections, heart-beat grace and default, connect timeout, TLS from
+<sslContext> with client certificates, allowed origins), <transportDefaults> (for /stomp
+too), the admin server and <export>.  Everything else the model holds (some
+per-destination settings) is parsed and checked but not applied yet: :func:`not_applied`
+names what, so that ``--check-config`` can say so.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from broker.policies import destination_policy, resolver
+from broker.security.guard import Security
 from broker.tls import TlsSetupError, server_context
 from config.model import (
     BrokerConfig,
@@ -46,11 +48,12 @@ class CannotRun(Exception):
 
 def broker_options(config: BrokerConfig) -> BrokerOptions:
     usage = config.system_usage
-    policy = config.policies.default
-    dead_letter = policy.dead_letter
-    redelivery = config.redelivery.default
-    individual = dead_letter.kind == "individual"
+    # The default entries: the policy of every destination no other entry matches.
+    policy = destination_policy(config.policies.default, config.redelivery.default)
     static_dir = config.http.static_directory
+    # Made even with no users and no entries (it then lets everyone in), so that a
+    # SIGHUP can bring some in.
+    guard = Security(config.authentication, config.authorization)
     if static_dir is not None and not static_dir.is_dir():
         raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
     return BrokerOptions(
@@ -64,23 +67,32 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             store_limit=usage.store_limit,
             temp_limit=usage.temp_limit,
             destination_memory_limit=policy.memory_limit,
-            cursor_high_water=policy.cursor_memory_high_water_mark / 100,
-            page_size=policy.max_page_size,
-            max_redeliveries=redelivery.maximum_redeliveries,
-            dead_letter_queue=f"/queue/{dead_letter.dead_letter_queue}",
-            individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
-            individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
-            dead_letter_expired=dead_letter.process_expired,
-            redelivery_delay_ms=redelivery.redelivery_delay,
+            cursor_high_water=policy.cursor_high_water,
+            page_size=config.policies.default.max_page_size,
+            max_redeliveries=policy.max_redeliveries,
+            dead_letter_queue=policy.dead_letter_queue,
+            individual_dead_letter_prefix=policy.individual_dead_letter_prefix,
+            individual_dead_letter_topic_prefix=policy.individual_dead_letter_topic_prefix,
+            dead_letter_expired=policy.dead_letter_expired,
+            redelivery_delay_ms=policy.redelivery_delay_ms,
             send_fail_if_no_space=usage.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
+            producer_flow_control=policy.producer_flow_control,
+            gc_inactive=policy.gc_inactive,
+            inactive_timeout_ms=policy.inactive_timeout_ms,
+            expire_period_ms=policy.expire_period_ms,
+            policies=resolver(config.policies, config.redelivery),
         ),
         http_host=config.http.host,
         http_port=config.http.port or None,
-        http_security=HttpSecurity(allow_remote=config.http.allow_remote),
+        http_security=HttpSecurity(
+            authenticator=guard if config.authentication is not None else None,
+            allow_remote=config.http.allow_remote,
+        ),
         http_static_dir=static_dir,
         http_stomp_limits=_limits(config.transport_defaults),
         http_allowed_origins=_origins(config.http.allowed_origins),
+        guard=guard,
         export=_export(config.export),
     )
 
@@ -143,17 +155,23 @@ def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSL
 
 
 #: Settings broker_options wires, per object (the rest of each object is not applied yet).
-_APPLIED_POLICY = frozenset(
+#: Each destination's own entry (broker/policies.py):
+_APPLIED_ENTRY = frozenset(
     {
+        "producer_flow_control",
+        "gc_inactive_destinations",
+        "inactive_timeout_before_gc",
+        "expire_messages_period",
+        "max_page_size",
         "memory_limit",
         "cursor_memory_high_water_mark",
-        "max_page_size",
         "queue_prefetch",
         "topic_prefetch",
         "dead_letter",
-        "prioritized_messages",
     }
 )
+#: The default entry's: prioritizedMessages is broker-wide (strict priority order always).
+_APPLIED_POLICY = _APPLIED_ENTRY | {"prioritized_messages"}
 _APPLIED_DEAD_LETTER = frozenset(
     {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
 )
@@ -182,11 +200,23 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
     if dead_letter.kind == "discarding":
         out.add("policies.default.dead_letter.kind")
-    out |= {f"policies.entries[{index}]" for index in range(len(config.policies.entries))}
+    for index, entry in enumerate(config.policies.entries):
+        key = f"policies.entries[{index}]"
+        out |= _changed(entry, PolicyEntry(), key, _APPLIED_POLICY)
+        # Broker-wide: the default entry's applies to every destination.
+        out |= {
+            f"{key}.{name}"
+            for name in _APPLIED_POLICY - _APPLIED_ENTRY
+            if getattr(entry, name) != getattr(config.policies.default, name)
+        }
+        out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
+        if entry.dead_letter.kind == "discarding":
+            out.add(f"{key}.dead_letter.kind")
     out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
-    out |= {f"redelivery.entries[{index}]" for index in range(len(config.redelivery.entries))}
-    out |= {name for name in ("authentication", "authorization") if getattr(config, name) is not None}
+    for index, redelivery in enumerate(config.redelivery.entries):
+        key = f"redelivery.entries[{index}]"
+        out |= _changed(redelivery, RedeliveryPolicy(), key, _APPLIED_REDELIVERY)
     return out
 
 

@@ -343,8 +343,8 @@ class AuthorizationEntry:
 class Authorization:
     """``<authorizationPlugin><map><authorizationMap>``.
 
-    With it, an operation is allowed when the user is in one of the groups that the
-    union of every matching entry (and ``default_entry``) allows; no match: denied.
+    With it, an operation is allowed when the user is in one of the groups that the most
+    specific matching entry (else ``default_entry``) allows; no match: denied.
     Temporary destinations use ``temp_entry`` (None: allowed to all), and only the
     connection that made one may read it.
     """

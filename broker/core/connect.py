@@ -17,6 +17,7 @@ from protocol.errors import UnexpectedFrame
 from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
 
 if TYPE_CHECKING:
+    from broker.core.guard import Guard
     from broker.core.session import Session
     from broker.core.settings import CoreSettings
 
@@ -47,17 +48,20 @@ def next_phase(phase: str, command: str) -> str:
 class Connect:
     """The CONNECT/STOMP and DISCONNECT handlers."""
 
-    __slots__ = ("settings",)
+    __slots__ = ("guard", "settings")
 
-    def __init__(self, settings: CoreSettings) -> None:
+    def __init__(self, settings: CoreSettings, guard: Guard) -> None:
         self.settings = settings
+        self.guard = guard
 
     def on_connect(self, session: Session, frame: f.Frame) -> None:
         after = next_phase(session.phase, frame.command)
         headers = frame.headers
         version = negotiate_version(headers.get("accept-version"))
         session.version = version
-        session.login = headers.get("login")
+        session.login = login = headers.get("login")
+        # A wrong login is fatal: the ERROR goes out and the connection closes.
+        session.principal = self.guard.login(login, headers.get("passcode"))
         session.client_id = headers.get("client-id")
         reply = {"version": version, "server": self.settings.server, "session": session.id}
         if version != f.V1_0 or "heart-beat" in headers:

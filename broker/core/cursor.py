@@ -70,6 +70,7 @@ class Cursor:
         "name",
         "owner",
         "page_failures",
+        "page_size",
         "paging",
         "skip",
         "store_source",
@@ -91,6 +92,8 @@ class Cursor:
         self.meter = meter
         self.log = log
         self.high_water = high_water
+        #: Messages read back per page-in (None: its swap space's).
+        self.page_size: int | None = None
         #: For a topic subscription reading a shared log: which records are its own.
         self.accepts = accepts
         self.disk_count = [0] * LEVELS
@@ -347,7 +350,7 @@ class Cursor:
             return False
         self.paging = True
         disk = self.before_read()
-        page_size = log.space.page_size if log is not None else 500
+        page_size = self.page_size or (log.space.page_size if log is not None else 500)
         job = functools.partial(
             read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
         )

@@ -11,17 +11,19 @@ from typing import TYPE_CHECKING
 from broker.core import names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination
+from broker.core.guard import ADMIN, denied
 from broker.core.queue import Queue
 from broker.core.topic import Topic, TopicRouter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
+    from broker.core.guard import Guard
     from broker.core.message import Message
     from broker.core.observe import Observer
     from broker.core.persistence import Persistence
     from broker.core.session import Session
-    from broker.core.settings import CoreSettings
+    from broker.core.settings import CoreSettings, DestinationPolicy
     from broker.core.subscription import Subscription
     from broker.core.swap import SwapSpace
     from broker.core.usage import SystemUsage
@@ -38,10 +40,12 @@ class Destinations:
         usage: SystemUsage,
         swap: SwapSpace,
         persistence: Persistence,
+        guard: Guard,
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer
         self.settings = settings
+        self.guard = guard
         self.clock = clock
         self.usage = usage
         self.swap = swap
@@ -51,21 +55,41 @@ class Destinations:
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
+        self._default_policy = settings.default_policy()
+        #: Full destination name (or subscription pattern) -> its policy, resolved once.
+        self._policies: dict[str, DestinationPolicy] = {}
+
+    # -- policies ----------------------------------------------------------------
+
+    def policy_of(self, name: str) -> DestinationPolicy:
+        """The policy for a full destination name (``/queue/A.B``; a wildcard pattern is
+        looked up as a name, as ActiveMQ does for a wildcard consumer)."""
+        policy = self._policies.get(name)
+        if policy is None:
+            resolve = self.settings.policies
+            if resolve is None:
+                policy = self._default_policy
+            else:
+                kind, bare = names.split_destination(name)[0]
+                policy = resolve(kind, bare)
+            self._policies[name] = policy
+        return policy
 
     # -- creation ----------------------------------------------------------------
 
     def queue(self, name: str, owner: object = None) -> Queue:
         queue = self.queues.get(name)
         if queue is None:
+            policy = self.policy_of(name)
             queue = Queue(
                 name,
                 self.clock,
                 self.persistence,
                 self.expired,
                 owner,
-                meter=self.usage.memory.child(name, self.settings.destination_memory_limit),
+                meter=self.usage.memory.child(name, policy.memory_limit),
                 log=self.swap.new_log(shared=False),
-                high_water=self.settings.cursor_high_water,
+                policy=policy,
                 observer=self.observer,
             )
             self.queues[name] = queue
@@ -74,7 +98,8 @@ class Destinations:
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
-            topic.meter = self.usage.memory.child(topic.name, self.settings.destination_memory_limit)
+            topic.policy = policy = self.policy_of(topic.name)
+            topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
             topic.log = self.swap.new_log(shared=True)
         return topic
 
@@ -96,6 +121,7 @@ class Destinations:
     def drop_temporaries(self, session: Session) -> None:
         """A connection is gone: its temporary destinations go with it."""
         for name in session.temp_queues:
+            self._policies.pop(name, None)
             queue = self.queues.pop(name, None)
             if queue is not None:
                 for consumer in list(queue.consumers):
@@ -103,10 +129,29 @@ class Destinations:
                 queue.close()
         session.temp_queues.clear()
         for name in session.temp_topics:
+            self._policies.pop(name, None)
             topic = self.router.remove_topic(name)
             if topic is not None and topic.log is not None:
                 topic.log.drop()
         session.temp_topics.clear()
+
+    def remove(self, target: Destination) -> None:
+        """Delete a destination (it must hold nothing and be used by nobody)."""
+        name = target.name
+        if isinstance(target, Queue):
+            if self.queues.get(name) is target:
+                del self.queues[name]
+            target.close()
+        else:
+            if self.router.topics.get(name) is target:
+                self.router.remove_topic(name)
+            if target.log is not None:
+                target.log.drop()
+        self._policies.pop(name, None)
+        # Cached routes name it, and so may granted decisions: it must be made (and
+        # allowed to be made) again.
+        self._routes.clear()
+        self.guard.granted.clear()
 
     # -- resolution --------------------------------------------------------------
 
@@ -133,6 +178,38 @@ class Destinations:
             )
         return found
 
+    def authorize(self, session: Session, op: str, destination: str) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s principal may ``op`` (read, write)
+        every part of ``destination``, and create (admin) those that do not exist yet."""
+        guard = self.guard
+        principal = session.principal
+        key = (principal.key, op, destination)
+        if key in guard.granted:
+            return
+        complete = True
+        for kind, name in names.split_destination(destination):
+            if not guard.allows(principal, op, kind, name):
+                raise denied(principal, op, kind + name)
+            if not self._exists(session, kind, name):
+                complete = False
+                if not guard.allows(principal, ADMIN, kind, name):
+                    raise denied(principal, ADMIN, kind + name)
+        # Only once every part exists: until then each use must still be allowed to create.
+        if complete:
+            guard.granted.add(key)
+
+    def _exists(self, session: Session, kind: str, name: str) -> bool:
+        if kind == names.QUEUE:
+            return kind + name in self.queues
+        if kind == names.TOPIC:
+            return is_wildcard(name) or kind + name in self.router.topics
+        if kind == names.TEMP_QUEUE:
+            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name) in session.temp_queues
+        if kind == names.TEMP_TOPIC:
+            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name) in session.temp_topics
+        # Another connection's: never made by this one (resolve says if it is gone).
+        return True
+
     def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
         targets = self._routes.get(destination)
         if targets is not None:
@@ -157,8 +234,10 @@ class Destinations:
         of its own.
         """
         patterns = sub.topic_patterns
-        high_water = self.settings.cursor_high_water
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
+            high_water = topic.policy.cursor_high_water
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
+        kind, pattern = patterns[0]
+        high_water = self.policy_of(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)

@@ -25,6 +25,8 @@ from broker.core.destinations import Destinations
 from broker.core.disk import Disk
 from broker.core.durable import DurableSubscriptions
 from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
+from broker.core.gc import Housekeeping
+from broker.core.guard import OpenGuard
 from broker.core.observe import Observer
 from broker.core.persistence import Persistence
 from broker.core.recovery import recover
@@ -45,12 +47,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.channel import Outbox
+    from broker.core.guard import Guard
     from store.api import Stores
 
 
 class Engine:
     def __init__(
-        self, settings: CoreSettings | None = None, clock: Clock | None = None, *, stores: Stores
+        self,
+        settings: CoreSettings | None = None,
+        clock: Clock | None = None,
+        *,
+        stores: Stores,
+        guard: Guard | None = None,
     ) -> None:
         self.settings = settings = settings or CoreSettings()
         self.clock = clock = clock or Clock()
@@ -62,8 +70,9 @@ class Engine:
         self.disk = Disk(stores.worker, clock, stores.temp, usage.memory)
         self.swap = SwapSpace(stores.temp, self.disk, usage.temp, usage.memory, settings.page_size)
         self.persistence = persistence = Persistence(stores.messages, usage.store, self.disk)
+        self.guard = guard = guard or OpenGuard()
         self.destinations = destinations = Destinations(
-            settings, clock, usage, self.swap, persistence, observer
+            settings, clock, usage, self.swap, persistence, guard, observer
         )
         self.queues = destinations.queues
         self.router = destinations.router
@@ -87,8 +96,9 @@ class Engine:
         self.subscribing = subscribing = Subscribing(
             settings, usage.memory, destinations, durables, persistence, routing, settlement
         )
+        self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
         acks = Acks(settlement, transactions)
-        connect = Connect(settings)
+        connect = Connect(settings, guard)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
@@ -165,6 +175,7 @@ class Engine:
         self.disk.run_due()
         self.scheduler.tick()
         self.settlement.tick()
+        self.housekeeping.sweep()
         flow = self.flow
         if flow:
             flow.expire_parked()

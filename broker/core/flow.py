@@ -69,12 +69,13 @@ class FlowStats:
         self.failed_sends = 0
 
 
-def no_space_error(why: str, *, store: bool = False) -> NoSpace:
-    """The ERROR for a refused SEND; ``store``: the message store is what is full."""
+def no_space_error(why: str, *, store: bool = False, setting: str = "sendFailIfNoSpace") -> NoSpace:
+    """The ERROR for a refused SEND; ``store``: the message store is what is full;
+    ``setting``: what said to refuse rather than wait."""
     if store:
         why = f"the message store is full ({why})"
     kind = StoreFull if store else NoSpace
-    return kind(f"{why}: the SEND was refused (sendFailIfNoSpace); nothing else on this connection was lost")
+    return kind(f"{why}: the SEND was refused ({setting}); nothing else on this connection was lost")
 
 
 class FlowControl:
@@ -129,12 +130,21 @@ class FlowControl:
     def __iter__(self) -> Iterator[Session]:
         return iter(list(self._sessions))
 
+    def targets(self) -> set[Destination]:
+        """Where the parked SENDs will go."""
+        parked = [item for session in self._sessions for item in session.parked]
+        return {
+            target
+            for item in [*parked, *self.orphans]
+            if isinstance(item, ParkedSend)
+            for target in item.targets
+        }
+
     # -- is there room? ---------------------------------------------------------------
 
     def fits(self, message: Message, targets: tuple[Destination, ...]) -> bool:
         """Is there room for this message in every cursor it would be put in?"""
         size = message.size
-        high_water = self.settings.cursor_high_water
         temp = self.usage.temp
         for target in targets:
             if message.persistent and type(target) is Queue and target.stores:
@@ -146,7 +156,7 @@ class FlowControl:
                 return False
             meter = target.meter
             # Below the high-water mark (its own and the broker's) it simply goes to memory.
-            if meter is not None and meter.fits(size, high_water):
+            if meter is not None and meter.fits(size, target.policy.cursor_high_water):
                 continue
             if type(target) is Queue:
                 if not target.cursor.can_take(message, temp):
@@ -194,10 +204,11 @@ class FlowControl:
             why = f"the message store cannot write now ({stalled}); {why}"
         return why
 
-    def refusal(self, message: Message) -> NoSpace:
-        """The ERROR for a SEND that does not fit under ``sendFailIfNoSpace``."""
+    def refusal(self, message: Message, setting: str = "sendFailIfNoSpace") -> NoSpace:
+        """The ERROR for a SEND that does not fit under ``sendFailIfNoSpace`` (or a
+        destination's producerFlowControl="false")."""
         self.stats.failed_sends += 1
-        return no_space_error(self.why_full(), store=self.store_full(message))
+        return no_space_error(self.why_full(), store=self.store_full(message), setting=setting)
 
     # -- parking ------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ import functools
 from typing import TYPE_CHECKING, cast
 
 from broker.core.cursor import Cursor
+from broker.core.settings import DestinationPolicy
 from broker.core.swap import ScanResult, scan_disk
 from store.api import Failed
 
@@ -67,6 +68,7 @@ class Queue:
         "observer",
         "owner",
         "persistence",
+        "policy",
         "stats",
         "store_id",
         "stores",
@@ -82,10 +84,13 @@ class Queue:
         *,
         meter: UsageMeter | None = None,
         log: Log | None = None,
-        high_water: float = 0.7,
+        policy: DestinationPolicy | None = None,
         observer: Observer | None = None,
     ) -> None:
         self.name = name
+        #: Its policy entry's settings (the default policy if none is given).
+        self.policy = policy = policy or DestinationPolicy()
+        high_water = policy.cursor_high_water
         #: Told of what expires here (the rest of a message's events happen elsewhere).
         self.observer = observer
         self.clock = clock
@@ -94,6 +99,7 @@ class Queue:
         self.meter = meter
         self.cursor = Cursor(meter, log, high_water=high_water, owner=self)
         self.cursor.name = name
+        self.cursor.page_size = policy.page_size
         self.consumers: list[Subscription] = []
         self.stats = QueueStats()
         #: Where dispatch marks of its stored messages are written.
@@ -375,6 +381,16 @@ class Queue:
         observer = self.observer
         if observer is not None and observer.events is not None:
             observer.events.expired(message, None)
+
+    def expire_in_memory(self) -> int:
+        """expireMessagesPeriod: take out the expired messages waiting in memory (swapped
+        ones are looked at when they are paged back in); how many there were."""
+        now = self.clock.ms
+        found = [message for message in self.cursor if message.expires and message.expires <= now]
+        for message in found:
+            self.cursor.remove(message)
+            self._expire(message)
+        return len(found)
 
     def acked(self, count: int) -> None:
         self.stats.dequeued += count

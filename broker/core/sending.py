@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core import names, scheduler
 from broker.core.errors import InvalidHeader, StoreFailed, int_header
 from broker.core.flow import DEFERRED
+from broker.core.guard import WRITE
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.routing import copies
 from broker.core.session import ParkedSend
@@ -75,6 +76,9 @@ class Sending:
         if not flow.fits(message, targets):
             if self.settings.send_fail_if_no_space:
                 raise flow.refusal(message)
+            # A destination whose producers must never wait: swapping had no room either.
+            if not all(target.policy.producer_flow_control for target in targets):
+                raise flow.refusal(message, 'producerFlowControl="false"')
             timeout = self.settings.send_fail_if_no_space_after_timeout
             deadline = self.clock.ms + timeout if timeout else 0
             flow.park(session, ParkedSend(message, targets, receipt, deadline))
@@ -88,6 +92,8 @@ class Sending:
         destination = headers.pop("destination", None)
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
+        if self.destinations.guard.authorizing:
+            self.destinations.authorize(session, WRITE, destination)
         message = self._build(session, destination, headers, frame.body)
         if not scheduler.HEADERS.isdisjoint(headers):
             scheduler.check(headers)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+from broker.core.guard import Principal
 from protocol.encoder import encode_frame
 from protocol.frames import RECEIPT, V1_0, Frame
 
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from broker.core.queue import Queue
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
+
+UNAUTHENTICATED = Principal("")
 
 # The connection's phases: ``connect.TRANSITIONS`` says which frames move it along.
 AWAIT_CONNECT = "AWAIT_CONNECT"
@@ -59,6 +62,7 @@ class Session:
         "parked",
         "parked_bytes",
         "phase",
+        "principal",
         "reading_paused",
         "sent_to",
         "subscriptions",
@@ -77,6 +81,8 @@ class Session:
         self.writable = True
         self.login: str | None = None
         self.client_id: str | None = None
+        #: Who CONNECT said it is (the guard's answer); what it may do is the guard's.
+        self.principal = UNAUTHENTICATED
         self.heartbeat_send_ms = 0
         self.heartbeat_recv_ms = 0
         self.subscriptions: dict[str, Subscription] = {}

@@ -1,8 +1,41 @@
-"""What the broker core can be told, with ActiveMQ's defaults."""
+"""What the broker core can be told, with ActiveMQ's defaults.
+
+``CoreSettings``' per-destination fields (prefetch, memoryLimit, high-water mark,
+producer flow control, redelivery, dead-letter strategy) are the default policy entry;
+``policies``, when given, resolves each destination's own (a policyEntry and a
+redeliveryPolicy chosen by pattern).  Either way a destination reads them from the
+``DestinationPolicy`` it was given when it was made (``Destinations.policy_of``).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationPolicy:
+    """One destination's settings, fixed when it is made (CoreSettings documents each)."""
+
+    producer_flow_control: bool = True
+    memory_limit: int | None = None
+    cursor_high_water: float = 0.70
+    queue_prefetch: int = 1000
+    topic_prefetch: int = 32767
+    max_redeliveries: int = 6
+    redelivery_delay_ms: int = 0
+    dead_letter_queue: str = "/queue/ActiveMQ.DLQ"
+    individual_dead_letter_prefix: str | None = None
+    individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
+    dead_letter_expired: bool = True
+    gc_inactive: bool = False
+    inactive_timeout_ms: int = 60000
+    expire_period_ms: int = 30000
+    #: maxPageSize (None: the default entry's, which the swap space was made with).
+    page_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +75,34 @@ class CoreSettings:
     send_fail_if_no_space_after_timeout: int = 0
     #: Past this many bytes of parked frames a blocked connection stops being read.
     max_parked_bytes: int = 4 << 20
+    #: producerFlowControl: a SEND that does not fit waits for room; false: it is
+    #: refused at once (it still swaps to the temp store while there is room there).
+    producer_flow_control: bool = True
+    #: gcInactiveDestinations: a destination with no consumer and no message for
+    #: inactiveTimoutBeforeGC ms is deleted (broker/core/gc.py).
+    gc_inactive: bool = False
+    inactive_timeout_ms: int = 60000
+    #: expireMessagesPeriod: how often a queue's messages in memory are looked at for
+    #: expired ones, consumers or not (0: only when dispatching).
+    expire_period_ms: int = 30000
+    #: (kind, name) -> that destination's policy, kind one of broker.core.names'
+    #: prefixes; None: every destination has ``default_policy()``.
+    policies: Callable[[str, str], DestinationPolicy] | None = field(default=None, compare=False)
+
+    def default_policy(self) -> DestinationPolicy:
+        return DestinationPolicy(
+            producer_flow_control=self.producer_flow_control,
+            memory_limit=self.destination_memory_limit,
+            cursor_high_water=self.cursor_high_water,
+            queue_prefetch=self.queue_prefetch,
+            topic_prefetch=self.topic_prefetch,
+            max_redeliveries=self.max_redeliveries,
+            redelivery_delay_ms=self.redelivery_delay_ms,
+            dead_letter_queue=self.dead_letter_queue,
+            individual_dead_letter_prefix=self.individual_dead_letter_prefix,
+            individual_dead_letter_topic_prefix=self.individual_dead_letter_topic_prefix,
+            dead_letter_expired=self.dead_letter_expired,
+            gc_inactive=self.gc_inactive,
+            inactive_timeout_ms=self.inactive_timeout_ms,
+            expire_period_ms=self.expire_period_ms,
+        )

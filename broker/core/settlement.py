@@ -103,9 +103,10 @@ class Settlement:
         """
         events = self.observer.events
         by_queue: dict[Queue, list[Message]] = {}
-        limit = self.settings.max_redeliveries
-        queues = self.destinations.queues
+        destinations = self.destinations
+        queues = destinations.queues
         for message in messages:
+            limit = destinations.policy_of(message.destination).max_redeliveries
             if limit >= 0 and message.delivery_count > limit:
                 self.dead_letter(message, sub=sub)
                 continue
@@ -128,12 +129,16 @@ class Settlement:
                 copy.hold()
                 cursor.push_returned(copy)
             message.drop()
-        delay = self.settings.redelivery_delay_ms
         for queue, returned in by_queue.items():
+            delay = queue.policy.redelivery_delay_ms
             if delay:
                 self._redeliveries.append((self.clock.ms + delay, queue, returned))
             else:
                 queue.requeue(returned)
+
+    def waiting_queues(self) -> set[Queue]:
+        """Queues messages wait to go back to (their redelivery delay)."""
+        return {queue for _, queue, _ in self._redeliveries}
 
     def tick(self) -> None:
         """Messages whose redelivery delay is over go back to their queues."""
@@ -161,21 +166,21 @@ class Settlement:
         ActiveMQ drops non-persistent messages here by default (processNonPersistent is
         false); we keep them, since nothing asked for them to be thrown away.
         """
-        settings = self.settings
-        prefix = settings.individual_dead_letter_prefix
+        policy = self.destinations.policy_of(message.destination)
+        prefix = policy.individual_dead_letter_prefix
         if prefix is not None:
             kind, bare = names.split_destination(message.destination)[0]
             dlq_name = names.QUEUE + prefix + bare
             if kind not in names.QUEUE_KINDS:
-                dlq_name = names.QUEUE + settings.individual_dead_letter_topic_prefix + bare
+                dlq_name = names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
         else:
-            dlq_name = settings.dead_letter_queue
+            dlq_name = policy.dead_letter_queue
         dlq = self.destinations.queue(dlq_name)
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
         headers["dlqDeliveryFailureCause"] = cause or (
             f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
-            f"(maximumRedeliveries={settings.max_redeliveries})"
+            f"(maximumRedeliveries={policy.max_redeliveries})"
         )
         headers["original-message-id"] = message.id
         dead = message.copy_to(0, "", dlq.name)
@@ -219,7 +224,7 @@ class Settlement:
             found = expired[:]
             expired.clear()
             for message in found:
-                if self.settings.dead_letter_expired:
+                if self.destinations.policy_of(message.destination).dead_letter_expired:
                     self.dead_letter(message, "Message expired", expired=True)
                     continue
                 events = self.observer.events

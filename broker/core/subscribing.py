@@ -22,9 +22,11 @@ from broker.core.errors import (
     UnknownSubscription,
     int_header,
 )
+from broker.core.guard import READ
 from broker.core.queue import Queue
 from broker.core.selector import compile_selector
 from broker.core.subscription import ACK_MODES, AUTO, Subscription
+from broker.core.wildcards import is_wildcard
 from protocol import frames as f
 from protocol.errors import MissingHeader
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 
     from broker.core.destinations import Destinations
     from broker.core.durable import DurableSubscriptions
+    from broker.core.guard import Guard, Principal
+    from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.routing import Routing
     from broker.core.session import Session
@@ -81,19 +85,33 @@ class Subscribing:
             raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
         targets = names.split_destination(destination)
         any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
-        prefetch = self.settings.queue_prefetch if any_queue else self.settings.topic_prefetch
+        # The first destination's policy entry (a wildcard pattern looked up as a name).
+        policy = self.destinations.policy_of(_full_name(session, *targets[0]))
+        prefetch = policy.queue_prefetch if any_queue else policy.topic_prefetch
         text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
         if text is not None:
             prefetch = int_header("activemq.prefetchSize", text)
             if prefetch < 1:
                 raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
         selector_text = headers.get("selector", "").strip()
-        selector = compile_selector(selector_text).matches if selector_text else None
+        selector: Callable[[Message], bool] | None = (
+            compile_selector(selector_text).matches if selector_text else None
+        )
+        guard = self.destinations.guard
+        filtered = False
+        if guard.authorizing:
+            self.destinations.authorize(session, READ, destination)
+            if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
+                selector = _readable(guard, session.principal, selector)
+                filtered = True
         durable_name = durable_name_of(headers)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
         if durable_name is not None:
             durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
+            if filtered:
+                # What it keeps while its subscriber is away is filtered the same way.
+                durable.selector = selector
         sub = Subscription(
             session,
             sub_id,
@@ -179,7 +197,7 @@ class Subscribing:
         broker's lifetime, or a new one over what the store holds for it."""
         durable.subscriber = sub.session.id
         sub.durable = durable
-        high_water = self.settings.cursor_high_water
+        high_water = self.destinations.policy_of(durable.destination).cursor_high_water
         cursor = durable.cursor
         if cursor is not None:
             cursor.attach(sub, high_water)
@@ -259,6 +277,31 @@ class Subscribing:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+
+
+def _full_name(session: Session, kind: str, name: str) -> str:
+    """The broker-wide name, as the destination's policy is looked up by."""
+    if kind == names.TEMP_QUEUE:
+        return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+    if kind == names.TEMP_TOPIC:
+        return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
+    return kind + name
+
+
+def _readable(
+    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
+) -> Callable[[Message], bool]:
+    """A wildcard subscription's filter: only messages of topics its user may read
+    (the guard caches each decision, so this is a dict lookup per message)."""
+    prefix = len(names.TOPIC)
+
+    def accepts(message: Message) -> bool:
+        name = message.destination
+        if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
+            return False
+        return selector is None or selector(message)
+
+    return accepts
 
 
 def _start(sub: Subscription) -> None:

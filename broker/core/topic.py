@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.settings import DestinationPolicy
 from broker.core.wildcards import WildcardTrie
+
+#: Until the engine gives a topic its own (Destinations.topic).
+DEFAULT_POLICY = DestinationPolicy()
 
 if TYPE_CHECKING:
     from broker.core.message import Message
@@ -32,7 +36,18 @@ class TopicStats:
 
 
 class Topic:
-    __slots__ = ("_generation", "_subscribers", "bare", "kind", "log", "meter", "name", "owner", "stats")
+    __slots__ = (
+        "_generation",
+        "_subscribers",
+        "bare",
+        "kind",
+        "log",
+        "meter",
+        "name",
+        "owner",
+        "policy",
+        "stats",
+    )
 
     def __init__(self, kind: str, bare: str, owner: object = None) -> None:
         self.kind = kind
@@ -41,6 +56,7 @@ class Topic:
         #: Set by the engine: this topic's memory meter, and its shared log for swapping.
         self.meter: UsageMeter | None = None
         self.log: Log | None = None
+        self.policy = DEFAULT_POLICY
         #: The session that owns a temporary topic (None for a normal topic).
         self.owner = owner
         self.stats = TopicStats()

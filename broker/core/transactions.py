@@ -71,6 +71,12 @@ class Transactions:
     def on_abort(self, session: Session, frame: Frame) -> None:
         self._abort(self._take(session, _tx_id(frame)))
 
+    def targets(self) -> set[Destination]:
+        """Where the open transactions' SENDs will go if they commit."""
+        return {
+            target for open_here in self._open.values() for tx in open_here.values() for target, _ in tx.sends
+        }
+
     def close(self, session: Session) -> None:
         """The connection is gone: its open transactions are aborted."""
         for tx in self._open.pop(session, {}).values():

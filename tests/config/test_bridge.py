@@ -171,15 +171,20 @@ def test_every_override_key_applies() -> None:
 def test_check_report_marks_what_is_not_applied() -> None:
     config = load(EXAMPLE).config
     missing = not_applied(config)
-    assert "policies.entries[0]" in missing
+    # Policy entries apply per destination, but for a few of their settings.
+    assert "policies.entries[0]" not in missing and "policies.entries[0].memory_limit" not in missing
+    assert "redelivery.entries[0].use_exponential_back_off" in missing
     # Every listener is served, with every option of its URI.
     assert not any(key.startswith(("connectors", "transport_defaults")) for key in missing)
     assert "system_usage.memory_limit" not in missing
     report = render(config, lambda key: key not in missing)
-    assert re.search(r"policyEntry queue='>' \(\S*activemq\.xml\.example:\d+\)  \[not applied yet\]", report)
+    assert re.search(r"useExponentialBackOff += true .*example:\d+  \[not applied yet\]", report)
     line = next(line for line in report.splitlines() if line.strip().startswith("memoryUsage limit"))
     assert "1 gb" in line and "activemq.xml.example:" in line and "not applied" not in line
-    assert "simpleAuthenticationPlugin  [not applied yet]" in report
+    # Users and authorization entries are applied (broker/security).
+    assert "simpleAuthenticationPlugin" in report and "authentication" not in missing
+    assert "authorization" not in missing
+    assert "simpleAuthenticationPlugin\n" in report and "authorizationPlugin\n" in report
     assert "********" in report and "change-me" not in report
 
 
@@ -234,3 +239,26 @@ def test_ws_and_wss_ports_define_listeners_and_wss_takes_the_flags_certificate(t
     assert ws.ssl is None and wss.ssl is not None and wss.scheme == "wss" and wss.websocket
     with pytest.raises(CannotRun, match=r"wss://127\.0\.0\.1:0 needs TLS certificates"):
         broker_options(apply(BrokerConfig(), [Override("wss_port", 0, "--wss-port")]))
+
+
+def test_each_destination_gets_its_most_specific_policy_entry(tmp_path: Path) -> None:
+    config = load_body(
+        tmp_path,
+        "<destinationPolicy><policyMap><policyEntries>"
+        '<policyEntry queue=">" queuePrefetch="10" memoryLimit="1 mb"/>'
+        '<policyEntry queue="A.>" queuePrefetch="20" gcInactiveDestinations="true"'
+        ' inactiveTimoutBeforeGC="5000"/>'
+        '<policyEntry queue="A.B" producerFlowControl="false"/>'
+        '<policyEntry tempQueue="true" memoryLimit="2 mb"/>'
+        "</policyEntries></policyMap></destinationPolicy>\n",
+    ).config
+    resolve = broker_options(config).core.policies
+    assert resolve is not None
+    a = resolve("/queue/", "A.X")
+    assert (a.queue_prefetch, a.gc_inactive, a.inactive_timeout_ms) == (20, True, 5000)
+    # An entry names what it sets; the rest comes from the default entry, not from ">".
+    assert a.memory_limit is None
+    assert not resolve("/queue/", "A.B").producer_flow_control
+    assert resolve("/queue/", "Z").memory_limit == 1 << 20
+    assert resolve("/remote-temp-queue/", "ID-1-x").memory_limit == 2 << 20
+    assert resolve("/topic/", "A.X").queue_prefetch == 1000

@@ -1,0 +1,67 @@
+"""<destinationPolicy> and <redeliveryPlugin> entries -> each destination's policy.
+
+The entry that applies is ActiveMQ's choice (config.wildcards.choose: an exact name,
+else the most specific pattern), else the default entry; the loader has already filled
+what an entry leaves out from the default entry.  The core asks once per destination,
+when it is made (broker/core/destinations.py ``policy_of``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from broker.core import names
+from broker.core.settings import DestinationPolicy
+from config.wildcards import choose
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from config.model import PolicyEntry, PolicyMap, RedeliveryPlugin, RedeliveryPolicy
+
+_KINDS: Final = {
+    names.QUEUE: "queue",
+    names.TOPIC: "topic",
+    names.REMOTE_TEMP_QUEUE: "temp-queue",
+    names.REMOTE_TEMP_TOPIC: "temp-topic",
+    names.TEMP_QUEUE: "temp-queue",
+    names.TEMP_TOPIC: "temp-topic",
+}
+
+
+def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> DestinationPolicy:
+    dead_letter = entry.dead_letter
+    individual = dead_letter.kind == "individual"
+    return DestinationPolicy(
+        producer_flow_control=entry.producer_flow_control,
+        memory_limit=entry.memory_limit,
+        cursor_high_water=entry.cursor_memory_high_water_mark / 100,
+        queue_prefetch=entry.queue_prefetch,
+        topic_prefetch=entry.topic_prefetch,
+        max_redeliveries=redelivery.maximum_redeliveries,
+        redelivery_delay_ms=redelivery.redelivery_delay,
+        dead_letter_queue=f"/queue/{dead_letter.dead_letter_queue}",
+        individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
+        individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
+        dead_letter_expired=dead_letter.process_expired,
+        gc_inactive=entry.gc_inactive_destinations,
+        inactive_timeout_ms=entry.inactive_timeout_before_gc,
+        expire_period_ms=entry.expire_messages_period,
+        page_size=entry.max_page_size,
+    )
+
+
+def resolver(
+    policies: PolicyMap, redelivery: RedeliveryPlugin
+) -> Callable[[str, str], DestinationPolicy] | None:
+    """(kind prefix, name) -> policy; None when there are no entries (the default for all)."""
+    if not policies.entries and not redelivery.entries:
+        return None
+
+    def resolve(kind: str, name: str) -> DestinationPolicy:
+        model_kind = _KINDS[kind]
+        entry = choose(policies.entries, model_kind, name) or policies.default
+        chosen = choose(redelivery.entries, model_kind, name) or redelivery.default
+        return destination_policy(entry, chosen)
+
+    return resolve

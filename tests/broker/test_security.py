@@ -1,0 +1,145 @@
+"""broker/security: who logs in, and the decisions of the authorization entries."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.core import names
+from broker.core.guard import ADMIN, READ, WRITE, NotAuthenticated, Principal
+from broker.security.access import AccessRules
+from broker.security.guard import Security
+from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
+from config.passwords import hash_password, parse
+
+
+def entry(
+    kind: str | None, pattern: str, read: str = "", write: str = "", admin: str = ""
+) -> AuthorizationEntry:
+    def groups(text: str) -> frozenset[str]:
+        return frozenset(filter(None, text.split(",")))
+
+    return AuthorizationEntry(kind, pattern, groups(read), groups(write), groups(admin))  # type: ignore[arg-type]
+
+
+RULES = Authorization(
+    entries=(
+        entry("queue", ">", "admins", "admins", "admins"),
+        entry("queue", "ORDERS.>", "users", "users", "admins"),
+        entry("queue", "ORDERS.*", "clerks", "clerks", "admins"),
+        entry("queue", "ORDERS.VIP", "vips", "vips", "vips"),
+        entry("topic", "PUBLIC.>", "*", "users", "users"),
+    ),
+    temp_entry=entry(None, ">", "users", "users", "users"),
+)
+AUTH = Authentication(
+    users=(
+        User("admin", parse(hash_password("pw")), frozenset({"admins"})),
+        User("app", Password("plain", "app-pw"), frozenset({"users"})),
+    ),
+    anonymous_access_allowed=True,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "groups"),
+    [
+        ("ORDERS.VIP", {"vips"}),  # the exact name wins
+        ("ORDERS.A", {"clerks"}),  # ORDERS.* is narrower than ORDERS.>
+        ("ORDERS.A.B", {"users"}),
+        ("ORDERS", {"users"}),  # A.> matches A
+        ("OTHER", {"admins"}),
+    ],
+)
+def test_the_most_specific_entry_decides(name: str, groups: set[str]) -> None:
+    assert AccessRules(RULES).allowed_groups(READ, names.QUEUE, name) == groups
+
+
+def test_no_entry_denies_everyone_and_star_allows_everyone() -> None:
+    rules = AccessRules(RULES)
+    assert not rules.allows(frozenset({"admins"}), READ, names.TOPIC, "PRIVATE")
+    assert rules.allows(frozenset(), READ, names.TOPIC, "PUBLIC.NEWS")
+    assert not rules.allows(frozenset(), WRITE, names.TOPIC, "PUBLIC.NEWS")
+
+
+def test_the_default_entry_applies_when_nothing_matches() -> None:
+    rules = AccessRules(Authorization(default_entry=entry(None, ">", "all", "all", "all")))
+    assert rules.allows(frozenset({"all"}), ADMIN, names.TOPIC, "ANY")
+
+
+def test_temporary_destinations_use_the_temp_entry_or_are_open() -> None:
+    for kind in (names.TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
+        assert AccessRules(RULES).allowed_groups(WRITE, kind, "x") == {"users"}
+        assert AccessRules(Authorization()).allowed_groups(WRITE, kind, "x") is None
+
+
+elements = st.sampled_from(["A", "B", "ORDERS", "VIP"])
+
+
+@given(st.lists(elements, min_size=1, max_size=4), st.sampled_from([READ, WRITE, ADMIN]))
+def test_decisions_match_a_plain_reading_of_the_entries(parts: list[str], op: str) -> None:
+    name = ".".join(parts)
+    if name == "ORDERS.VIP":
+        expected = {"vips"}
+    elif parts[0] == "ORDERS":
+        expected = {"admins"} if op == ADMIN else ({"clerks"} if len(parts) == 2 else {"users"})
+    else:
+        expected = {"admins"}
+    assert AccessRules(RULES).allowed_groups(op, names.QUEUE, name) == expected
+    security = Security(AUTH, RULES)
+    for user, groups in (("admin", {"admins"}), ("app", {"users"})):
+        allowed = security.allows(Principal(user), op, names.QUEUE, name)
+        assert allowed == bool(expected & groups)
+        # Cached: asked again, the same answer.
+        assert security.allows(Principal(user), op, names.QUEUE, name) == allowed
+
+
+def test_login() -> None:
+    security = Security(AUTH, RULES)
+    assert security.login("admin", "pw").user == "admin"
+    # The second time from the remembered HMAC, with the same answers.
+    assert security.login("admin", "pw").user == "admin"
+    with pytest.raises(NotAuthenticated, match=r"User name \[admin\] or password is invalid"):
+        security.login("admin", "PW")
+    with pytest.raises(NotAuthenticated):
+        security.login("ghost", "pw")
+    anonymous = security.login(None, None)
+    assert anonymous.anonymous and anonymous.user == "anonymous"
+    assert security.groups(anonymous) == {"anonymous"}
+    assert Security(Authentication(users=AUTH.users), None).authenticate("app", "app-pw") == {"users"}
+    with pytest.raises(NotAuthenticated):
+        Security(Authentication(users=AUTH.users), None).login(None, None)
+
+
+def test_a_reload_applies_new_groups_and_empties_the_caches() -> None:
+    security = Security(AUTH, RULES)
+    app = security.login("app", "app-pw")
+    assert security.allows(app, READ, names.QUEUE, "ORDERS.A.B")
+    security.granted.add((app.key, READ, "/queue/ORDERS.A.B"))
+    moved = Authentication(users=(User("app", Password("plain", "new-pw"), frozenset({"clerks"})),))
+    changes = security.replace(moved, RULES)
+    assert changes == [
+        "user admin removed",
+        "user app: password changed",
+        "user app: groups clerks",
+        "anonymousAccessAllowed false",
+    ]
+    assert not security.granted
+    # The connection open already: its new groups count.
+    assert not security.allows(app, READ, names.QUEUE, "ORDERS.A.B")
+    assert security.allows(app, READ, names.QUEUE, "ORDERS.A")
+    with pytest.raises(NotAuthenticated):
+        security.login("app", "app-pw")
+    assert security.replace(moved, None) == ["authorization entries changed (5 -> 0 entries)"]
+    assert not security.authorizing
+
+
+def test_a_reload_can_turn_security_on() -> None:
+    security = Security(None, None)
+    assert security.login("whoever", None).user == "whoever" and not security.authorizing
+    changes = security.replace(AUTH, RULES)
+    assert changes == ["authentication on", "authorization entries changed (0 -> 5 entries)"]
+    with pytest.raises(NotAuthenticated):
+        security.login("whoever", None)
+    assert security.authorizing

@@ -1,0 +1,159 @@
+"""<destinationPolicy> entries per destination, from a file as ``stompd --config`` reads
+it: memoryLimit, prefetch, producerFlowControl, redelivery and dead-letter strategy take
+effect on the destinations their pattern matches (created later too, wildcard
+subscriptions too), and only there."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.app import BrokerThread
+from broker.settings_bridge import broker_options
+from config.loader import load
+from tests.clients import Client, client, eventually
+from tests.config.helpers import broker_file
+from tests.stomp_raw import RawClient
+
+pytestmark = pytest.mark.integration
+
+KB = 1024
+BODY = "x" * 1000
+
+POLICIES = """
+<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>
+<destinationPolicy><policyMap><policyEntries>
+  <policyEntry queue="SMALL.>" memoryLimit="32 kb" queuePrefetch="2"/>
+  <policyEntry topic="PRICES.>" topicPrefetch="3" producerFlowControl="false"/>
+  <policyEntry queue="NOWAIT.>" producerFlowControl="false"/>
+  <policyEntry queue="ORDERS.>">
+    <deadLetterStrategy><individualDeadLetterStrategy queuePrefix="DLQ."/></deadLetterStrategy>
+  </policyEntry>
+</policyEntries></policyMap></destinationPolicy>
+<systemUsage><systemUsage>
+  <memoryUsage><memoryUsage limit="{memory}"/></memoryUsage>
+  <tempUsage><tempUsage limit="{temp}"/></tempUsage>
+</systemUsage></systemUsage>
+<plugins><redeliveryPlugin><redeliveryPolicyMap><redeliveryPolicyMap><redeliveryPolicyEntries>
+  <redeliveryPolicy queue="ORDERS.>" maximumRedeliveries="1"/>
+</redeliveryPolicyEntries></redeliveryPolicyMap></redeliveryPolicyMap></redeliveryPlugin></plugins>
+"""
+
+
+def start(tmp_path: Path, memory: str = "64 mb", temp: str = "1 gb") -> BrokerThread:
+    config = load(broker_file(tmp_path, POLICIES.format(memory=memory, temp=temp))).config
+    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
+    return BrokerThread(options).start()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    thread = start(tmp_path)
+    try:
+        yield thread
+    finally:
+        thread.stop()
+
+
+def unacked(port: int, destination: str, n: int) -> int:
+    """How many of ``n`` messages a client-ack subscriber without a prefetch header gets."""
+    with client(port) as c:
+        c.subscribe(destination, ack="client-individual")
+        topic = destination.replace(">", "X")
+        for i in range(n):
+            c.send(topic, str(i))
+        return len(c.settled())
+
+
+def test_prefetch_of_matching_destinations_only(broker: BrokerThread) -> None:
+    assert unacked(broker.port, "/queue/SMALL.A", 5) == 2
+    assert unacked(broker.port, "/queue/OTHER.A", 5) == 5
+    # A wildcard subscription takes the entry its pattern matches.
+    assert unacked(broker.port, "/topic/PRICES.>", 5) == 3
+    assert unacked(broker.port, "/topic/OTHER.>", 5) == 5
+    # A prefetch header still wins.
+    with client(broker.port) as c:
+        c.subscribe("/queue/SMALL.B", ack="client-individual", **{"activemq.prefetchSize": "4"})
+        for i in range(5):
+            c.send("/queue/SMALL.B", str(i))
+        assert len(c.settled()) == 4
+
+
+def test_memory_limit_of_matching_destinations_only(broker: BrokerThread) -> None:
+    assert broker.broker is not None
+    engine = broker.broker.engine
+    with client(broker.port) as p:
+        for i in range(100):
+            p.send("/queue/SMALL.LATER", f"{i:06d}{BODY}")
+            p.send("/queue/OTHER.LATER", f"{i:06d}{BODY}")
+        p.sync()
+    small, other = engine.queues["/queue/SMALL.LATER"], engine.queues["/queue/OTHER.LATER"]
+    assert small.meter.limit == 32 * KB and small.meter.peak <= 32 * KB
+    # Past its limit the rest waits on disk; the other queue keeps all in memory.
+    assert small.cursor.disk_total > 50
+    assert other.cursor.disk_total == 0 and other.meter.used > 100 * KB
+    with client(broker.port) as c:
+        c.subscribe("/queue/SMALL.LATER")
+        got = [int(m.body[:6]) for m in c.listener.wait_messages(100, timeout=20)]
+    assert got == list(range(100))
+
+
+def test_producer_flow_control_false_refuses_instead_of_waiting(tmp_path: Path) -> None:
+    thread = start(tmp_path, memory="64 kb", temp="16 kb")
+    try:
+        assert thread.broker is not None
+        engine = thread.broker.engine
+        # A flow-controlled queue: once memory and temp are full, its producer waits.
+        waiting = RawClient(thread.port)
+        waiting.connect()
+        n = 200
+        for i in range(n):
+            waiting.send(
+                "SEND", {"destination": "/queue/WAITS", "receipt": str(i)}, f"{i:06d}{BODY}".encode()
+            )
+        eventually(lambda: engine.flow.stats.blocked_now == 1)
+        # producerFlowControl="false": never waits; what has no room is refused.
+        raw = RawClient(thread.port)
+        raw.connect()
+        for i in range(100):
+            raw.send("SEND", {"destination": "/queue/NOWAIT.A", "receipt": str(i)}, BODY.encode())
+            frame = raw.recv()
+            if frame.command == "ERROR":
+                assert 'producerFlowControl="false"' in frame.body.decode()
+                assert frame.headers["receipt-id"] == str(i)
+                break
+        else:
+            raise AssertionError("the broker never refused a SEND")
+        assert raw.closed_by_peer()
+        # The waiting producer goes on once a consumer makes room: nothing lost.
+        with client(thread.port) as c:
+            c.subscribe("/queue/WAITS")
+            got = [int(m.body[:6]) for m in c.listener.wait_messages(n, timeout=30)]
+        assert got == list(range(n))
+        assert [frame.headers["receipt-id"] for frame in waiting.recv_all(n)] == [str(i) for i in range(n)]
+    finally:
+        thread.stop()
+
+
+def test_redelivery_and_dead_letter_strategy_per_destination(broker: BrokerThread) -> None:
+    def nacked_twice(c: Client, queue: str) -> None:
+        c.send(queue, "m", sync=True)
+        c.subscribe(queue, sub_id=queue, ack="client-individual")
+        # Counted, never cleared: a redelivery may arrive before the NACK call returns.
+        for delivery in range(2):
+            c.nack(c.listener.wait_messages(delivery + 1)[delivery])
+
+    with client(broker.port) as c:
+        nacked_twice(c, "/queue/ORDERS.A")
+        # ORDERS.A: one redelivery, then its own DLQ (individual, prefix DLQ.).
+        c.subscribe("/queue/DLQ.ORDERS.A", sub_id="dlq")
+        dead = c.listener.wait_messages(3)[2]
+        assert dead.headers["original-destination"] == "/queue/ORDERS.A"
+        assert "maximumRedeliveries=1" in dead.headers["dlqDeliveryFailureCause"]
+    with client(broker.port) as c:
+        nacked_twice(c, "/queue/OTHER.B")
+        # OTHER.B: the default (6 redeliveries): a third delivery.
+        assert c.listener.wait_messages(3)[2].headers["redelivered"] == "true"

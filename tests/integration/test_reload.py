@@ -1,0 +1,122 @@
+"""SIGHUP: a running ``stompd --config`` takes the file's users, passwords and
+authorization entries again; a file with an error changes nothing, and the log says why."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.clients import client
+from tests.security_support import wait_error
+from tests.stomp_raw import RawClient
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FILE = """<beans xmlns="http://www.springframework.org/schema/beans">
+  <broker xmlns="http://activemq.apache.org/schema/core" dataDirectory="{data}">
+    <transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>
+    <httpServer port="0"/>
+    <plugins>
+      <simpleAuthenticationPlugin><users>
+        <authenticationUser username="app" password="{password}" groups="{groups}"/>
+      </users></simpleAuthenticationPlugin>
+      <authorizationPlugin><map><authorizationMap><authorizationEntries>
+        <authorizationEntry queue=">" read="writers,readers" write="writers" admin="writers,readers"/>
+      </authorizationEntries></authorizationMap></map></authorizationPlugin>
+    </plugins>
+  </broker>
+</beans>
+"""
+
+
+class Log:
+    """The broker's stderr, line by line, waited on without blocking forever."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        assert process.stderr is not None
+        self.stream = stream = process.stderr
+        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
+        self.reader.start()
+
+    def close(self) -> None:
+        """Once the process has exited: the rest of its output, and the pipe closed."""
+        self.reader.join(timeout=10)
+        self.stream.close()
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+
+    def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no log line like {pattern!r} in:\n{''.join(self.seen)}") from None
+            self.seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+
+def refused(port: int, login: str, passcode: str) -> bool:
+    raw = RawClient(port)
+    raw.send("CONNECT", {"accept-version": "1.2", "host": "localhost", "login": login, "passcode": passcode})
+    frame = raw.recv()
+    return frame.command == "ERROR" and raw.closed_by_peer()
+
+
+def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
+    path = tmp_path / "activemq.xml"
+    data = tmp_path / "data"
+    path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "broker", "--config", str(path)],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    log = Log(process)
+    try:
+        port = int(log.wait_for(r"stompd listening on 127\.0\.0\.1:(\d+)").group(1))
+        with client(port, username="app", passcode="old-pw") as c:
+            c.send("/queue/q", "x", sync=True)
+
+        path.write_text(FILE.format(data=data, password="new-pw", groups="readers"))
+        process.send_signal(signal.SIGHUP)
+        line = log.wait_for(r"reloaded .*activemq\.xml: (.*)").group(1)
+        assert "user app: password changed" in line and "user app: groups readers" in line
+        assert "new-pw" not in line
+        assert refused(port, "app", "old-pw")
+        with client(port, username="app", passcode="new-pw") as c:
+            c.subscribe("/queue/q")
+            assert c.listener.wait_messages(1)[0].body == "x"
+            # A reader now: writing is refused.
+            c.conn.send("/queue/q", "y")
+            assert "not authorized to write to: /queue/q" in wait_error(c.listener).body
+
+        path.write_text(
+            FILE.format(data=data, password="newer-pw", groups="writers").replace("<plugins>", "<plugins")
+        )
+        process.send_signal(signal.SIGHUP)
+        log.wait_for(r"reload of .*activemq\.xml failed: \d+ error\(s\); the old users and rules stay")
+        assert refused(port, "app", "newer-pw")
+        with client(port, username="app", passcode="new-pw") as c:
+            c.subscribe("/queue/q")
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+    assert process.returncode == 0, "".join(log.seen)
+    assert "Traceback" not in "".join(log.seen)
