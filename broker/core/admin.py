@@ -350,6 +350,12 @@ class QueueOperation:
         target = self.target
         assert target is not None
         copy = message.copy_to(0, "", target.name)
+        # Its end-to-end latency still counts from the producer's SEND.
+        copy.arrived = message.arrived
+        if self.action is Action.MOVE:
+            events = self.routing.observer.events
+            if events is not None:
+                events.moved(message, self.backlog.name, target.name)
         self.routing.route(target, copy)
 
 

@@ -126,6 +126,7 @@ class Subscribing:
             selector=selector,
             no_local=no_local,
             exclusive=headers.get("activemq.exclusive") == "true",
+            observer=self.settlement.observer,
         )
         destinations = self.destinations
         for kind, name in targets:
@@ -291,7 +292,8 @@ class Subscribing:
                 message.drop()
         returned = list(sub.inflight.values())
         sub.inflight.clear()
-        self.settlement.give_back(sub, returned, topic_too=False)
+        cause = "disconnect" if session.closing else "unsubscribe"
+        self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
 
     def close(self, session: Session) -> None:
         """The connection is gone: each of its subscriptions ends."""

@@ -100,6 +100,7 @@ class StompConnection(asyncio.Protocol):
             max_pending=self._limits.max_pending,
             on_writable=self._writable_changed,
             meter=self._engine.usage.memory,
+            traffic=self._engine.observer.traffic,
         )
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
@@ -113,10 +114,13 @@ class StompConnection(asyncio.Protocol):
         parser = self._parser
         engine = self._engine
         engine.clock.set(time.time())
+        traffic = engine.observer.traffic
+        traffic.bytes_in += len(data)
         frame = None
         try:
             parser.feed(data)
             while (frame := parser.next_frame()) is not None:
+                traffic.frames_in += 1
                 if session.phase is AWAIT_CONNECT:
                     self._default_heart_beat(frame)
                 engine.handle(session, frame)
@@ -241,5 +245,7 @@ class StompConnection(asyncio.Protocol):
         send_ms = session.heartbeat_send_ms
         if send_ms and (now - self._outbox.wrote_at) * 1000 >= send_ms * 0.9:
             self._outbox.push((HEARTBEAT,))
+            # Not a frame: the outbox counted it as one.
+            self._engine.observer.traffic.frames_out -= 1
             self._outbox.flush()
         self._timer = self._loop.call_later(self._tick_s, self._heartbeat_tick)
