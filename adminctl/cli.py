@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import quote
 
 from adminctl import format as fmt
 from adminctl.client import AdminClient, AdminClientError, destination_segment
@@ -96,11 +97,34 @@ def cmd_stat(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
 
 def cmd_browse(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     name = queue_name(args.dest)
+    return _browse(client, args, out, dest_path(name) + "/messages", name)
+
+
+def cmd_browse_durable(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    return _browse(client, args, out, _durable_path(args) + "/messages", f"{args.client_id}/{args.name}")
+
+
+def cmd_purge_durable(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    op = run_operation(client, args, _durable_path(args) + "/purge", {})
+    if not args.json:
+        out.write(
+            f"purged durable subscription {args.client_id}/{args.name}: {op['removed']} message(s) removed\n"
+        )
+    return op
+
+
+def _durable_path(args: argparse.Namespace) -> str:
+    return f"/subscriptions/{quote(args.client_id, safe='')}/{quote(args.name, safe='')}"
+
+
+def _browse(
+    client: AdminClient, args: argparse.Namespace, out: TextIO, path: str, name: str
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     cursor: str | None = None
     while len(messages) < args.limit:
         page = client.get(
-            dest_path(name) + "/messages",
+            path,
             selector=args.selector,
             limit=min(args.limit - len(messages), 500),
             cursor=cursor,
@@ -325,6 +349,8 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "connections": cmd_connections,
     "close-connection": cmd_close_connection,
     "subscriptions": cmd_subscriptions,
+    "browse-durable": cmd_browse_durable,
+    "purge-durable": cmd_purge_durable,
     "usage": cmd_usage,
 }
 
@@ -398,6 +424,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("close-connection", "close a client connection (it gets an ERROR frame)")
     p.add_argument("id")
     command("subscriptions", "subscriptions, and durable ones whose subscriber is away")
+    p = command("browse-durable", "show what a durable subscription is owed, without consuming it")
+    p.add_argument("client_id", metavar="CLIENT-ID")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--selector", "-s")
+    p.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
+    p = command("purge-durable", "remove what a durable subscription is owed (not what is in flight)")
+    p.add_argument("client_id", metavar="CLIENT-ID")
+    p.add_argument("name", metavar="NAME")
     command("usage", "memory, store and temp usage against their limits")
     return parser
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
+from broker.export.exporter import Exporter, ExportSettings
+from broker.http import metrics
 from broker.http.auth import HttpSecurity
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.server import HttpServer
@@ -66,6 +68,8 @@ class BrokerOptions:
     #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
     http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     http_allowed_origins: tuple[str, ...] = ()
+    #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
+    export: ExportSettings | None = None
     #: Who may connect and what each may do (None: anyone, everything).
     guard: Guard | None = field(default=None, compare=False)
     #: Called on SIGHUP (the command line's: reload users and authorization entries).
@@ -87,6 +91,7 @@ class Broker:
         self.http_port = 0
         self.http: HttpServer | None = None
         self.ws: list[WebSocketListener] = []
+        self.exporter: Exporter | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -129,6 +134,9 @@ class Broker:
         self.disk_watch = DiskWatch()
         self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
         self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
+        if options.export is not None:
+            self.exporter = Exporter(options.export, self.engine)
+            self.exporter.start()
         self.server = StompServer(self.engine)
         try:
             await self._listen()
@@ -153,6 +161,7 @@ class Broker:
                 self.server, options.http_stomp_limits, options.http_allowed_origins
             )
             self.http.add_websocket(PATH, endpoint.handle)
+            self.http.app.router.add_get(metrics.PATH, metrics.handler(self.engine, self._events_dropped))
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
         listeners = options.listeners
@@ -172,6 +181,9 @@ class Broker:
             (port for listener, port in zip(listeners, ports, strict=True) if not listener.websocket), 0
         )
 
+    def _events_dropped(self) -> int:
+        return self.exporter.dropped if self.exporter is not None else 0
+
     def _io_done(self, callback: Callable[[], None]) -> None:
         self.engine.clock.set(time.time())
         self.engine.after_io(callback)
@@ -185,6 +197,8 @@ class Broker:
     def _on_tick(self) -> None:
         self.engine.clock.set(time.time())
         self.engine.tick()
+        if self.exporter is not None:
+            self.exporter.tick()
         self._ticks += 1
         if self._ticks % TRIM_EVERY == 0:
             self.disk_watch.check()
@@ -206,6 +220,9 @@ class Broker:
         if self._tick is not None:
             self._tick.cancel()
         self.engine.flush()
+        if self.exporter is not None:
+            # Its last snapshot and events written, its files rotated (a few ms of disk work).
+            self.exporter.close()
         # Acks still in the committer's queue are written before the store closes.
         self.message_store.close()
         self.worker.close()

@@ -144,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
         "default: pages from the same host and port only",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--export-dir",
+        type=Path,
+        metavar="DIR",
+        help="write metric snapshots and the message event log there, for stompd-report (<export>)",
+    )
     return parser
 
 

@@ -6,9 +6,9 @@ the default redelivery policy, users and authorization entries (broker/security)
 transportConnector (stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss: address, path,
 limits, maximumConnections, heart-beat grace and default, connect timeout, TLS from
 <sslContext> with client certificates, allowed origins), <transportDefaults> (for /stomp
-too) and the admin server.  Everything else the model holds (per-destination entries,
-exports) is parsed and checked but not applied yet: :func:`not_applied` names what, so that ``--check-config``
-can say so.
+too), the admin server and <export>.  Everything else the model holds (some
+per-destination settings) is parsed and checked but not applied yet: :func:`not_applied`
+names what, so that ``--check-config`` can say so.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.app import BrokerOptions
 from broker.core.settings import CoreSettings
+from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
@@ -25,7 +26,14 @@ from broker.io.listener import Listener
 from broker.policies import destination_policy, resolver
 from broker.security.guard import Security
 from broker.tls import TlsSetupError, server_context
-from config.model import BrokerConfig, DeadLetterStrategy, PolicyEntry, RedeliveryPlugin, RedeliveryPolicy
+from config.model import (
+    BrokerConfig,
+    DeadLetterStrategy,
+    Export,
+    PolicyEntry,
+    RedeliveryPlugin,
+    RedeliveryPolicy,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -85,6 +93,18 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         http_stomp_limits=_limits(config.transport_defaults),
         http_allowed_origins=_origins(config.http.allowed_origins),
         guard=guard,
+        export=_export(config.export),
+    )
+
+
+def _export(export: Export) -> ExportSettings | None:
+    if export.directory is None:
+        return None
+    return ExportSettings(
+        directory=export.directory,
+        snapshot_interval_ms=export.snapshot_interval,
+        rotate_bytes=export.rotate_size,
+        rotate_interval_ms=export.rotate_interval,
     )
 
 
@@ -197,13 +217,9 @@ def not_applied(config: BrokerConfig) -> set[str]:
     for index, redelivery in enumerate(config.redelivery.entries):
         key = f"redelivery.entries[{index}]"
         out |= _changed(redelivery, RedeliveryPolicy(), key, _APPLIED_REDELIVERY)
-    # No exporter exists yet, whatever its settings.
-    out.add("export")
     return out
 
 
 def not_applied_in_file(config: BrokerConfig) -> list[str]:
     """What a configuration asks for that the broker will not do yet (for a start-up warning)."""
-    defaults = BrokerConfig()
-    unchanged = {"export"} if config.export == defaults.export else set()
-    return sorted(not_applied(config) - unchanged)
+    return sorted(not_applied(config))

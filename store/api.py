@@ -211,6 +211,10 @@ class TempStore(Protocol):
         """Up to ``limit`` (seq, record) of ``log`` at ``priority`` with lo <= seq <= hi, in order."""
         ...
 
+    def read_values(self, log: int, priority: int, lo: int, hi: int, limit: int | None = None) -> list[bytes]:
+        """``read`` without the sequences (a record that holds its own: a walk over a deep log)."""
+        ...
+
     def delete(self, records: Iterable[tuple[int, int, int]]) -> None:
         """Delete (log, priority, seq) records."""
 

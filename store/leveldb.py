@@ -14,6 +14,7 @@ writes still run side by side).
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from typing import TYPE_CHECKING
@@ -33,10 +34,23 @@ _REOPEN_MARGIN = 1 << 20
 
 
 class LevelDB:
-    __slots__ = ("_active", "_closed", "_db", "_gate", "_reopening", "path", "sync")
+    __slots__ = ("_active", "_closed", "_db", "_gate", "_options", "_reopening", "path", "sync")
 
-    def __init__(self, path: Path, *, wipe: bool = False, sync: bool = False, lazy: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        wipe: bool = False,
+        sync: bool = False,
+        lazy: bool = False,
+        scans: bool = False,
+    ) -> None:
         self.path = path
+        # ``scans``: read mostly in long ranges (the temp store: page-ins, admin walks over
+        # a deep swapped queue).  Big uncompressed blocks iterate about 3x faster there
+        # (measured: 0.8 against 3 us a 1 KiB record), and the temp limit meters record
+        # bytes anyway, not what Snappy makes of them.
+        self._options: dict[str, object] = {"block_size": 64 << 10, "compression": None} if scans else {}
         #: fsync every batch (the persistent store); the temp store is rebuilt at start.
         self.sync = sync
         self._gate = threading.Condition(threading.Lock())
@@ -56,7 +70,11 @@ class LevelDB:
             # A small block cache (swap traffic is written once and read once, so caching
             # buys little), 8 MB memtables: 4 MB ones stalled writes on compaction here.
             return plyvel.DB(
-                str(path), create_if_missing=True, write_buffer_size=8 << 20, lru_cache_size=4 << 20
+                str(path),
+                create_if_missing=True,
+                write_buffer_size=8 << 20,
+                lru_cache_size=4 << 20,
+                **self._options,
             )
         except plyvel.CorruptionError as exc:
             raise StoreCorrupt(f"the store at {path} is corrupt: {exc}") from exc
@@ -144,11 +162,13 @@ class LevelDB:
             return out
         db = self._enter()
         try:
-            with db.iterator(start=start, stop=stop, fill_cache=False) as it:
-                for key, value in it:
-                    out.append((key, b"" if keys_only else value))
-                    if limit is not None and len(out) >= limit:
-                        break
+            # islice takes the rows at C speed (a deep swapped queue is walked this way).
+            if keys_only:
+                with db.iterator(start=start, stop=stop, fill_cache=False, include_value=False) as it:
+                    out = [(key, b"") for key in itertools.islice(it, limit)]
+            else:
+                with db.iterator(start=start, stop=stop, fill_cache=False) as it:
+                    out = list(itertools.islice(it, limit))
         except plyvel.Error as exc:
             raise _error(f"read from the store at {self.path} failed", exc) from exc
         finally:

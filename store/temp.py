@@ -68,7 +68,7 @@ class TempStore:
     @classmethod
     def open(cls, path: Path) -> TempStore:
         """Wipe what a previous run left at ``path``; the database opens at the first write."""
-        return cls(LevelDB(path, wipe=True, lazy=True))
+        return cls(LevelDB(path, wipe=True, lazy=True, scans=True))
 
     @property
     def held_bytes(self) -> int:
@@ -85,6 +85,10 @@ class TempStore:
     ) -> list[tuple[int, bytes]]:
         rows = self.range(keys.message_key(log, priority, lo), keys.message_key(log, priority, hi + 1), limit)
         return [(keys.seq_of(k), v) for k, v in rows]
+
+    def read_values(self, log: int, priority: int, lo: int, hi: int, limit: int | None = None) -> list[bytes]:
+        rows = self.range(keys.message_key(log, priority, lo), keys.message_key(log, priority, hi + 1), limit)
+        return [v for _, v in rows]
 
     def delete(self, records: Iterable[tuple[int, int, int]]) -> None:
         key = keys.message_key

@@ -197,6 +197,12 @@ class FakeOps:
         self._queue(name)
         return self._scan(name, None, None, progress, "remove", None)
 
+    def browse_subscription(self, client_id: str, name: str, *args: object) -> object:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
+    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> object:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
 
 class FakeServer:
     """The real HttpServer over FakeOps, on its own event loop in a thread."""

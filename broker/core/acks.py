@@ -48,7 +48,7 @@ class Acks:
         if tx is not None:
             tx.nacks.extend((sub, m) for m in messages)
         else:
-            self.settlement.give_back(sub, messages, topic_too=True)
+            self.settlement.nack(sub, messages)
         sub.pump()
 
     def _transaction(self, session: Session, frame: f.Frame) -> Transaction | None:

@@ -23,7 +23,9 @@ cursor counts as paging until then, so nothing asks for the same page again and 
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
@@ -57,6 +59,7 @@ class Cursor:
         "_removed",
         "accepts",
         "closed",
+        "disk_bytes",
         "disk_count",
         "disk_hi",
         "disk_lo",
@@ -99,6 +102,9 @@ class Cursor:
         self.disk_lo = [0] * LEVELS
         self.disk_hi = [0] * LEVELS
         self.disk_total = 0
+        #: Bytes of the messages counted in ``disk_total`` that this cursor put there
+        #: (what recovery found in the store is counted, not sized: it adds none).
+        self.disk_bytes = 0
         #: Persistent messages past the memory part stay only in the message store.
         self.store_source: StoreSource | None = None
         #: Per level, stored messages a disk scan took out of the middle of the range:
@@ -134,17 +140,32 @@ class Cursor:
         if self.disk_count[priority] or not self._room_in_memory(message):
             if message.store_size and self.store_source is not None:
                 self._on_disk(message)
+                self._swapped_out(message)
                 return
             log = self.log
             if log is not None and (self.disk_count[priority] or log.space.meter.fits(message.size)):
                 if not (log.shared and message.in_log):
                     log.append(message)
                 self._on_disk(message)
+                self._swapped_out(message)
                 return
         message.hold()
         self._levels[priority].append(message)
         self.mem_count += 1
         self.mem_bytes += message.size
+
+    def _swapped_out(self, message: Message) -> None:
+        size = message.size
+        self.disk_bytes += size
+        stats = self.disk().stats
+        stats.swapped_out_messages += 1
+        stats.swapped_out_bytes += size
+
+    def _swapped_in(self, count: int, size: int) -> None:
+        self.disk_bytes = max(self.disk_bytes - size, 0) if self.disk_total else 0
+        stats = self.disk().stats
+        stats.swapped_in_messages += count
+        stats.swapped_in_bytes += size
 
     def _room_in_memory(self, message: Message) -> bool:
         meter = self.meter
@@ -273,6 +294,25 @@ class Cursor:
                 if message.seq not in removed:
                     yield message
 
+    def pending_after(self, priority: int, after: int, limit: int) -> list[Message]:
+        """Up to ``limit`` pending messages in memory at ``priority`` with a sequence above
+        ``after``, oldest first (an admin operation's resumable walk; nothing is taken).
+
+        A level holds its messages in sequence order (arrivals are appended, returns
+        inserted in order), so the walk resumes by bisection, not from the head.
+        """
+        level = self._levels[priority]
+        start = bisect.bisect_right(level, after, key=_seq)
+        removed = self._removed
+        out: list[Message] = []
+        for message in itertools.islice(level, start, None):
+            if removed and message.seq in removed:
+                continue
+            out.append(message)
+            if len(out) >= limit:
+                break
+        return out
+
     def clear(self) -> list[Message]:
         """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
@@ -284,6 +324,7 @@ class Cursor:
         self.mem_bytes = 0
         self.disk_count = [0] * LEVELS
         self.disk_total = 0
+        self.disk_bytes = 0
         if self._reader is not None:
             self._reader.floors = [NOTHING] * LEVELS
         return messages
@@ -372,7 +413,7 @@ class Cursor:
         level = self._levels[priority]
         meter = self.meter
         skip = self.skip[priority] if self.skip is not None else None
-        taken = 0
+        taken = taken_bytes = 0
         for message in messages:
             if skip and message.seq in skip:
                 # Taken out by a disk scan earlier, and already uncounted then.
@@ -385,6 +426,7 @@ class Cursor:
             self.mem_count += 1
             self.mem_bytes += message.size
             taken += 1
+            taken_bytes += message.size
         if skip:
             skip.difference_update([seq for seq in skip if seq <= last])
         # Messages swapped out while this page-in was under way lie past ``last``, and
@@ -395,6 +437,7 @@ class Cursor:
             left = 0
         self.disk_total -= self.disk_count[priority] - left
         self.disk_count[priority] = left
+        self._swapped_in(taken, taken_bytes)
         reader = self._reader
         if reader is not None:
             assert log is not None
@@ -429,4 +472,9 @@ class Cursor:
             self.disk_total -= 1
             if self._reader is not None and not self.disk_count[priority]:
                 self._reader.floors[priority] = NOTHING
+        self._swapped_in(1, message.size)
         return True
+
+
+def _seq(message: Message) -> int:
+    return message.seq

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.guard import Guard
     from broker.core.message import Message
+    from broker.core.observe import Observer
     from broker.core.persistence import Persistence
     from broker.core.session import Session
     from broker.core.settings import CoreSettings, DestinationPolicy
@@ -40,7 +41,9 @@ class Destinations:
         swap: SwapSpace,
         persistence: Persistence,
         guard: Guard,
+        observer: Observer | None = None,
     ) -> None:
+        self.observer = observer
         self.settings = settings
         self.guard = guard
         self.clock = clock
@@ -87,6 +90,7 @@ class Destinations:
                 meter=self.usage.memory.child(name, policy.memory_limit),
                 log=self.swap.new_log(shared=False),
                 policy=policy,
+                observer=self.observer,
             )
             self.queues[name] = queue
         return queue

@@ -39,9 +39,22 @@ RETRY_MAX_MS = 5000
 
 
 class DiskStats:
-    __slots__ = ("failures", "retries")
+    __slots__ = (
+        "failures",
+        "retries",
+        "swapped_in_bytes",
+        "swapped_in_messages",
+        "swapped_out_bytes",
+        "swapped_out_messages",
+    )
 
     def __init__(self) -> None:
+        #: Messages cursors put on disk instead of RAM (swap log or message store), and
+        #: those read back into RAM (page-ins, disk scans), with their bytes.
+        self.swapped_out_messages = 0
+        self.swapped_out_bytes = 0
+        self.swapped_in_messages = 0
+        self.swapped_in_bytes = 0
         #: Jobs that failed while someone waited for them (each logged once).
         self.failures = 0
         #: Retries run after a failure.

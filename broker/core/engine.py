@@ -27,6 +27,7 @@ from broker.core.durable import DurableSubscriptions
 from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
 from broker.core.gc import Housekeeping
 from broker.core.guard import OpenGuard
+from broker.core.observe import Observer
 from broker.core.persistence import Persistence
 from broker.core.recovery import recover
 from broker.core.routing import Routing, boot_prefix
@@ -62,23 +63,32 @@ class Engine:
         self.settings = settings = settings or CoreSettings()
         self.clock = clock = clock or Clock()
         self.usage = usage = SystemUsage(settings.memory_limit, settings.store_limit, settings.temp_limit)
+        #: The latency histogram, and the event sink (``observer.events``; None: export off).
+        self.observer = observer = Observer()
+        #: Connections opened since start (``sessions`` holds the open ones).
+        self.sessions_opened = 0
         self.disk = Disk(stores.worker, clock, stores.temp, usage.memory)
         self.swap = SwapSpace(stores.temp, self.disk, usage.temp, usage.memory, settings.page_size)
         self.persistence = persistence = Persistence(stores.messages, usage.store, self.disk)
         self.guard = guard = guard or OpenGuard()
-        self.destinations = destinations = Destinations(settings, clock, usage, self.swap, persistence, guard)
+        self.destinations = destinations = Destinations(
+            settings, clock, usage, self.swap, persistence, guard, observer
+        )
         self.queues = destinations.queues
         self.router = destinations.router
         self.durables = durables = DurableSubscriptions()
         self.sessions: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
-        self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix)
+        self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing)
-        self.settlement = settlement = Settlement(settings, clock, destinations, routing, persistence)
+        self.settlement = settlement = Settlement(
+            settings, clock, destinations, routing, persistence, observer
+        )
         self.flow = flow = FlowControl(
             settings, clock, usage, self.router, durables, persistence, scheduler, runner=self
         )
+        flow.observer = observer
         self.transactions = transactions = Transactions(scheduler, settlement)
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions
@@ -108,6 +118,7 @@ class Engine:
     def open_session(self, outbox: Outbox) -> Session:
         session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock)
         self.sessions[session.id] = session
+        self.sessions_opened += 1
         return session
 
     def close_session(self, session: Session) -> None:

@@ -21,6 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.errors import NoSpace, StoreFull
+from broker.core.observe import Observer
 from broker.core.queue import Queue
 from broker.core.session import CLOSING, ParkedSend
 from broker.core.topic import Topic
@@ -81,9 +82,11 @@ class FlowControl:
     """Room for SENDs, and the connections whose frames wait for it, oldest first."""
 
     __slots__ = (
+        "_blocked_on",
         "_sessions",
         "clock",
         "durables",
+        "observer",
         "orphans",
         "persistence",
         "router",
@@ -117,6 +120,9 @@ class FlowControl:
         #: Parked SENDs whose connection closed before there was room for them.
         self.orphans: deque[ParkedSend] = deque()
         self.stats = FlowStats()
+        self.observer = Observer()
+        #: With events on: what each blocked session's SEND was for (destination, size).
+        self._blocked_on: dict[Session, tuple[str, int]] = {}
 
     def __bool__(self) -> bool:
         return bool(self._sessions or self.orphans)
@@ -210,12 +216,12 @@ class FlowControl:
         """``item`` waits, behind what ``session`` has parked already."""
         session.parked.append(item)
         session.parked_bytes += item.size if isinstance(item, ParkedSend) else len(item.body)
-        self._block(session)
+        self._block(session, item)
         if session.parked_bytes > self.settings.max_parked_bytes and not session.reading_paused:
             session.reading_paused = True
             session.outbox.pause_reading()
 
-    def _block(self, session: Session) -> None:
+    def _block(self, session: Session, item: ParkedSend | f.Frame) -> None:
         if session.blocked_since is not None:
             return
         session.blocked_since = self.clock.ms
@@ -223,8 +229,29 @@ class FlowControl:
         self.stats.blocks += 1
         self.stats.blocked_now += 1
         log.info("flow control: blocking producer %s (%s)", session.id, self.why_full())
+        events = self.observer.events
+        if events is not None and isinstance(item, ParkedSend):
+            target = item.targets[0]
+            self._blocked_on[session] = blocked = (target.name, item.size)
+            events.flow_blocked(*blocked, session.id, self._full_limit(item))
 
-    def _release(self, session: Session) -> None:
+    def _full_limit(self, item: ParkedSend) -> str:
+        """Which limit holds ``item`` back, as the event log names it."""
+        message = item.message
+        if message.persistent and self.store_full(message):
+            return "store"
+        usage = self.usage
+        if not usage.temp.fits(message.size):
+            return "temp"
+        for target in item.targets:
+            meter = target.meter
+            if meter is None or meter.parent is None:
+                continue
+            if not meter.fits(message.size) and meter.parent.fits(message.size):
+                return "destination-memory"
+        return "memory"
+
+    def _release(self, session: Session, cause: str = "space") -> None:
         since = session.blocked_since
         if since is None:
             return
@@ -235,6 +262,10 @@ class FlowControl:
         self.stats.blocked_now -= 1
         self.stats.blocked_ms += waited
         log.info("flow control: released producer %s after %d ms", session.id, waited)
+        blocked = self._blocked_on.pop(session, None)
+        events = self.observer.events
+        if events is not None and blocked is not None:
+            events.flow_released(*blocked, session.id, cause, waited)
 
     def retry(self) -> None:
         """Space may have freed: give each blocked connection its parked frames, in order."""
@@ -302,4 +333,4 @@ class FlowControl:
         self.orphans.extend(orphans)
         session.parked.clear()
         session.parked_bytes = 0
-        self._release(session)
+        self._release(session, "disconnect")

@@ -125,6 +125,9 @@ class Message:
     #: The meter charged while anything holds it (cursor, in-flight, pending write).
     meter: UsageMeter | None = field(default=None, init=False)
     holders: int = field(default=0, init=False)
+    #: When the broker accepted it (clock ms; 0: unknown, say read back from a store):
+    #: where end-to-end latency is counted from.
+    arrived: int = field(default=0, init=False)
     #: Written to its destination's shared log in the temp store.
     in_log: bool = field(default=False, init=False)
     #: Bytes of its record in the message store (0: not stored), and where.
@@ -167,6 +170,7 @@ class Message:
         # Still the same stored message (a durable subscriber acks it by these).
         clone.store_size = self.store_size
         clone.store_dest = self.store_dest
+        clone.arrived = self.arrived
         return clone
 
     def wire(self, version: str) -> tuple[bytes, bytes]:

@@ -18,9 +18,12 @@ from __future__ import annotations
 import marshal
 import struct
 from operator import attrgetter
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, stored_as
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _SWAP_FORMAT: Final = 1
 _swap_fields = attrgetter(*(f.name for f in FIELDS))
@@ -46,6 +49,42 @@ def to_swap(message: Message) -> bytes:
 
 def from_swap(data: bytes) -> Message:
     return Message(*marshal.loads(data)[1:])
+
+
+#: Where the seq and the headers are in a temp record's decoded tuple (``swap_fields``).
+SWAP_SEQ: Final = 1 + [f.name for f in FIELDS].index("seq")
+SWAP_HEADERS: Final = 1 + [f.name for f in FIELDS].index("headers")
+
+
+#: A temp record decoded, without building its ``Message`` (``from_fields`` does); the
+#: C function itself, so a walk over a deep swapped queue pays no Python call for it.
+swap_fields: Callable[[bytes], tuple[Any, ...]] = marshal.loads
+
+
+def from_fields(fields: tuple[Any, ...]) -> Message:
+    return Message(*fields[1:])
+
+
+class SwapRecord:
+    """A temp store record as a selector's subject: its fields decoded, and no ``Message``
+    built unless it matches (an admin operation's walk over a deep swapped queue)."""
+
+    __slots__ = ("fields", "seq", "size")
+
+    def __init__(self, fields: tuple[Any, ...], size: int) -> None:
+        self.fields = fields
+        self.seq: int = fields[SWAP_SEQ]
+        #: The record's bytes (what deleting it frees in the temp store).
+        self.size = size
+
+    def get(self, name: str) -> object | None:
+        value: object | None = self.fields[SWAP_HEADERS].get(name)
+        if value is not None or not name.startswith("JMS"):
+            return value
+        return self.message().get(name)
+
+    def message(self) -> Message:
+        return from_fields(self.fields)
 
 
 def to_store(message: Message) -> bytes:

@@ -29,6 +29,7 @@ DISK_SCAN_BUDGET = 20_000
 if TYPE_CHECKING:
     from broker.core.clock import Clock
     from broker.core.message import Message
+    from broker.core.observe import Observer
     from broker.core.persistence import Persistence
     from broker.core.subscription import Subscription
     from broker.core.swap import Log, StoreSource
@@ -37,10 +38,11 @@ if TYPE_CHECKING:
 
 
 class QueueStats:
-    __slots__ = ("dequeued", "dispatched", "enqueued", "expired", "redelivered")
+    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
 
     def __init__(self) -> None:
         self.enqueued = 0
+        self.dead_lettered = 0
         self.dispatched = 0
         self.dequeued = 0
         self.expired = 0
@@ -63,6 +65,7 @@ class Queue:
         "expired",
         "meter",
         "name",
+        "observer",
         "owner",
         "persistence",
         "policy",
@@ -82,11 +85,14 @@ class Queue:
         meter: UsageMeter | None = None,
         log: Log | None = None,
         policy: DestinationPolicy | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.name = name
         #: Its policy entry's settings (the default policy if none is given).
         self.policy = policy = policy or DestinationPolicy()
         high_water = policy.cursor_high_water
+        #: Told of what expires here (the rest of a message's events happen elsewhere).
+        self.observer = observer
         self.clock = clock
         #: The session that owns a temporary queue (None for a normal queue).
         self.owner = owner
@@ -370,6 +376,17 @@ class Queue:
         if message.persistent:
             message.hold()
             self.expired.append(message)
+            return
+        # A persistent one's event is settlement's, which knows where it goes.
+        observer = self.observer
+        if observer is not None and observer.events is not None:
+            observer.events.expired(message, None)
+
+    def forget(self, message: Message) -> None:
+        """An administrator moved or removed ``message`` (taken out of the cursor): counted as
+        dequeued, and its stored copy deleted with the next batch (``admin.Backlog``)."""
+        self.stats.dequeued += 1
+        self.persistence.remove(message)
 
     def expire_in_memory(self) -> int:
         """expireMessagesPeriod: take out the expired messages waiting in memory (swapped

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.observe import Observer
 from broker.core.persistence import QUEUE_KIND
 from broker.core.queue import Queue
 from broker.core.topic import Topic
@@ -23,11 +24,17 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "durables", "persistence", "router", "seq")
+    __slots__ = ("_id_prefix", "durables", "observer", "persistence", "router", "seq")
 
     def __init__(
-        self, router: TopicRouter, durables: DurableSubscriptions, persistence: Persistence, id_prefix: str
+        self,
+        router: TopicRouter,
+        durables: DurableSubscriptions,
+        persistence: Persistence,
+        id_prefix: str,
+        observer: Observer | None = None,
     ) -> None:
+        self.observer = observer if observer is not None else Observer()
         self.router = router
         self.durables = durables
         self.persistence = persistence
@@ -47,19 +54,27 @@ class Routing:
         if len(targets) == 1:
             target = targets[0]
             message.destination = target.name
-            self.route(target, message, sender)
+            self.route(target, message, sender, sent=True)
         else:
             for target, copy in copies(message, targets):
-                self.route(target, copy, sender)
+                self.route(target, copy, sender, sent=True)
 
-    def route(self, target: Destination, message: Message, sender: Session | None = None) -> None:
-        """``sender``'s later frames wait until what this stores is durable."""
+    def route(
+        self, target: Destination, message: Message, sender: Session | None = None, *, sent: bool = False
+    ) -> None:
+        """``sender``'s later frames wait until what this stores is durable.  ``sent``: a
+        producer's message (an enqueue event), not a dead letter."""
         # Sequence numbers are handed out in routing order, never earlier: a SEND held
         # back by flow control or a transaction must not arrive at a cursor with a
         # sequence older than what that cursor already swapped out (keys sort by it).
         self.seq += 1
         message.seq = seq = self.seq
         message.id = self._id_prefix + str(seq)
+        if sent:
+            # Before it is routed: dispatch may follow at once, and events are in causal order.
+            events = self.observer.events
+            if events is not None:
+                events.enqueued(message)
         if type(target) is Queue:
             if message.persistent and target.stores:
                 if not target.store_id:
@@ -89,7 +104,10 @@ def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Des
     """One message per destination of a composite send (each has its own id)."""
     message.destination = targets[0].name
     out = [(targets[0], message)]
-    out.extend((target, message.copy_to(0, "", target.name)) for target in targets[1:])
+    for target in targets[1:]:
+        copy = message.copy_to(0, "", target.name)
+        copy.arrived = message.arrived
+        out.append((target, copy))
     return out
 
 

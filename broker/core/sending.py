@@ -64,6 +64,8 @@ class Sending:
         receipt = frame.headers.get("receipt")
         tx_id = frame.headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
+        # For the producers gauge: one set insertion (route tuples are cached and shared).
+        session.sent_to.add(targets)
         if message.persistent and self.persistence.failed is not None:
             raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:
@@ -153,7 +155,7 @@ class Sending:
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
         # Sequence and id are given when it is routed (``Routing.route``), not now.
-        return Message(
+        message = Message(
             0,
             "",
             destination,
@@ -167,3 +169,5 @@ class Sending:
             content_length=content_length,
             origin=session.id,
         )
+        message.arrived = now
+        return message

@@ -65,6 +65,7 @@ class Session:
         "phase",
         "principal",
         "reading_paused",
+        "sent_to",
         "subscriptions",
         "temp_queues",
         "temp_topics",
@@ -97,6 +98,8 @@ class Session:
         self.parked_bytes = 0
         self.blocked_since: int | None = None
         self.reading_paused = False
+        #: The destinations it has sent to (each SEND's targets), for the producers gauge.
+        self.sent_to: set[tuple[Queue | Topic, ...]] = set()
 
     def __repr__(self) -> str:
         return f"<Session {self.id} {self.phase} v{self.version}>"

@@ -18,6 +18,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from broker.core import names
+from broker.core.observe import Observer
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
@@ -34,7 +35,7 @@ log = logging.getLogger("stompd.engine")
 
 
 class Settlement:
-    __slots__ = ("_redeliveries", "clock", "destinations", "persistence", "routing", "settings")
+    __slots__ = ("_redeliveries", "clock", "destinations", "observer", "persistence", "routing", "settings")
 
     def __init__(
         self,
@@ -43,7 +44,9 @@ class Settlement:
         destinations: Destinations,
         routing: Routing,
         persistence: Persistence,
+        observer: Observer | None = None,
     ) -> None:
+        self.observer = observer if observer is not None else Observer()
         self.settings = settings
         self.clock = clock
         self.destinations = destinations
@@ -55,10 +58,22 @@ class Settlement:
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
         queues = self.destinations.queues
+        observer = self.observer
+        events = observer.events
+        latency = observer.latency
+        now = self.clock.ms
         for message in messages:
             queue = queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
+            else:
+                topic = self.destinations.router.topics.get(message.destination)
+                if topic is not None:
+                    topic.stats.dequeued += 1
+            if message.arrived:
+                latency.observe(now - message.arrived)
+            if events is not None:
+                events.acked(message, sub.session.id, sub.id)
             if message.store_size:
                 self._unstore(sub, message, queue is not None)
             message.drop()
@@ -70,11 +85,23 @@ class Settlement:
         elif sub is not None and sub.durable is not None:
             self.persistence.ack_shared(sub.durable.store_id, message)
 
-    def give_back(self, sub: Subscription, messages: list[Message], *, topic_too: bool) -> None:
+    def nack(self, sub: Subscription, messages: list[Message]) -> None:
+        """``sub``'s consumer NACKed ``messages``: redelivered, or dead-lettered past the limit."""
+        events = self.observer.events
+        if events is not None:
+            for message in messages:
+                events.nacked(message, sub.session.id, sub.id)
+        self.give_back(sub, messages, topic_too=True, cause="nack")
+
+    def give_back(
+        self, sub: Subscription, messages: list[Message], *, topic_too: bool, cause: str = "disconnect"
+    ) -> None:
         """Return messages for redelivery: to their queue, or (NACK) the topic subscriber.
 
         Each message comes with its in-flight hold, which passes to wherever it goes.
+        ``cause`` (nack, disconnect, unsubscribe, abort) is for the event log.
         """
+        events = self.observer.events
         by_queue: dict[Queue, list[Message]] = {}
         destinations = self.destinations
         queues = destinations.queues
@@ -85,10 +112,17 @@ class Settlement:
                 continue
             queue = queues.get(message.destination)
             if queue is not None:
+                if events is not None:
+                    events.redelivered(message, cause)
                 by_queue.setdefault(queue, []).append(message)
                 continue
             cursor = _topic_return(sub, topic_too)
             if cursor is not None:
+                topic = self.destinations.router.topics.get(message.destination)
+                if topic is not None:
+                    topic.stats.redelivered += 1
+                if events is not None:
+                    events.redelivered(message, cause)
                 # A topic message is shared: only this subscriber's copy is redelivered.
                 copy = message.redelivery_copy()
                 copy.meter = message.meter
@@ -119,7 +153,12 @@ class Settlement:
                 queue.requeue(returned)
 
     def dead_letter(
-        self, message: Message, cause: str | None = None, sub: Subscription | None = None
+        self,
+        message: Message,
+        cause: str | None = None,
+        sub: Subscription | None = None,
+        *,
+        expired: bool = False,
     ) -> None:
         """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
         from where.  Takes over the caller's hold.
@@ -147,6 +186,8 @@ class Settlement:
         dead = message.copy_to(0, "", dlq.name)
         dead.headers = headers
         dead.size = message.size
+        # Its latency keeps counting from its first enqueue.
+        dead.arrived = message.arrived
         # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
         dead.expires = 0
         log.info(
@@ -158,6 +199,17 @@ class Settlement:
         original = self.destinations.queues.get(message.destination)
         if original is not None:
             original.acked(1)
+            original.stats.dead_lettered += 1
+        else:
+            topic = self.destinations.router.topics.get(message.destination)
+            if topic is not None:
+                topic.stats.dead_lettered += 1
+        events = self.observer.events
+        if events is not None:
+            if expired:
+                events.expired(message, dlq.name)
+            else:
+                events.dead_lettered(message, "max-redeliveries" if cause is None else "poison", dlq.name)
         if message.store_size:
             self._unstore(sub, message, original is not None)
         message.drop()
@@ -173,8 +225,11 @@ class Settlement:
             expired.clear()
             for message in found:
                 if self.destinations.policy_of(message.destination).dead_letter_expired:
-                    self.dead_letter(message, "Message expired")
+                    self.dead_letter(message, "Message expired", expired=True)
                     continue
+                events = self.observer.events
+                if events is not None:
+                    events.expired(message, None)
                 if message.store_size:
                     self._unstore(None, message, True)
                 message.drop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core import names
+from broker.core.browsing import QueueBrowser
 from broker.core.cursor import Cursor
 from broker.core.durable import DurableSubscription
 from broker.core.errors import (
@@ -80,6 +81,8 @@ class Subscribing:
             sub_id = destination
         if sub_id in session.subscriptions:
             raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
+        if headers.get("browser") == "true":
+            return self._browse(session, sub_id, destination, headers.get("selector", "").strip())
         ack = headers.get("ack", AUTO)
         if ack not in ACK_MODES:
             raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
@@ -123,6 +126,7 @@ class Subscribing:
             selector=selector,
             no_local=no_local,
             exclusive=headers.get("activemq.exclusive") == "true",
+            observer=self.settlement.observer,
         )
         destinations = self.destinations
         for kind, name in targets:
@@ -151,6 +155,29 @@ class Subscribing:
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         return lambda: _start(sub)
+
+    def _browse(
+        self, session: Session, sub_id: str, destination: str, selector_text: str
+    ) -> Callable[[], None]:
+        """``browser:true``: the queue's messages as they are now, then ``browser:end`` (browsing)."""
+        if session.version == f.V1_0:
+            raise InvalidHeader("browser:true (a queue browser) needs STOMP 1.1 or later, as in ActiveMQ")
+        targets = names.split_destination(destination)
+        if len(targets) != 1 or targets[0][0] != names.QUEUE:
+            raise InvalidHeader(f"browser:true browses one /queue/ destination, not {destination}")
+        if self.destinations.guard.authorizing:
+            # Browsing reads, as consuming does.
+            self.destinations.authorize(session, READ, destination)
+        queue = self.destinations.resolve(session, *targets[0])
+        assert isinstance(queue, Queue)
+        selector = compile_selector(selector_text).matches if selector_text else None
+        browser = QueueBrowser(
+            session, sub_id, session.next_key(), queue, self.persistence, selector, self.routing.seq
+        )
+        session.subscriptions[sub_id] = browser
+        session.by_key[browser.key] = browser
+        # After the RECEIPT, as any subscription's first MESSAGE.
+        return browser.pump
 
     def _durable_for(
         self,
@@ -265,7 +292,8 @@ class Subscribing:
                 message.drop()
         returned = list(sub.inflight.values())
         sub.inflight.clear()
-        self.settlement.give_back(sub, returned, topic_too=False)
+        cause = "disconnect" if session.closing else "unsubscribe"
+        self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
 
     def close(self, session: Session) -> None:
         """The connection is gone: each of its subscriptions ends."""

@@ -9,9 +9,11 @@ pumps it again while it pumps (a page-in that came back inline wakes nobody).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.cursor import Cursor
+from broker.core.observe import LATENCY_BOUNDS_MS, Observer
 from protocol.encoder import FRAME_END, encode_headers
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class Subscription:
         "inflight",
         "key",
         "no_local",
+        "observer",
         "persistence",
         "prefetch",
         "queues",
@@ -77,8 +80,11 @@ class Subscription:
         selector: Callable[[Message], bool] | None = None,
         no_local: bool = False,
         exclusive: bool = False,
+        observer: Observer | None = None,
     ) -> None:
         self.session = session
+        #: Latency of ack:auto deliveries (acked as they go out), and the event sink.
+        self.observer = observer if observer is not None else Observer()
         self.id = sub_id
         self.key = key
         self.destination = destination
@@ -126,7 +132,21 @@ class Subscription:
         outbox = session.outbox
         if message.store_size and self.durable is not None:
             self.persistence.dispatched_shared(message, self.durable.store_id, outbox, self.auto)
+        observer = self.observer
+        events = observer.events
         if self.auto:
+            # Acked as it goes out: its end-to-end latency ends here (Latency.observe,
+            # inlined: this runs for every auto-ack delivery).
+            arrived = message.arrived
+            if arrived:
+                ms = session.clock.ms - arrived
+                if ms < 0:
+                    ms = 0
+                latency = observer.latency
+                latency.counts[bisect_left(LATENCY_BOUNDS_MS, ms)] += 1
+                latency.sum_ms += ms
+            if events is not None:
+                events.dispatched(message, session.id, self.id, True)
             if message.redelivered:
                 outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, FRAME_END))
             else:
@@ -135,6 +155,8 @@ class Subscription:
         # The hold the caller passed in stays with the message while it is in flight.
         message.hold()
         self.inflight[message.seq] = message
+        if events is not None:
+            events.dispatched(message, session.id, self.id, False)
         ack_header = b"ack:%d-%d\n" % (self.key, message.seq) if version == "1.2" else b""
         if message.redelivered:
             outbox.push(

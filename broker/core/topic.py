@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 
 
 class TopicStats:
-    __slots__ = ("dispatched", "enqueued")
+    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
 
     def __init__(self) -> None:
         self.enqueued = 0
         self.dispatched = 0
+        #: Acked: by an ACK (settlement), or at once for an ack:auto subscriber.
+        self.dequeued = 0
+        self.expired = 0
+        self.redelivered = 0
+        self.dead_lettered = 0
 
 
 class Topic:
@@ -115,6 +120,8 @@ class TopicRouter:
             if not sub.accepts(message):
                 continue
             stats.dispatched += 1
+            if sub.auto:
+                stats.dequeued += 1
             cursor = sub.cursor
             if not cursor.count and sub.ready:
                 sub.deliver(message)

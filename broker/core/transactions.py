@@ -66,7 +66,7 @@ class Transactions:
         for sub, message in tx.acks:
             self.settlement.settle(sub, [message])
         for sub, message in tx.nacks:
-            self.settlement.give_back(sub, [message], topic_too=True)
+            self.settlement.nack(sub, [message])
 
     def on_abort(self, session: Session, frame: Frame) -> None:
         self._abort(self._take(session, _tx_id(frame)))
@@ -90,7 +90,7 @@ class Transactions:
     def _abort(self, tx: Transaction) -> None:
         # Sends are simply never routed; what was acked or nacked comes back.
         for sub, message in tx.acks + tx.nacks:
-            self.settlement.give_back(sub, [message], topic_too=True)
+            self.settlement.give_back(sub, [message], topic_too=True, cause="abort")
         for sub, _ in tx.acks + tx.nacks:
             if not sub.session.closing:
                 sub.pump()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.core.selector import Selector
-    from broker.http.ops import AdminOps, DestinationInfo, Meter, Progress
+    from broker.http.ops import AdminOps, BrowsePage, DestinationInfo, Meter, Progress
 
 log = logging.getLogger("stompd.http")
 
@@ -202,12 +202,21 @@ async def delete_destination(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/destinations/{dest}/messages")
 async def browse(request: web.Request) -> web.Response:
     name = _dest(request)
+    selector, limit, preview, cursor = _browse_query(request)
+    page = await _ops(request).browse(name, selector, limit, cursor, preview)
+    return _page_response(name, page)
+
+
+def _browse_query(request: web.Request) -> tuple[Selector | None, int, int, str | None]:
+    """(selector, limit, preview, cursor) of a browse request."""
     query = request.query
     selector = parse_selector(query.get("selector"))
     limit = _int(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
     preview = _int(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
-    cursor = query.get("cursor") or None
-    page = await _ops(request).browse(name, selector, limit, cursor, preview)
+    return selector, limit, preview, query.get("cursor") or None
+
+
+def _page_response(name: str, page: BrowsePage) -> web.Response:
     messages = []
     for message in page.messages:
         body, encoding = _preview(message.preview)
@@ -384,6 +393,25 @@ async def close_connection(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/subscriptions")
 async def list_subscriptions(request: web.Request) -> web.Response:
     return web.json_response({"subscriptions": [asdict(sub) for sub in _ops(request).subscriptions()]})
+
+
+@routes.get(PREFIX + "/subscriptions/{client}/{name}/messages")
+async def browse_subscription(request: web.Request) -> web.Response:
+    client_id, name = request.match_info["client"], request.match_info["name"]
+    selector, limit, preview, cursor = _browse_query(request)
+    page = await _ops(request).browse_subscription(client_id, name, selector, limit, cursor, preview)
+    return _page_response(f"{client_id}/{name}", page)
+
+
+@routes.post(PREFIX + "/subscriptions/{client}/{name}/purge")
+async def purge_subscription(request: web.Request) -> web.Response:
+    client_id, name = request.match_info["client"], request.match_info["name"]
+    body = await _body(request, {"wait"})
+    ops = _ops(request)
+    operation = Operation(_new_id(request), "purge", f"{client_id}/{name}")
+    return await _start(
+        request, operation, lambda p: ops.purge_subscription(client_id, name, p), body.get("wait")
+    )
 
 
 @routes.get(PREFIX + "/usage")

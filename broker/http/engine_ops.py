@@ -1,44 +1,54 @@
 """``AdminOps`` over the running engine.
 
 Runs on the broker's event loop, which owns every broker object, so reads are
-consistent snapshots.  What the engine answers today (statistics, connections, usage,
-closing a connection, creating a destination) is here; browse, count, move, copy,
-remove, purge and delete need the core's admin operations (one linear pass over a
-queue's memory and disk parts, applied in batches) and answer ``NotAvailable`` until
-they land: each is one method below.
+consistent snapshots.  Statistics, connections and usage are read at once; browse,
+count, move, copy, remove, purge and delete are the core's admin operations
+(``broker.core.admin``: one pass over a queue's memory and disk parts, in batches),
+stepped by ``_drive``, which flushes each batch's writes and lets the loop run between
+batches.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.core import names
+from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
+from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
 from broker.core.session import CONNECTED
 from broker.core.wildcards import is_wildcard
 from broker.http.ops import (
+    AdminError,
+    BrowsedMessage,
+    BrowsePage,
+    Conflict,
     ConnectionInfo,
     DestinationInfo,
     Health,
     Invalid,
     Meter,
-    NotAvailable,
     NotFound,
+    Progress,
     SubscriptionInfo,
     Usage,
 )
+from store.api import LEVELS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
     from broker.core.engine import Engine
+    from broker.core.message import Message
     from broker.core.queue import Queue
     from broker.core.selector import Selector
     from broker.core.session import Session
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
     from broker.core.usage import UsageMeter
-    from broker.http.ops import BrowsePage, Progress
+
+T = TypeVar("T")
 
 _KINDS = {
     names.QUEUE: "queue",
@@ -50,12 +60,6 @@ _KINDS = {
 
 class ClosedByAdmin(BrokerError):
     summary = "connection closed by an administrator"
-
-
-def _pending_core(operation: str) -> NotAvailable:
-    return NotAvailable(
-        f"{operation} is not available yet: it lands with the broker core's admin operations (issue 13)"
-    )
 
 
 class EngineAdminOps:
@@ -234,43 +238,162 @@ class EngineAdminOps:
             return Health(False, (f"message store failed: {failed}",))
         return Health(True)
 
-    # -- the core's admin operations (not there yet) -----------------------------------
+    # -- the core's admin operations (broker.core.admin) ---------------------------------
 
     def delete(self, name: str) -> Awaitable[int]:
-        self.destination(name)
-        raise _pending_core("delete")
+        engine = self._engine
+        queue = engine.queues.get(name)
+        if queue is None:
+            topic = engine.router.topics.get(name)
+            if topic is None:
+                raise NotFound(f"no destination {name}")
+            if engine.router.subscribers(topic) or engine.durables.matching(topic.kind, topic.bare):
+                raise Conflict(f"{name} has subscribers: they must unsubscribe first")
+            engine.destinations.remove(topic)
+            return _done(0)
+        if queue.consumers:
+            raise Conflict(
+                f"{name} has {len(queue.consumers)} consumer(s): they must unsubscribe first "
+                "(their unacknowledged messages would come back to a deleted queue)"
+            )
+        operation = QueueOperation(queue, Action.REMOVE, None, engine.routing)
+        return self._delete(queue, operation)
+
+    async def _delete(self, queue: Queue, operation: QueueOperation) -> int:
+        await self._drive(operation, Progress())
+        dropped = operation.applied
+        # What arrived meanwhile goes too (its stored copies with it): a few more passes.
+        for _ in range(3):
+            if not queue.cursor.count:
+                break
+            again = QueueOperation(queue, Action.REMOVE, None, self._engine.routing)
+            await self._drive(again, Progress())
+            dropped += again.applied
+        dropped += queue.cursor.count
+        self._engine.destinations.remove(queue)
+        self._engine.flush()
+        return dropped
 
     def browse(
         self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
     ) -> Awaitable[BrowsePage]:
-        self._queue(name)
-        raise _pending_core("browse")
+        queue = self._queue(name)
+        browse = Browse(queue, selector, limit, _position(cursor))
+        return self._browse(browse, preview)
+
+    async def _browse(self, browse: Browse, preview: int) -> BrowsePage:
+        await self._drive(browse, None)
+        position = browse.next
+        return BrowsePage(
+            [_browsed(message, preview) for message in browse.messages],
+            f"{position[0]}:{position[1]}" if position is not None else None,
+        )
 
     def count(self, name: str, selector: Selector | None, progress: Progress) -> Awaitable[None]:
-        self._queue(name)
-        raise _pending_core("count")
+        return self._run(name, Action.COUNT, selector, None, None, progress)
 
     def move(
         self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
     ) -> Awaitable[None]:
-        self._queue(source)
-        raise _pending_core("move")
+        return self._run(source, Action.MOVE, selector, limit, target, progress)
 
     def copy(
         self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
     ) -> Awaitable[None]:
-        self._queue(source)
-        raise _pending_core("copy")
+        return self._run(source, Action.COPY, selector, limit, target, progress)
 
     def remove(
         self, name: str, selector: Selector | None, limit: int | None, progress: Progress
     ) -> Awaitable[None]:
-        self._queue(name)
-        raise _pending_core("remove")
+        return self._run(name, Action.REMOVE, selector, limit, None, progress)
 
     def purge(self, name: str, progress: Progress) -> Awaitable[None]:
-        self._queue(name)
-        raise _pending_core("purge")
+        return self._run(name, Action.REMOVE, None, None, None, progress)
+
+    # -- durable subscriptions ----------------------------------------------------------
+
+    def browse_subscription(
+        self,
+        client_id: str,
+        name: str,
+        selector: Selector | None,
+        limit: int,
+        cursor: str | None,
+        preview: int,
+    ) -> Awaitable[BrowsePage]:
+        backlog = self._durable(client_id, name)
+        browse = Browse(backlog, selector, limit, _position(cursor))
+        return self._closing(backlog, self._browse(browse, preview))
+
+    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
+        backlog = self._durable(client_id, name)
+        operation = QueueOperation(backlog, Action.REMOVE, None, self._engine.routing)
+        progress.total = operation.total
+        return self._closing(backlog, self._drive(operation, progress))
+
+    def _durable(self, client_id: str, name: str) -> DurableBacklog:
+        engine = self._engine
+        durable = engine.durables.get(client_id, name)
+        if durable is None:
+            raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        # Used only if it has no cursor of its own yet (no subscriber in this lifetime).
+        spare = Cursor(engine.usage.memory, engine.swap.new_log(shared=False), high_water=0.0)
+        return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
+
+    async def _closing(self, backlog: DurableBacklog, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        finally:
+            backlog.close()
+            self._engine.flush()
+
+    def _run(
+        self,
+        name: str,
+        action: Action,
+        selector: Selector | None,
+        limit: int | None,
+        target: str | None,
+        progress: Progress,
+    ) -> Awaitable[None]:
+        queue = self._queue(name)
+        destination = None
+        if target is not None:
+            # Created if missing, as a SEND to it would.
+            self.create(target)
+            destination = self._engine.destinations.send_targets(None, target)[0]
+        operation = QueueOperation(
+            queue, action, selector, self._engine.routing, target=destination, limit=limit
+        )
+        progress.total = operation.total
+        return self._drive(operation, progress)
+
+    async def _drive(self, operation: QueueOperation | Browse, progress: Progress | None) -> None:
+        """Step ``operation`` to its end, letting the loop run between batches."""
+        loop = asyncio.get_running_loop()
+        engine = self._engine
+        while progress is None or not progress.cancelled:
+            resumed = loop.create_future()
+
+            def resume(resumed: asyncio.Future[None] = resumed) -> None:
+                if not resumed.done():
+                    resumed.set_result(None)
+
+            finished = operation.step(resume)
+            # Submit what the batch changed (one store batch), before anything else runs.
+            engine.flush()
+            if progress is not None and isinstance(operation, QueueOperation):
+                progress.scanned = operation.scanned
+                progress.matched = operation.matched
+                progress.applied = operation.applied
+            if finished:
+                break
+            if operation.waiting:
+                await resumed
+            else:
+                await asyncio.sleep(0)
+        if operation.error is not None:
+            raise AdminError(str(operation.error))
 
     def _queue(self, name: str) -> Queue:
         queue = self._engine.queues.get(name)
@@ -279,6 +402,37 @@ class EngineAdminOps:
                 raise Invalid(f"{name} is a topic: this operation works on queues")
             raise NotFound(f"no queue {name}")
         return queue
+
+
+def _position(cursor: str | None) -> tuple[int, int] | None:
+    if cursor is None:
+        return None
+    level, _, after = cursor.partition(":")
+    try:
+        position = int(level), int(after)
+    except ValueError:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None
+    if not 0 <= position[0] < LEVELS:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out")
+    return position
+
+
+def _browsed(message: Message, preview: int) -> BrowsedMessage:
+    return BrowsedMessage(
+        id=message.id,
+        priority=message.priority,
+        persistent=message.persistent,
+        timestamp=message.timestamp,
+        expires=message.expires,
+        redelivered=message.redelivered,
+        headers=dict(message.headers),
+        body_size=len(message.body),
+        preview=message.body[:preview],
+    )
+
+
+async def _done(value: int) -> int:
+    return value
 
 
 def _subscription_info(sub: Subscription) -> SubscriptionInfo:

@@ -229,3 +229,21 @@ class AdminOps(Protocol):
 
     def purge(self, name: str, progress: Progress) -> Awaitable[None]:
         """Remove every message that is not dispatched and unacknowledged."""
+
+    # -- a durable subscription's pending messages --------------------------------------
+
+    def browse_subscription(
+        self,
+        client_id: str,
+        name: str,
+        selector: Selector | None,
+        limit: int,
+        cursor: str | None,
+        preview: int,
+    ) -> Awaitable[BrowsePage]:
+        """As ``browse``, over what durable subscription ``name`` of ``client_id`` is owed.
+        Raises NotFound."""
+
+    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
+        """Remove what the durable subscription is owed (not what its subscriber has in
+        flight).  Raises NotFound."""

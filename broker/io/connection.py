@@ -111,6 +111,7 @@ class StompConnection(asyncio.Protocol):
             max_pending=self._limits.max_pending,
             on_writable=self._writable_changed,
             meter=self._engine.usage.memory,
+            traffic=self._engine.observer.traffic,
         )
         self._session = self._engine.open_session(self._outbox)
         self._registry.add(self)
@@ -121,6 +122,7 @@ class StompConnection(asyncio.Protocol):
         if session is None or self._closed:
             return
         self._last_read = self._loop.time()
+        self._engine.observer.traffic.bytes_in += len(data)
         self._parser.feed(data)
         if self._verifying is None:
             self._handle_frames(session)
@@ -131,15 +133,19 @@ class StompConnection(asyncio.Protocol):
         parser = self._parser
         engine = self._engine
         engine.clock.set(time.time())
+        traffic = engine.observer.traffic
         frame = verified
         try:
             if frame is None:
                 frame = parser.next_frame()
             while frame is not None:
-                if session.phase is AWAIT_CONNECT and frame is not verified:
-                    self._default_heart_beat(frame)
-                    if self._check_slowly(session, frame):
-                        return
+                if frame is not verified:
+                    # The verified CONNECT was counted when it was parsed.
+                    traffic.frames_in += 1
+                    if session.phase is AWAIT_CONNECT:
+                        self._default_heart_beat(frame)
+                        if self._check_slowly(session, frame):
+                            return
                 engine.handle(session, frame)
                 if session.closing:
                     self._close()
@@ -292,5 +298,7 @@ class StompConnection(asyncio.Protocol):
         send_ms = session.heartbeat_send_ms
         if send_ms and (now - self._outbox.wrote_at) * 1000 >= send_ms * 0.9:
             self._outbox.push((HEARTBEAT,))
+            # Not a frame: the outbox counted it as one.
+            self._engine.observer.traffic.frames_out -= 1
             self._outbox.flush()
         self._timer = self._loop.call_later(self._tick_s, self._heartbeat_tick)

@@ -22,6 +22,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.core.errors import SlowConsumer
+from broker.core.observe import Traffic
 
 if TYPE_CHECKING:
     import asyncio
@@ -53,6 +54,7 @@ class Outbox:
         "_paused",
         "_pending",
         "_scheduled",
+        "_traffic",
         "_transport",
         "_writable",
         "peak_pending",
@@ -70,8 +72,11 @@ class Outbox:
         max_pending: int = 64 << 20,
         on_writable: Callable[[bool], None] | None = None,
         meter: UsageMeter | None = None,
+        traffic: Traffic | None = None,
     ) -> None:
         self._loop = loop
+        #: Where frames and bytes written are counted (one per connection if not shared).
+        self._traffic = traffic if traffic is not None else Traffic()
         self._transport = transport
         self._fail = fail
         self._close = close
@@ -109,6 +114,7 @@ class Outbox:
         if self._cut:
             return
         self._chunks.extend(parts)
+        self._traffic.frames_out += 1
         n = sum(map(len, parts))
         pending = self._pending = self._pending + n
         if pending > self.peak_pending:
@@ -139,6 +145,7 @@ class Outbox:
         if not chunks:
             return
         self._chunks = []
+        self._traffic.bytes_out += self._pending
         self._pending = 0
         self._unheld()
         transport = self._transport

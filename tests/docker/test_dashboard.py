@@ -222,11 +222,6 @@ def _workload(port: int) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(
-    raises=MetricsEndpointMissing,
-    strict=True,
-    reason="/metrics is issue 14's; remove this marker when it lands (then this test must pass)",
-)
 def test_metrics_serves_every_series_the_dashboard_reads(tmp_path: Path) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -1,5 +1,6 @@
-"""``stompd-admin`` end to end: a real process against a real broker (and, for the
-operations the core does not have yet, against the real HTTP server over FakeOps)."""
+"""``stompd-admin`` end to end: a real process against a real broker (and, where an
+operation must be held at a batch to watch its progress, against the real HTTP server
+over FakeOps)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from tests.http_support import start_http_broker
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
-PENDING = "it lands with the broker core's admin operations (issue 13)"
 
 
 def admin(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -114,13 +114,10 @@ def test_usage(http_broker: BrokerThread) -> None:
             "stompd-admin: selector error at position 3 (at end of selector): expected an expression",
         ),
         (
-            ["move", "present", "other", "--selector", "n > 1"],
-            "stompd-admin: move is not available yet: " + PENDING,
+            ["move", "present", "present", "--selector", "n > 1"],
+            "stompd-admin: source and target are both /queue/present",
         ),
-        (
-            ["purge", "present"],
-            "stompd-admin: purge is not available yet: " + PENDING,
-        ),
+        (["purge", "missing"], "stompd-admin: no queue /queue/missing"),
     ],
 )
 def test_failures_are_one_line_and_exit_1(http_broker: BrokerThread, args: list[str], message: str) -> None:
@@ -194,6 +191,19 @@ def test_move_shows_progress_and_prints_the_result() -> None:
     assert human.stdout.rstrip().endswith("from /queue/big to /queue/small")
 
 
+def test_move_on_the_real_broker_prints_json(http_broker: BrokerThread) -> None:
+    with client(http_broker.port) as producer:
+        for i in range(10):
+            producer.send("/queue/cli.src", str(i), n=str(i))
+        producer.sync()
+    result = admin(url_of(http_broker), "move", "cli.src", "cli.dst", "--selector", "n >= 7", "--json")
+    assert result.returncode == 0, result.stderr
+    final = last_json(result)
+    assert (final["matched"], final["moved"], final["scanned"], final["state"]) == (3, 3, 10, "done")
+    stat = last_json(admin(url_of(http_broker), "stat", "cli.dst", "--json"))
+    assert stat["depth"] == 3
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -239,3 +249,26 @@ def test_browse_pages_through_the_queue() -> None:
     assert page["next"] is None
     assert [m["id"] for m in last_json(odd)["messages"]] == ["m-1", "m-3", "m-5", "m-7", "m-9", "m-11"]  # type: ignore[union-attr, index]
     assert len(ops.queues["/queue/a"]) == 12
+
+
+def test_a_durable_subscription_is_browsed_and_purged(http_broker: BrokerThread) -> None:
+    with client(http_broker.port, headers={"client-id": "cli"}) as subscriber:
+        subscriber.subscribe("/topic/cli.news", "s", **{"activemq.subscriptionName": "d1"})
+        subscriber.sync()
+    with client(http_broker.port) as producer:
+        for i in range(3):
+            producer.send("/topic/cli.news", f"m{i}", persistent="true")
+        producer.sync()
+    url = url_of(http_broker)
+    browsed = admin(url, "browse-durable", "cli", "d1")
+    assert browsed.returncode == 0, browsed.stderr
+    assert browsed.stdout.rstrip().endswith("3 message(s) browsed on cli/d1")
+    purged = admin(url, "purge-durable", "cli", "d1", "--json")
+    assert purged.returncode == 0, purged.stderr
+    assert last_json(purged)["removed"] == 3
+    assert last_json(admin(url, "browse-durable", "cli", "d1", "--json"))["messages"] == []
+    missing = admin(url, "purge-durable", "cli", "nope")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        "stompd-admin: no durable subscription 'nope' of client 'cli'\n",
+    )

@@ -29,12 +29,16 @@ BATCH = 100
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 MB tmpfs, unmounted at the end."""
+    yield from small_tmpfs(tmp_path / "disk", "64m")
+
+
+def small_tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` at ``mount`` (for a fixture: unmounted when it ends)."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount = tmp_path / "disk"
     mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], capture_output=True, text=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True, text=True
     )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")

@@ -234,30 +234,48 @@ def test_unknown_things_are_404(broker: BrokerThread, method: str, path: str, bo
 
 
 @pytest.mark.parametrize(
-    ("method", "suffix", "body", "operation"),
+    ("method", "suffix", "body", "expected", "left"),
     [
-        ("GET", "/messages?limit=10", None, "browse"),
-        ("POST", "/count", {"selector": "n > 1"}, "count"),
-        ("POST", "/move", {"to": "/queue/b", "selector": "n > 1", "max": 1}, "move"),
-        ("POST", "/copy", {"to": "/queue/b", "selector": "n > 1"}, "copy"),
-        ("POST", "/remove", {"selector": "n > 1"}, "remove"),
-        ("POST", "/purge", {}, "purge"),
-        ("DELETE", "", None, "delete"),
+        ("GET", "/messages?limit=10", None, None, 2),
+        ("POST", "/count", {"selector": "n > 1"}, {"matched": 1}, 2),
+        ("POST", "/move", {"to": "/queue/b", "selector": "n > 1", "max": 1}, {"moved": 1}, 1),
+        ("POST", "/copy", {"to": "/queue/b", "selector": "n > 1"}, {"copied": 1}, 2),
+        ("POST", "/remove", {"selector": "n > 1"}, {"removed": 1}, 1),
+        ("POST", "/purge", {}, {"removed": 2}, 0),
+        ("DELETE", "", None, {"deleted": "/queue/a", "removed": 2}, None),
     ],
 )
-def test_operations_waiting_for_the_core_answer_501(
-    broker: BrokerThread, method: str, suffix: str, body: object, operation: str
+def test_the_engine_runs_each_operation(
+    broker: BrokerThread,
+    method: str,
+    suffix: str,
+    body: object,
+    expected: dict[str, object] | None,
+    left: int | None,
 ) -> None:
     url = base(broker)
     with client(broker.port) as producer:
-        producer.send("/queue/a", "1", sync=True, n="2")
+        producer.send("/queue/a", "1", n="1")
+        producer.send("/queue/a", "2", sync=True, n="2")
     reply = call(url, method, "/api/v1/destinations/a" + suffix, body)
-    assert reply.status == 501
-    assert reply.error["code"] == "not_implemented"
-    assert reply.error["message"].startswith(f"{operation} is not available yet")
-    # Nothing was touched, and no operation was left behind.
-    assert call(url, "GET", "/api/v1/destinations/a").body["depth"] == 1
-    assert call(url, "GET", "/api/v1/operations").body == {"operations": []}
+    assert reply.status == 200, reply.body
+    if expected is None:
+        assert [m["body"] for m in reply.body["messages"]] == ["1", "2"]
+    else:
+        assert expected.items() <= reply.body.items()
+    if left is None:
+        assert call(url, "GET", "/api/v1/destinations/a").status == 404
+    else:
+        assert call(url, "GET", "/api/v1/destinations/a").body["depth"] == left
+
+
+def test_a_queue_with_consumers_is_not_deleted(broker: BrokerThread) -> None:
+    with client(broker.port) as consumer:
+        consumer.subscribe("/queue/busy", "s")
+        consumer.sync()
+        reply = call(base(broker), "DELETE", "/api/v1/destinations/busy")
+    assert reply.status == 409
+    assert "must unsubscribe first" in reply.error["message"]
 
 
 @pytest.mark.parametrize(

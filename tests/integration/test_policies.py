@@ -142,18 +142,18 @@ def test_redelivery_and_dead_letter_strategy_per_destination(broker: BrokerThrea
     def nacked_twice(c: Client, queue: str) -> None:
         c.send(queue, "m", sync=True)
         c.subscribe(queue, sub_id=queue, ack="client-individual")
-        for _ in range(2):
-            c.nack(c.listener.wait_messages(1)[0])
-            c.listener.messages.clear()
+        # Counted, never cleared: a redelivery may arrive before the NACK call returns.
+        for delivery in range(2):
+            c.nack(c.listener.wait_messages(delivery + 1)[delivery])
 
     with client(broker.port) as c:
         nacked_twice(c, "/queue/ORDERS.A")
         # ORDERS.A: one redelivery, then its own DLQ (individual, prefix DLQ.).
         c.subscribe("/queue/DLQ.ORDERS.A", sub_id="dlq")
-        dead = c.listener.wait_messages(1)[0]
+        dead = c.listener.wait_messages(3)[2]
         assert dead.headers["original-destination"] == "/queue/ORDERS.A"
         assert "maximumRedeliveries=1" in dead.headers["dlqDeliveryFailureCause"]
     with client(broker.port) as c:
         nacked_twice(c, "/queue/OTHER.B")
         # OTHER.B: the default (6 redeliveries): a third delivery.
-        assert c.listener.wait_messages(1)[0].headers["redelivered"] == "true"
+        assert c.listener.wait_messages(3)[2].headers["redelivered"] == "true"

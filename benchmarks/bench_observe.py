@@ -1,0 +1,117 @@
+"""The message path's cost of observation: queue 1->1 and topic 1->4 with ``stompd-perf``
+against a real broker, with the export off and on (``--export-dir``), and optionally
+against an older checkout (``--base DIR``, say ``git archive main | tar -x -C DIR``) to
+show that the counters and the event hooks cost nothing measurable with export off.
+
+Each round starts a fresh broker per variant (its own data directory) and runs each
+scenario once; variants take turns within a round, so a neighbour's load on a shared
+machine spreads over all of them.  Prints every run, then the median per variant and
+scenario, and on/off and off/base ratios.
+
+Run: ``python benchmarks/bench_observe.py [--base DIR] [--rounds 5] [--messages 100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PERF = str(Path(sys.executable).with_name("stompd-perf"))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_broker(code: Path, data: Path, export: bool) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "broker",
+        "--port",
+        str(port),
+        "--http-port",
+        "0",
+        "--data-dir",
+        str(data),
+    ]
+    if export:
+        command += ["--export-dir", str(data / "export")]
+    env = dict(os.environ, PYTHONPATH=str(code))
+    proc = subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, port
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"broker from {code} did not start")
+
+
+def perf(port: int, scenario: str, messages: int) -> float:
+    args = ["--messages", str(messages), "--size", "1024", "--processes", "2", "--json", "--quiet"]
+    if scenario == "queue-1-1":
+        args += ["--destination", "/queue/bench"]
+    else:
+        args += ["--destination", "/topic/bench", "--consumers", "4"]
+        args[1] = str(messages // 4)
+    done = subprocess.run(
+        [PERF, "--port", str(port), *args], capture_output=True, text=True, timeout=600, check=True
+    )
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    # Topic: deliveries per second (what the four consumers received together).
+    return float(figures["msgs_per_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", type=Path, help="an older checkout to compare with (export off)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args()
+    variants = [("export off", ROOT, False), ("export on", ROOT, True)]
+    if args.base is not None:
+        variants.insert(0, ("base", args.base.resolve(), False))
+    scenarios = ("queue-1-1", "topic-1-4")
+    results: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(1, args.rounds + 1):
+        for name, code, export in variants:
+            with tempfile.TemporaryDirectory(prefix="bench-observe-") as tmp:
+                proc, port = start_broker(code, Path(tmp), export)
+                try:
+                    for scenario in scenarios:
+                        rate = perf(port, scenario, args.messages)
+                        results.setdefault((name, scenario), []).append(rate)
+                        print(f"round {round_} {name:<10} {scenario:<10} {rate:>10,.0f} msgs/s", flush=True)
+                finally:
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(30)
+    print(f"\nmedians of {args.rounds} rounds (msgs/s; topic: deliveries/s)")
+    medians = {key: statistics.median(rates) for key, rates in results.items()}
+    for scenario in scenarios:
+        line = "  ".join(f"{name}: {medians[(name, scenario)]:>9,.0f}" for name, _, _ in variants)
+        on_off = medians[("export on", scenario)] / medians[("export off", scenario)]
+        extra = f"  on/off {on_off:.3f}"
+        if args.base is not None:
+            extra += f"  off/base {medians[('export off', scenario)] / medians[('base', scenario)]:.3f}"
+        print(f"{scenario:<10} {line}{extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The export's files: names, appending, rotation by size and age, gzip on rotation.
+
+Runs on the exporter's writer thread only (compressing a rotated file takes a while).
+spark_jobs/README.md ("Names, rotation, compression") is the contract:
+``{kind}-{start_ms}-{run}-{index}.jsonl`` is the live file, ``.jsonl.gz`` a rotated one,
+written to ``.jsonl.gz.tmp``, synced and renamed before the live file is removed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import secrets
+import shutil
+import time
+from typing import IO, TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+FILE_NAME: Final = re.compile(
+    r"^(?P<kind>events|metrics)-(?P<start>\d{13})-(?P<run>[A-Za-z0-9_.]{1,64})-(?P<index>\d{6})\.jsonl$"
+)
+
+
+def new_run_id(now_ms: int | None = None) -> str:
+    """Base-36 start time, a dot, 8 random hex digits: different at every start, sorted by time."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    digits = ""
+    while ms:
+        ms, rest = divmod(ms, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[rest] + digits
+    return f"{digits or '0'}.{secrets.token_hex(4)}"
+
+
+def file_name(kind: str, start_ms: int, run: str, index: int) -> str:
+    return f"{kind}-{start_ms:013d}-{run}-{index:06d}.jsonl"
+
+
+def compress(live: Path) -> Path:
+    """``x.jsonl`` -> ``x.jsonl.gz`` (via ``.gz.tmp``, synced, renamed), then ``x.jsonl`` goes."""
+    done = live.with_name(live.name + ".gz")
+    tmp = live.with_name(live.name + ".gz.tmp")
+    with live.open("rb") as src, tmp.open("wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
+            shutil.copyfileobj(src, gz, 1 << 20)
+        raw.flush()
+        os.fsync(raw.fileno())
+    tmp.replace(done)
+    live.unlink()
+    return done
+
+
+def finish_rotations(directory: Path, current_run: str) -> list[Path]:
+    """At start-up: compress the live files earlier runs left, delete interrupted ``.gz.tmp``."""
+    for stale in directory.glob("*.jsonl.gz.tmp"):
+        stale.unlink()
+    done = []
+    for path in sorted(directory.glob("*.jsonl")):
+        match = FILE_NAME.match(path.name)
+        if match and match["run"] != current_run:
+            done.append(compress(path))
+    return done
+
+
+class WriteFailed(Exception):
+    """A write stopped part-way: ``lines`` of the batch are on disk, the rest are lost."""
+
+    def __init__(self, lines: int, error: OSError) -> None:
+        super().__init__(str(error))
+        self.lines = lines
+        self.error = error
+
+
+class RotatingFile:
+    """The live file of one kind for one run.
+
+    ``write`` appends a batch of ``(ts, line)`` with one system call per file it lands in.
+    Before a line that would take the file past ``max_bytes`` (a file holds at least one
+    line), or whose ``ts`` is ``max_age_ms`` or more past the file's first line, the file
+    is rotated; ``tick`` rotates an idle file on age; ``close`` rotates.  A failed write
+    (a full disk) raises ``WriteFailed`` saying how many lines made it; the file is then
+    closed as it is (its last line may be cut: a reader counts it corrupt) and the next
+    write starts a new one.
+    """
+
+    def __init__(self, directory: Path, kind: str, run: str, max_bytes: int, max_age_ms: int) -> None:
+        self.directory = directory
+        self.kind = kind
+        self.run = run
+        self.max_bytes = max_bytes
+        self.max_age_ms = max_age_ms
+        self.index = 0
+        self._file: IO[bytes] | None = None
+        self._path: Path | None = None
+        self._start = 0
+        self._size = 0
+        #: Files closed after a failed write or rotation, compressed at ``close`` if there is room.
+        self._abandoned: list[Path] = []
+
+    def write(self, items: list[tuple[int, bytes]]) -> None:
+        pending: list[bytes] = []
+        written = 0
+        try:
+            for ts, line in items:
+                if self._file is not None and (
+                    (self._size and self._size + len(line) > self.max_bytes)
+                    or ts - self._start >= self.max_age_ms
+                ):
+                    written += self._put(pending)
+                    pending = []
+                    self.rotate()
+                if self._file is None:
+                    self.index += 1
+                    self._start = ts
+                    self._size = 0
+                    self._path = self.directory / file_name(self.kind, ts, self.run, self.index)
+                    self._file = self._path.open("ab", buffering=0)
+                pending.append(line)
+                self._size += len(line)
+            written += self._put(pending)
+        except WriteFailed as failed:
+            self._abandon()
+            raise WriteFailed(written + failed.lines, failed.error) from None
+        except OSError as exc:
+            self._abandon()
+            raise WriteFailed(written, exc) from None
+
+    def _put(self, lines: list[bytes]) -> int:
+        """Write ``lines`` to the live file; returns how many (raises WriteFailed part-way)."""
+        if not lines or self._file is None:
+            return 0
+        data = memoryview(b"".join(lines))
+        done = 0
+        try:
+            while done < len(data):
+                n = self._file.write(data[done:])
+                done += n or 0
+        except OSError as exc:
+            whole = 0
+            end = 0
+            for line in lines:
+                end += len(line)
+                if end > done:
+                    break
+                whole += 1
+            raise WriteFailed(whole, exc) from None
+        return len(lines)
+
+    def tick(self, now_ms: int) -> None:
+        if self._file is not None and now_ms - self._start >= self.max_age_ms:
+            self.rotate()
+
+    def rotate(self) -> None:
+        file, path = self._file, self._path
+        if file is None or path is None:
+            return
+        self._file = self._path = None
+        try:
+            file.close()
+            compress(path)
+        except OSError:
+            self._abandoned.append(path)
+            raise
+
+    def _abandon(self) -> None:
+        file, path = self._file, self._path
+        self._file = self._path = None
+        if file is not None:
+            try:
+                file.close()
+            except OSError:
+                pass
+        if path is not None:
+            self._abandoned.append(path)
+
+    def close(self) -> None:
+        """Rotate the live file, and compress what failures left, if there is room now."""
+        try:
+            self.rotate()
+        finally:
+            for path in self._abandoned:
+                try:
+                    compress(path)
+                except OSError:
+                    pass
+            self._abandoned.clear()

@@ -1,0 +1,138 @@
+"""The core's admin operations (broker/core/admin.py), with the engine driven directly:
+in-memory stores, an inline worker, a queue whose messages lie in memory, in the temp
+log and in the message store, at several priorities."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from broker.core.engine import Engine
+from broker.core.selector import compile_selector
+from broker.http.engine_ops import EngineAdminOps
+from broker.http.ops import Progress
+from tests.broker.harness import Peer
+from tests.broker.test_swap import swapping_engine
+
+T = TypeVar("T")
+BODY = b"x" * 200
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    async def wait() -> T:
+        return await awaitable
+
+    return asyncio.run(wait())
+
+
+def ops(engine: Engine) -> EngineAdminOps:
+    return EngineAdminOps(engine, dict)
+
+
+def filled(n: int = 600) -> tuple[Engine, Peer]:
+    """``n`` messages with ``n`` = 0..n-1: priorities 9, 4 and 0 in turn, every third persistent."""
+    engine, _ = swapping_engine()
+    producer = Peer(engine)
+    for i in range(n):
+        headers = {"destination": "/queue/q", "n": str(i), "priority": str((9, 4, 0)[i % 3])}
+        if i % 2:
+            headers["persistent"] = "true"
+        producer.send_frame("SEND", headers, BODY)
+    queue = engine.queues["/queue/q"]
+    assert queue.cursor.disk_total > n // 2 and queue.cursor.mem_count > 0
+    return engine, producer
+
+
+def dispatch_order(n: int) -> list[int]:
+    return sorted(range(n), key=lambda i: ((0, 1, 2)[i % 3], i))
+
+
+def drain(engine: Engine, queue: str) -> list[int]:
+    consumer = Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": queue, "id": "d", "ack": "auto"})
+    got: list[int] = []
+    while True:
+        batch = consumer.messages()
+        if not batch:
+            return got
+        got.extend(int(frame.headers["n"]) for frame in batch)
+
+
+def test_move_takes_exactly_the_matching_messages_from_every_part() -> None:
+    engine, _ = filled()
+    progress = Progress()
+    selector = compile_selector("n % 7 = 0")
+    run(ops(engine).move("/queue/q", "/queue/t", selector, None, progress))
+    moved = [i for i in dispatch_order(600) if i % 7 == 0]
+    assert (progress.scanned, progress.matched, progress.applied) == (600, len(moved), len(moved))
+    assert sorted(drain(engine, "/queue/t")) == sorted(moved)
+    assert drain(engine, "/queue/q") == [i for i in dispatch_order(600) if i % 7]
+
+
+def test_a_limit_takes_the_first_matches_in_dispatch_order() -> None:
+    engine, _ = filled()
+    progress = Progress()
+    run(ops(engine).remove("/queue/q", compile_selector("n >= 100"), 10, progress))
+    assert (progress.matched, progress.applied) == (10, 10)
+    assert engine.queues["/queue/q"].cursor.count == 590
+
+
+def test_count_and_copy_leave_the_queue_as_it_was() -> None:
+    engine, _ = filled()
+    counted = Progress()
+    run(ops(engine).count("/queue/q", compile_selector("n < 300"), counted))
+    assert counted.matched == 300
+    copied = Progress()
+    run(ops(engine).copy("/queue/q", "/queue/c", None, None, copied))
+    assert copied.applied == 600
+    assert sorted(drain(engine, "/queue/c")) == list(range(600))
+    assert drain(engine, "/queue/q") == dispatch_order(600)
+
+
+def test_browse_pages_in_dispatch_order_and_purge_empties() -> None:
+    engine, _ = filled()
+    admin = ops(engine)
+    seen: list[int] = []
+    cursor = None
+    while True:
+        page = run(admin.browse("/queue/q", None, 70, cursor, 8))
+        seen.extend(int(m.headers["n"]) for m in page.messages)
+        assert all(m.preview == BODY[:8] and m.body_size == len(BODY) for m in page.messages)
+        if page.next is None:
+            break
+        cursor = page.next
+    assert seen == dispatch_order(600)
+    purged = Progress()
+    run(admin.purge("/queue/q", purged))
+    assert purged.applied == 600
+    assert engine.queues["/queue/q"].cursor.count == 0
+    assert drain(engine, "/queue/q") == []
+
+
+def test_in_flight_messages_are_left_alone() -> None:
+    engine, _ = filled()
+    consumer = Peer(engine)
+    # A selective consumer takes stored messages out of the middle of the disk part.
+    consumer.send_frame(
+        "SUBSCRIBE",
+        {"destination": "/queue/q", "id": "s", "ack": "client-individual", "selector": "n >= 590"},
+    )
+    held = sorted(int(frame.headers["n"]) for frame in consumer.messages())
+    assert held == list(range(590, 600))
+    progress = Progress()
+    run(ops(engine).move("/queue/q", "/queue/t", None, None, progress))
+    assert progress.applied == 590
+    assert sorted(drain(engine, "/queue/t")) == list(range(590))
+
+
+def test_stomp_browser_sees_everything_then_browser_end() -> None:
+    engine, _ = filled()
+    browser = Peer(engine)
+    browser.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "b", "browser": "true", "receipt": "r"})
+    frames = browser.received()
+    assert frames[0].command == "RECEIPT"
+    *messages, end = frames[1:]
+    assert [int(frame.headers["n"]) for frame in messages] == dispatch_order(600)
+    assert end.headers["browser"] == "end" and end.headers["message-id"] == "0"
+    assert engine.queues["/queue/q"].cursor.count == 600

@@ -1,0 +1,173 @@
+"""The core's observation points: the event sink's calls (a sink that records them, the
+base class's interface), the swap counters and the latency histogram, on real engines."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+from broker.core.message import Message
+from broker.core.observe import LATENCY_BOUNDS_MS, EventSink, Latency
+from broker.core.selector import compile_selector
+from broker.http.engine_ops import EngineAdminOps
+from broker.http.ops import Progress
+from broker.stats import broker_row, destination_rows
+from tests.broker.harness import Peer, new_engine
+from tests.broker.test_swap import KB, send, swapping_engine
+
+
+class Recorder(EventSink):
+    """Keeps (event, destination, cause-or-target) for each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def enqueued(self, message: Message) -> None:
+        self.calls.append(("enqueue", message.destination))
+
+    def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
+        self.calls.append(("dispatch", message.destination, auto))
+
+    def acked(self, message: Message, consumer: str, subscription: str) -> None:
+        self.calls.append(("ack", message.destination))
+
+    def nacked(self, message: Message, consumer: str, subscription: str) -> None:
+        self.calls.append(("nack", message.destination))
+
+    def redelivered(self, message: Message, cause: str) -> None:
+        self.calls.append(("redeliver", message.destination, cause))
+
+    def expired(self, message: Message, target: str | None) -> None:
+        self.calls.append(("expire", message.destination, target))
+
+    def dead_lettered(self, message: Message, cause: str, target: str) -> None:
+        self.calls.append(("dead-letter", message.destination, cause, target))
+
+    def moved(self, message: Message, source: str, target: str) -> None:
+        self.calls.append(("move", message.headers["n"], source, target))
+
+    def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
+        self.calls.append(("flow-block", destination, cause))
+
+    def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
+        self.calls.append(("flow-release", destination, cause, wait_ms))
+
+
+def test_no_sink_by_default_and_every_event_of_a_message_life_with_one() -> None:
+    engine = new_engine(max_redeliveries=0)
+    assert engine.observer.events is None
+    events = engine.observer.events = Recorder()
+    producer, consumer = Peer(engine), Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client-individual"})
+    producer.send_frame("SEND", {"destination": "/queue/a"}, b"x")
+    producer.send_frame("SEND", {"destination": "/queue/a"}, b"y")
+    first, second = consumer.messages()
+    consumer.send_frame("ACK", {"id": first.headers["ack"]})
+    consumer.send_frame("NACK", {"id": second.headers["ack"]})
+    producer.send_frame("SEND", {"destination": "/queue/gone", "expires": "1"}, b"z")
+    engine.flush()
+    assert events.calls == [
+        ("enqueue", "/queue/a"),
+        ("dispatch", "/queue/a", False),
+        ("enqueue", "/queue/a"),
+        ("dispatch", "/queue/a", False),
+        ("ack", "/queue/a"),
+        ("nack", "/queue/a"),
+        ("dead-letter", "/queue/a", "max-redeliveries", "/queue/ActiveMQ.DLQ"),
+        ("enqueue", "/queue/gone"),
+    ]
+    # A dead letter is an arrival at the DLQ, not an enqueue; its counters say so.
+    rows = {row.destination: row for row in destination_rows(engine)}
+    assert rows["/queue/a"].dead_lettered_total == 1 and rows["/queue/a"].dequeued_total == 2
+    assert rows["/queue/ActiveMQ.DLQ"].enqueued_total == 1
+
+
+def test_redeliveries_say_why() -> None:
+    engine = new_engine()
+    events = engine.observer.events = Recorder()
+    producer, consumer = Peer(engine), Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1", "ack": "client-individual"})
+    producer.send_frame("SEND", {"destination": "/queue/r"}, b"x")
+    (message,) = consumer.messages()
+    consumer.send_frame("NACK", {"id": message.headers["ack"]})
+    consumer.send_frame("UNSUBSCRIBE", {"id": "1"})
+    other = Peer(engine)
+    other.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1", "ack": "client-individual"})
+    engine.close_session(other.session)
+    causes = [call[2] for call in events.calls if call[0] == "redeliver"]
+    assert causes == ["nack", "unsubscribe", "disconnect"]
+
+
+def test_a_blocked_producer_is_a_flow_block_then_a_release_with_its_wait() -> None:
+    engine, _ = swapping_engine(memory=32 * KB, temp=8 * KB)
+    events = engine.observer.events = Recorder()
+    both = Peer(engine)
+    both.send_frame("SUBSCRIBE", {"destination": "/queue/f", "id": "1", "ack": "client"})
+    engine.set_writable(both.session, False)
+    for i in range(60):
+        both.send_frame("SEND", {"destination": "/queue/f"}, b"%06d" % i + b"x" * 1000)
+    engine.flush()
+    assert [c for c in events.calls if c[0] == "flow-block"] == [("flow-block", "/queue/f", "temp")]
+    engine.clock.ms += 250
+    engine.set_writable(both.session, True)
+    while both.session.parked:
+        messages = both.messages()
+        both.send_frame("ACK", {"id": messages[-1].headers["ack"]})
+    assert [c for c in events.calls if c[0] == "flow-release"] == [("flow-release", "/queue/f", "space", 250)]
+    assert broker_row(engine)["producers_blocked_seconds_total"] == 0.25
+
+
+def test_swapping_is_counted_in_messages_and_bytes_and_a_queue_knows_its_disk_bytes() -> None:
+    engine, _ = swapping_engine()
+    p = Peer(engine)
+    send(p, "/queue/q", 300)
+    queue = engine.queues["/queue/q"]
+    row = broker_row(engine)
+    swapped = queue.cursor.disk_total
+    assert row["swapped_out_messages_total"] == swapped > 200
+    size = queue.cursor.disk_bytes
+    # Bytes as the memory limit counts them: each 1,006-byte body and its objects' price.
+    assert row["swapped_out_bytes_total"] == size > swapped * 1006
+    (destination,) = (r for r in destination_rows(engine) if r.destination == "/queue/q")
+    assert destination.disk_bytes == size and destination.messages == 300
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
+    assert len(c.messages()) == 300
+    row = broker_row(engine)
+    assert row["swapped_in_messages_total"] == swapped
+    assert row["swapped_in_bytes_total"] == row["swapped_out_bytes_total"]
+    assert queue.cursor.disk_bytes == 0
+
+
+def test_latency_buckets_bound_their_values_inclusively() -> None:
+    latency = Latency()
+    for ms in (0, 1, 2, 3, LATENCY_BOUNDS_MS[-1], LATENCY_BOUNDS_MS[-1] + 1, -5):
+        latency.observe(ms)
+    assert latency.counts[0] == 3  # 0, 1 and the clock step back (-5 counted as 0)
+    assert latency.counts[1] == 1 and latency.counts[2] == 1
+    assert latency.counts[-2] == 1 and latency.counts[-1] == 1
+    assert latency.sum_ms == 0 + 1 + 2 + 3 + 2 * LATENCY_BOUNDS_MS[-1] + 1
+
+
+def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
+    engine = new_engine()
+    producer = Peer(engine)
+    for i in range(6):
+        producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i)}, b"x")
+    events = engine.observer.events = Recorder()
+    admin = EngineAdminOps(engine, dict)
+    last_two = compile_selector("n >= 4")
+    asyncio.run(_awaited(admin.move("/queue/src", "/queue/dst", last_two, None, Progress())))
+    asyncio.run(_awaited(admin.copy("/queue/src", "/queue/cpy", None, None, Progress())))
+    assert events.calls == [
+        ("move", "4", "/queue/src", "/queue/dst"),
+        ("move", "5", "/queue/src", "/queue/dst"),
+    ]
+    # A moved message keeps its arrival: its latency counts from the producer's SEND.
+    arrivals = {m.headers["n"]: m.arrived for m in engine.queues["/queue/dst"].cursor}
+    assert sorted(arrivals) == ["4", "5"] and all(arrivals.values())
+
+
+async def _awaited(awaitable: Awaitable[None]) -> None:
+    await awaitable
