@@ -343,8 +343,9 @@ class AuthorizationEntry:
 class Authorization:
     """``<authorizationPlugin><map><authorizationMap>``.
 
-    With it, an operation is allowed when the user is in one of the groups that the most
-    specific matching entry (else ``default_entry``) allows; no match: denied.
+    With it, an operation is allowed when the user is in one of the groups that any
+    matching entry or the ``default_entry`` allows (the union, as ActiveMQ); no match:
+    denied.
     Temporary destinations use ``temp_entry`` (None: allowed to all), and only the
     connection that made one may read it.
     """

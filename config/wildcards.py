@@ -5,7 +5,8 @@ into elements; an element that is exactly ``*`` matches any one element, and a l
 element ``>`` matches the rest of the name, including nothing (``A.>`` matches ``A``,
 ``A.B`` and ``A.B.C``), as in broker/core/wildcards.py, which routes messages the same way.
 
-Which entry applies (policies, redelivery policies): ActiveMQ's DestinationMap.chooseValue
+Which entry applies (policies, redelivery policies; authorization takes every entry that
+matches, see broker/security/access.py): ActiveMQ's DestinationMap.chooseValue
 with the comparator of ActiveMQDestination.compare (5.17, checked against its jars):
 
 1. an entry naming the destination exactly wins;
@@ -84,6 +85,22 @@ def covers(wide: str, narrow: str) -> bool:
     elif narrow_open or len(narrow_fixed) != len(wide_fixed):
         return False
     return all(w in (ANY_CHILD, n) for w, n in zip(wide_fixed, narrow_fixed, strict=False))
+
+
+def overlaps(one: str, other: str) -> bool:
+    """Whether some concrete name is matched by both (non-composite) patterns.
+
+    For a concrete ``other`` this is ``matches(one, other)``; for a wildcard one it is which
+    entries ActiveMQ's DestinationMap.get finds for a wildcard key (``A.>`` finds ``>``,
+    ``A.*``, ``A.B`` and ``*.B.>`` alike), as authorization looks up a wildcard subscription.
+    """
+    one_fixed, one_open = _parse(one)
+    other_fixed, other_open = _parse(other)
+    if (not one_open and len(other_fixed) > len(one_fixed)) or (
+        not other_open and len(one_fixed) > len(other_fixed)
+    ):
+        return False
+    return all(a == b or ANY_CHILD in (a, b) for a, b in zip(one_fixed, other_fixed, strict=False))
 
 
 def is_wildcard(pattern: str) -> bool:

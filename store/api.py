@@ -146,6 +146,10 @@ class MessageStore(Protocol):
     # builders
     def add_destination(self, batch: Batch, kind: str, name: str) -> int: ...
 
+    def remove_destination(self, batch: Batch, dest_id: int) -> None:
+        """Forget a destination that holds no message (its record and counters), so that
+        recovery does not bring it back; ValueError if the store still counts messages."""
+
     def add_messages(
         self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, bytes]]
     ) -> None: ...

@@ -27,6 +27,7 @@ USERS = f"""
       <authenticationUser username="admin" password="{ADMIN_HASH}" groups="admins,users"/>
       <authenticationUser username="app" password="app-pw" groups="users"/>
       <authenticationUser username="reader" password="reader-pw" groups="readers"/>
+      <authenticationUser username="auditor" password="auditor-pw" groups="auditors"/>
     </users>
   </simpleAuthenticationPlugin>
 """
@@ -37,9 +38,10 @@ ACCESS = """
       <authorizationEntry queue=">" read="admins" write="admins" admin="admins"/>
       <authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
       <authorizationEntry queue="ORDERS.>" read="users,readers" write="users" admin="admins"/>
+      <authorizationEntry queue="ORDERS.AUDIT" read="auditors"/>
       <authorizationEntry queue="JOBS.>" read="users" write="users" admin="users"/>
-      <authorizationEntry topic="PRICES.>" read="users,anonymous" write="users" admin="users"/>
-      <authorizationEntry topic="PRICES.SECRET" read="admins" write="users" admin="users"/>
+      <authorizationEntry topic="PRICES.>" read="admins" write="users" admin="users"/>
+      <authorizationEntry topic="PRICES.A,PRICES.B,PRICES.C" read="users,anonymous"/>
     </authorizationEntries>
     <tempDestinationAuthorizationEntry>
       <tempDestinationAuthorizationEntry read="users" write="users" admin="users"/>

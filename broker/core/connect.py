@@ -61,7 +61,8 @@ class Connect:
         session.version = version
         session.login = login = headers.get("login")
         # A wrong login is fatal: the ERROR goes out and the connection closes.
-        session.principal = self.guard.login(login, headers.get("passcode"))
+        verdict, session.login_verdict = session.login_verdict, None
+        session.principal = self.guard.login(login, headers.get("passcode"), verdict)
         session.client_id = headers.get("client-id")
         reply = {"version": version, "server": self.settings.server, "session": session.id}
         if version != f.V1_0 or "heart-beat" in headers:

@@ -142,6 +142,10 @@ class Destinations:
             if self.queues.get(name) is target:
                 del self.queues[name]
             target.close()
+            if target.store_id:
+                # Else its (empty) record in the store would make it again at a restart.
+                self.persistence.forget_destination(target.store_id)
+                target.store_id = 0
         else:
             if self.router.topics.get(name) is target:
                 self.router.remove_topic(name)

@@ -6,7 +6,8 @@ persistent, goes to its dead-letter queue) until someone does.
 
 A queue with no consumer and no message, or a topic with no subscriber (durable ones
 included), whose policy says ``gc_inactive``, is deleted once it has stayed so for its
-``inactive_timeout_ms``, as ActiveMQ's inactiveTimoutBeforeGC.  Idleness is looked at on
+``inactive_timeout_ms``, as ActiveMQ's inactiveTimoutBeforeGC (a queue's record in the
+message store goes too, so that a restart does not make it again).  Idleness is looked at on
 the engine's tick, at most once a second (``SWEEP_MS``), by the core's clock, so tests
 drive it with the clock.  A destination something still points at (a SEND parked or in
 an open transaction, messages waiting out their redelivery delay) is not idle.  Temporary

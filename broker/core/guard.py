@@ -9,13 +9,21 @@ users, no authorization entries) lets everyone in and allows everything.
 ``granted`` is the hot path's cache: (principal key, operation, destination header) triples
 that were allowed in full, so that a SEND to a destination already allowed costs one
 set lookup.  The guard empties it whenever its rules change (a reload).
+
+A password that takes long to check (a hash) must not be checked on the event loop:
+before a CONNECT reaches the core, the IO edge asks ``slow_login``; a function back means
+"run me in a worker thread", and what it returns is put in ``session.login_verdict``,
+which ``Connect`` hands to ``login`` with the CONNECT.
 """
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.errors import AccessDenied
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 READ: Final = "read"
 WRITE: Final = "write"
@@ -52,7 +60,12 @@ class Guard(Protocol):
     @property
     def granted(self) -> set[tuple[str, str, str]]: ...
 
-    def login(self, login: str | None, passcode: str | None) -> Principal:
+    def slow_login(self, login: str | None, passcode: str | None) -> Callable[[], object] | None:
+        """None if ``login`` answers these credentials at once; else the slow part of the
+        check, a function safe to run in another thread, whose result is ``login``'s
+        ``verdict``."""
+
+    def login(self, login: str | None, passcode: str | None, verdict: object = None) -> Principal:
         """The principal for CONNECT's credentials; raises ``NotAuthenticated``."""
 
     def allows(self, principal: Principal, op: str, kind: str, name: str) -> bool:
@@ -70,7 +83,10 @@ class OpenGuard:
     def __init__(self) -> None:
         self.granted: set[tuple[str, str, str]] = set()
 
-    def login(self, login: str | None, passcode: str | None) -> Principal:
+    def slow_login(self, login: str | None, passcode: str | None) -> Callable[[], object] | None:
+        return None
+
+    def login(self, login: str | None, passcode: str | None, verdict: object = None) -> Principal:
         return Principal(login or "", anonymous=not login)
 
     def allows(self, principal: Principal, op: str, kind: str, name: str) -> bool:

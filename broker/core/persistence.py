@@ -118,6 +118,19 @@ class Persistence:
         """A destination's id in the store (recorded with its first stored message)."""
         return self.store.add_destination(self._batch, kind, name)
 
+    def forget_destination(self, dest_id: int) -> None:
+        """A deleted queue: its record goes with the next batch, so that a restart does
+        not make it again (it holds nothing by now)."""
+        if self._adds or self._removes:
+            # Its last removals may still be gathered here: the store must count them.
+            self._gather()
+        try:
+            self.store.remove_destination(self._batch, dest_id)
+        except ValueError:
+            # A message of it is still on its way out (an auto-ack waits for its batch to
+            # be durable): the record stays, and a restart finds the queue empty.
+            log.warning("destination %d deleted with a message still in the store: its record stays", dest_id)
+
     def queue_reader(self, dest_id: int) -> QueueStoreReader:
         return QueueStoreReader(self, dest_id)
 

@@ -58,6 +58,7 @@ class Session:
         "heartbeat_send_ms",
         "id",
         "login",
+        "login_verdict",
         "outbox",
         "parked",
         "parked_bytes",
@@ -83,6 +84,8 @@ class Session:
         self.client_id: str | None = None
         #: Who CONNECT said it is (the guard's answer); what it may do is the guard's.
         self.principal = UNAUTHENTICATED
+        #: The slow part of the CONNECT's password check, done off the loop (guard.Guard).
+        self.login_verdict: object = None
         self.heartbeat_send_ms = 0
         self.heartbeat_recv_ms = 0
         self.subscriptions: dict[str, Subscription] = {}

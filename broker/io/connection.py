@@ -5,6 +5,10 @@ nothing: frames go to the engine, errors become one ERROR frame and a clean clos
 ``pause_writing``/``resume_writing`` go to the outbox, whose verdict (with what it
 holds) becomes the session's ``writable`` flag, and a timer keeps the negotiated
 heart-beats.
+
+A CONNECT whose password takes long to check (a hash) waits for its verdict with the
+connection's reading paused: the check runs in a worker thread (broker/io/verifier.py),
+then the CONNECT and whatever frames came after it are handled in order.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from protocol.frames import CONNECT, STOMP
 from protocol.parser import FrameParser
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.engine import Engine
     from broker.core.session import Session
     from broker.io.limits import ConnectionLimits
     from broker.io.listener import Gate
+    from broker.io.verifier import Verifier
     from protocol.frames import Frame
 
 log = logging.getLogger("stompd.connection")
@@ -44,9 +51,13 @@ class StompConnection(asyncio.Protocol):
         engine: Engine,
         limits: ConnectionLimits,
         registry: set[StompConnection],
+        verifier: Verifier,
         gate: Gate | None = None,
     ) -> None:
         self._engine = engine
+        self._verifier = verifier
+        #: The task awaiting a CONNECT's slow password check (reading is paused meanwhile).
+        self._verifying: asyncio.Task[None] | None = None
         #: The limits of the listener it came in on (each transportConnector has its own).
         self._limits = limits
         self._registry = registry
@@ -111,23 +122,36 @@ class StompConnection(asyncio.Protocol):
         if session is None or self._closed:
             return
         self._last_read = self._loop.time()
+        self._engine.observer.traffic.bytes_in += len(data)
+        self._parser.feed(data)
+        if self._verifying is None:
+            self._handle_frames(session)
+
+    def _handle_frames(self, session: Session, verified: Frame | None = None) -> None:
+        """Hand the engine ``verified`` (a CONNECT back from its password check), then
+        every whole frame the parser holds, until a CONNECT needs a slow check."""
         parser = self._parser
         engine = self._engine
         engine.clock.set(time.time())
         traffic = engine.observer.traffic
-        traffic.bytes_in += len(data)
-        frame = None
+        frame = verified
         try:
-            parser.feed(data)
-            while (frame := parser.next_frame()) is not None:
-                traffic.frames_in += 1
-                if session.phase is AWAIT_CONNECT:
-                    self._default_heart_beat(frame)
+            if frame is None:
+                frame = parser.next_frame()
+            while frame is not None:
+                if frame is not verified:
+                    # The verified CONNECT was counted when it was parsed.
+                    traffic.frames_in += 1
+                    if session.phase is AWAIT_CONNECT:
+                        self._default_heart_beat(frame)
+                        if self._check_slowly(session, frame):
+                            return
                 engine.handle(session, frame)
                 if session.closing:
                     self._close()
                     return
                 parser.version = session.version
+                frame = parser.next_frame()
         except Exception as exc:
             # Ours to explain (StompError) or our bug: _fail tells them apart.
             self._fail(exc)
@@ -136,6 +160,35 @@ class StompConnection(asyncio.Protocol):
             engine.flush()
         if not self._heartbeats_started and session.phase is CONNECTED:
             self._start_heartbeats()
+
+    def _check_slowly(self, session: Session, frame: Frame) -> bool:
+        """Whether ``frame`` is a CONNECT whose password is now being checked off the loop."""
+        if frame.command not in (CONNECT, STOMP):
+            return False
+        headers = frame.headers
+        check = self._engine.guard.slow_login(headers.get("login"), headers.get("passcode"))
+        if check is None:
+            return False
+        assert self._transport is not None
+        self._transport.pause_reading()
+        self._verifying = self._loop.create_task(self._verify(session, frame, check))
+        return True
+
+    async def _verify(self, session: Session, frame: Frame, check: Callable[[], object]) -> None:
+        try:
+            verdict = await self._verifier.run(check, lambda: not self._closed)
+        except Exception as exc:
+            self._verifying = None
+            self._fail(exc)
+            return
+        self._verifying = None
+        if self._closed:
+            return
+        session.login_verdict = verdict
+        self._handle_frames(session, frame)
+        if not self._closed and self._verifying is None and not session.reading_paused:
+            assert self._transport is not None
+            self._transport.resume_reading()
 
     def eof_received(self) -> bool | None:
         return None

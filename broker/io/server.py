@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from broker.core.errors import to_error_frame
 from broker.io.connection import StompConnection
 from broker.io.listener import Acceptor, TooManyConnections
+from broker.io.verifier import Verifier
 from protocol.encoder import encode_frame
 from protocol.frames import V1_0
 
@@ -25,6 +26,8 @@ class StompServer:
         self._engine = engine
         self._acceptors: list[Acceptor] = []
         self.connections: set[StompConnection] = set()
+        #: Every listener's slow password checks share its threads and slots.
+        self.verifier = Verifier()
         #: False once ``stop`` has begun: other listeners (WebSocket) refuse new clients.
         self.accepting = True
 
@@ -50,7 +53,7 @@ class StompServer:
         gate: Gate | None = None,
     ) -> StompConnection:
         """A new connection on this broker's engine and registry (TCP or WebSocket)."""
-        return kind(self._engine, limits, self.connections, gate)
+        return kind(self._engine, limits, self.connections, self.verifier, gate)
 
     def peers(self) -> dict[str, tuple[str, float]]:
         """Session id -> (peer address, connected since in epoch seconds), for the admin API."""
@@ -80,3 +83,4 @@ class StompServer:
         for acceptor in self._acceptors:
             await acceptor.wait_closed()
         self._acceptors.clear()
+        self.verifier.close()

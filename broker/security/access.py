@@ -1,14 +1,19 @@
 """authorizationPlugin: which groups may read, write or create (admin) a destination.
 
-The entry that applies to a destination is chosen as ActiveMQ's DefaultAuthorizationMap
-chooses among its entries: the most specific matching ``queue=``/``topic=`` pattern
-(config.wildcards.choose: an exact name, else the narrowest pattern), else the
-``defaultEntry``; none at all: nobody may.  Temporary destinations use the
-``tempDestinationAuthorizationEntry``, and without one anyone may (as ActiveMQ, whose
-temp-destination ACLs are then null).  The group ``*`` means every user.
+The groups are combined as ActiveMQ's DefaultAuthorizationMap combines them
+(getReadACLs/getWriteACLs/getAdminACLs): *every* ``queue=``/``topic=`` entry whose pattern
+matches the destination, plus the ``defaultEntry``, and the allowed groups are the union
+of theirs.  So an entry can only add groups: ``queue=">" read="admins"`` with
+``queue="ORDERS.>" read="app"`` lets both groups read ``ORDERS.X``, and a narrower entry
+cannot take away what a wider one grants.  (Policy entries, by contrast, apply the most
+specific match alone: config.wildcards.choose.)  No entry and no default entry: nobody
+may.  Temporary destinations use the ``tempDestinationAuthorizationEntry``, and without
+one anyone may (as ActiveMQ, whose temp-destination ACLs are then null).  The group ``*``
+means every user.
 
-A wildcard destination (``/topic/A.>``) is looked up as a name like any other, as
-ActiveMQ does when it authorizes a consumer; what a wildcard subscription then receives
+A wildcard destination (``/topic/A.>``) takes every entry whose pattern shares a name
+with it (``>``, ``A.*``, ``A.B``...), as ActiveMQ's DestinationMap.get finds for a
+wildcard key, when it authorizes a consumer; what a wildcard subscription then receives
 is checked per message against each concrete destination (broker/core/subscribing.py).
 """
 
@@ -18,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core import names
 from broker.core.guard import ADMIN, READ, WRITE
-from config.wildcards import choose
+from config.wildcards import overlaps
 
 if TYPE_CHECKING:
     from config.model import Authorization, AuthorizationEntry
@@ -36,26 +41,36 @@ class AccessRules:
     def __init__(self, authorization: Authorization) -> None:
         self.authorization = authorization
 
-    def entry(self, kind: str, name: str) -> AuthorizationEntry | None:
-        """The entry that decides for ``kind`` (a broker.core.names prefix) + ``name``."""
+    def entries(self, kind: str, name: str) -> list[AuthorizationEntry]:
+        """The entries that apply to ``kind`` (a broker.core.names prefix, not a
+        temporary one) + ``name``: every match, then the default entry."""
         authorization = self.authorization
-        if kind in _TEMP_KINDS:
-            return authorization.temp_entry
-        found = choose(authorization.entries, _KINDS[kind], name)
-        return found if found is not None else authorization.default_entry
+        want = _KINDS[kind]
+        found = [
+            entry
+            for entry in authorization.entries
+            if entry.kind == want and any(overlaps(part, name) for part in entry.pattern.split(","))
+        ]
+        if authorization.default_entry is not None:
+            found.append(authorization.default_entry)
+        return found
 
     def allowed_groups(self, op: str, kind: str, name: str) -> frozenset[str] | None:
         """The groups that may; None: anyone may (a temporary destination, no temp entry)."""
-        entry = self.entry(kind, name)
-        if entry is None:
-            return None if kind in _TEMP_KINDS else frozenset()
-        if op == READ:
-            return entry.read
-        if op == WRITE:
-            return entry.write
-        assert op == ADMIN
-        return entry.admin
+        if kind in _TEMP_KINDS:
+            temp = self.authorization.temp_entry
+            return None if temp is None else _groups(temp, op)
+        return frozenset().union(*(_groups(entry, op) for entry in self.entries(kind, name)))
 
     def allows(self, groups: frozenset[str], op: str, kind: str, name: str) -> bool:
         allowed = self.allowed_groups(op, kind, name)
         return allowed is None or EVERYONE in allowed or not allowed.isdisjoint(groups)
+
+
+def _groups(entry: AuthorizationEntry, op: str) -> frozenset[str]:
+    if op == READ:
+        return entry.read
+    if op == WRITE:
+        return entry.write
+    assert op == ADMIN
+    return entry.admin

@@ -5,6 +5,10 @@ lookup once a triple has been decided, and the core's ``granted`` set spares eve
 parsing of a destination header already allowed.  Both are emptied when the rules
 change.  A user's groups are looked up by name at each (uncached) decision, so a
 reload that moves a user out of a group takes effect for the connections already open.
+
+A CONNECT whose password can only be checked slowly (a hash not verified before) is
+checked by ``slow_login``'s function in a worker thread; its ``Verdict`` comes back to
+``login`` through the session (broker/io/connection.py does the carrying).
 """
 
 from __future__ import annotations
@@ -13,16 +17,38 @@ from typing import TYPE_CHECKING
 
 from broker.core.guard import NotAuthenticated, Principal
 from broker.security.access import AccessRules
-from broker.security.users import Users
+from broker.security.users import SLOW, Users
+from config.passwords import verify as verify_password
 
 if TYPE_CHECKING:
-    from config.model import Authentication, Authorization
+    from collections.abc import Callable
+
+    from config.model import Authentication, Authorization, Password
+
+
+class Verdict:
+    """What the slow check found for one login/passcode, against one set of users."""
+
+    __slots__ = ("groups", "login", "passcode", "users")
+
+    def __init__(self, users: Users, login: str, passcode: str, groups: frozenset[str] | None) -> None:
+        self.users = users
+        self.login = login
+        self.passcode = passcode
+        self.groups = groups
 
 
 class Security:
-    __slots__ = ("_decisions", "authorizing", "granted", "rules", "users")
+    __slots__ = ("_decisions", "_verify", "authorizing", "granted", "rules", "users")
 
-    def __init__(self, authentication: Authentication | None, authorization: Authorization | None) -> None:
+    def __init__(
+        self,
+        authentication: Authentication | None,
+        authorization: Authorization | None,
+        verify: Callable[[Password, str], bool] = verify_password,
+    ) -> None:
+        #: How a password is checked (a test can slow it down at will).
+        self._verify = verify
         self.users: Users | None = None
         self.rules: AccessRules | None = None
         self.authorizing = False
@@ -34,7 +60,7 @@ class Security:
         self, authentication: Authentication | None, authorization: Authorization | None
     ) -> list[str]:
         """Take new rules; returns what changed, in words for the log."""
-        users = Users(authentication) if authentication is not None else None
+        users = Users(authentication, self._verify) if authentication is not None else None
         rules = AccessRules(authorization) if authorization is not None else None
         changes: list[str] = []
         if self.users is not None and users is not None:
@@ -54,14 +80,39 @@ class Security:
 
     # -- the core's Guard ------------------------------------------------------------
 
-    def login(self, login: str | None, passcode: str | None) -> Principal:
+    def slow_login(self, login: str | None, passcode: str | None) -> Callable[[], object] | None:
+        users = self.users
+        if users is None or not login:
+            return None
+        password = passcode or ""
+        if users.quick(login, password) is not SLOW:
+            return None
+
+        def check() -> Verdict:
+            return Verdict(users, login, password, users.verify(login, password))
+
+        return check
+
+    def login(self, login: str | None, passcode: str | None, verdict: object = None) -> Principal:
         users = self.users
         if users is None:
             return Principal(login or "", anonymous=not login)
         if not login and not passcode and users.anonymous_allowed:
             return Principal(users.anonymous_user, anonymous=True)
-        if login and users.authenticate(login, passcode or "") is not None:
-            return Principal(login)
+        if login:
+            password = passcode or ""
+            if (
+                isinstance(verdict, Verdict)
+                and verdict.users is users
+                and verdict.login == login
+                and verdict.passcode == password
+            ):
+                if verdict.groups is not None:
+                    users.remember(login, password)
+                    return Principal(login)
+            # No verdict, or one about other users (a reload came in between): check here.
+            elif users.authenticate(login, password) is not None:
+                return Principal(login)
         # ActiveMQ's SimpleAuthenticationBroker says the same, whichever was wrong.
         raise NotAuthenticated(f"User name [{login or ''}] or password is invalid.")
 

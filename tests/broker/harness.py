@@ -19,6 +19,7 @@ from broker.http.ops import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.io.connection import StompConnection
 from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox
+from broker.io.verifier import Verifier
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
@@ -246,7 +247,7 @@ class ConnectionPeer:
         # StompConnection takes the loop it runs on from asyncio, as under a real server.
         asyncio.events._set_running_loop(self.loop)  # type: ignore[arg-type]
         try:
-            self.connection = StompConnection(engine, limits or ConnectionLimits(), self.registry)
+            self.connection = StompConnection(engine, limits or ConnectionLimits(), self.registry, Verifier())
         finally:
             asyncio.events._set_running_loop(None)
         self.connection.connection_made(self.transport)  # type: ignore[arg-type]

@@ -4,9 +4,12 @@ points at are not."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker.core.engine import Engine
 from broker.core.settings import DestinationPolicy
 from tests.broker.harness import Peer, new_engine
+from tests.broker.test_persistence import StoredEngine
 
 TIMEOUT = 5000
 
@@ -97,3 +100,34 @@ def test_expired_messages_leave_a_queue_nobody_consumes_every_expire_period() ->
     # Persistent: to the dead-letter queue, as when a consumer finds it expired.
     assert engine.queues["/queue/ActiveMQ.DLQ"].cursor.count == 1
     assert engine.queues["/queue/NEVER"].cursor.count == 2
+
+
+def test_a_collected_queue_does_not_come_back_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    stored = StoredEngine(path, policies=gc_only)
+    engine = stored.engine
+    peer = Peer(engine)
+    for name in ("/queue/TMP.gone", "/queue/KEEP.kept"):
+        peer.send_frame("SEND", {"destination": name, "persistent": "true"}, b"x")
+    peer.send_frame("SUBSCRIBE", {"destination": "/queue/TMP.gone", "id": "1", "ack": "client"})
+    stored.settle()
+    (message,) = peer.messages()
+    peer.send_frame("ACK", {"id": message.headers["ack"]})
+    peer.send_frame("UNSUBSCRIBE", {"id": "1"})
+    stored.settle()
+    engine.tick()
+    later(engine, TIMEOUT)
+    assert "/queue/TMP.gone" not in engine.queues
+    stored.close()
+
+    stored = StoredEngine(path, policies=gc_only)
+    assert "/queue/TMP.gone" not in stored.engine.queues
+    assert stored.engine.queues["/queue/KEEP.kept"].cursor.count == 1
+    # Made again by a SEND, it is stored again, and recovered as any queue.
+    Peer(stored.engine).send_frame("SEND", {"destination": "/queue/TMP.gone", "persistent": "true"}, b"y")
+    stored.close()
+    stored = StoredEngine(path, policies=gc_only)
+    try:
+        assert stored.engine.queues["/queue/TMP.gone"].cursor.count == 1
+    finally:
+        stored.close()

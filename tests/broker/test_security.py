@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -45,15 +47,23 @@ AUTH = Authentication(
 @pytest.mark.parametrize(
     ("name", "groups"),
     [
-        ("ORDERS.VIP", {"vips"}),  # the exact name wins
-        ("ORDERS.A", {"clerks"}),  # ORDERS.* is narrower than ORDERS.>
-        ("ORDERS.A.B", {"users"}),
-        ("ORDERS", {"users"}),  # A.> matches A
+        ("ORDERS.VIP", {"admins", "users", "clerks", "vips"}),  # every match adds its groups
+        ("ORDERS.A", {"admins", "users", "clerks"}),
+        ("ORDERS.A.B", {"admins", "users"}),
+        ("ORDERS", {"admins", "users"}),  # A.> matches A
         ("OTHER", {"admins"}),
     ],
 )
-def test_the_most_specific_entry_decides(name: str, groups: set[str]) -> None:
+def test_every_matching_entry_adds_its_groups(name: str, groups: set[str]) -> None:
     assert AccessRules(RULES).allowed_groups(READ, names.QUEUE, name) == groups
+
+
+def test_a_wildcard_destination_takes_every_entry_it_shares_a_name_with() -> None:
+    rules = AccessRules(RULES)
+    assert rules.allowed_groups(READ, names.QUEUE, "ORDERS.>") == {"admins", "users", "clerks", "vips"}
+    assert rules.allowed_groups(READ, names.QUEUE, "*.VIP") == {"admins", "users", "clerks", "vips"}
+    assert rules.allowed_groups(READ, names.QUEUE, "OTHER.*") == {"admins"}
+    assert rules.allowed_groups(READ, names.TOPIC, "PUBLIC.*.X") == {"*"}
 
 
 def test_no_entry_denies_everyone_and_star_allows_everyone() -> None:
@@ -63,9 +73,11 @@ def test_no_entry_denies_everyone_and_star_allows_everyone() -> None:
     assert not rules.allows(frozenset(), WRITE, names.TOPIC, "PUBLIC.NEWS")
 
 
-def test_the_default_entry_applies_when_nothing_matches() -> None:
+def test_the_default_entry_adds_its_groups_to_every_destination() -> None:
     rules = AccessRules(Authorization(default_entry=entry(None, ">", "all", "all", "all")))
     assert rules.allows(frozenset({"all"}), ADMIN, names.TOPIC, "ANY")
+    both = AccessRules(dataclasses.replace(RULES, default_entry=entry(None, ">", "all", "all", "all")))
+    assert both.allowed_groups(WRITE, names.QUEUE, "ORDERS.A") == {"admins", "users", "clerks", "all"}
 
 
 def test_temporary_destinations_use_the_temp_entry_or_are_open() -> None:
@@ -80,12 +92,11 @@ elements = st.sampled_from(["A", "B", "ORDERS", "VIP"])
 @given(st.lists(elements, min_size=1, max_size=4), st.sampled_from([READ, WRITE, ADMIN]))
 def test_decisions_match_a_plain_reading_of_the_entries(parts: list[str], op: str) -> None:
     name = ".".join(parts)
+    expected = {"admins"}  # queue=">"
+    if parts[0] == "ORDERS":  # ORDERS.>, and ORDERS.* for two elements
+        expected |= {"admins"} if op == ADMIN else ({"users", "clerks"} if len(parts) == 2 else {"users"})
     if name == "ORDERS.VIP":
-        expected = {"vips"}
-    elif parts[0] == "ORDERS":
-        expected = {"admins"} if op == ADMIN else ({"clerks"} if len(parts) == 2 else {"users"})
-    else:
-        expected = {"admins"}
+        expected |= {"vips"}
     assert AccessRules(RULES).allowed_groups(op, names.QUEUE, name) == expected
     security = Security(AUTH, RULES)
     for user, groups in (("admin", {"admins"}), ("app", {"users"})):
@@ -143,3 +154,31 @@ def test_a_reload_can_turn_security_on() -> None:
     with pytest.raises(NotAuthenticated):
         security.login("whoever", None)
     assert security.authorizing
+
+
+def test_only_a_hashed_password_not_verified_before_is_checked_slowly() -> None:
+    security = Security(AUTH, RULES)
+    assert security.slow_login("app", "app-pw") is None  # plain text: at once
+    assert security.slow_login("app", "wrong") is None
+    assert security.slow_login(None, None) is None  # anonymous
+    check = security.slow_login("admin", "pw")
+    assert check is not None
+    # The check (a worker thread's) comes back as login's verdict, and is remembered.
+    assert security.login("admin", "pw", check()).user == "admin"
+    assert security.slow_login("admin", "pw") is None
+    wrong = security.slow_login("admin", "PW")
+    assert wrong is not None
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "PW", wrong())
+    # An unknown user costs what a known one does (the dummy is admin's hash).
+    assert security.slow_login("ghost", "pw") is not None
+    # A verdict is about the credentials it checked, and the users it checked them against.
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "PW", Security(AUTH, RULES).slow_login("admin", "pw")())  # type: ignore[misc]
+    stale = security.slow_login("admin", "other")
+    assert stale is not None
+    verdict = stale()
+    security.replace(AUTH, RULES)
+    with pytest.raises(NotAuthenticated):
+        security.login("admin", "other", verdict)
+    assert security.login("admin", "pw", verdict).user == "admin"  # checked again, here

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import pytest
@@ -51,6 +52,28 @@ def test_matching_agrees_with_the_broker_routing(pattern: str, name: str) -> Non
 def test_covers_is_sound(wide: str, narrow: str, name: str) -> None:
     if wildcards.covers(wide, narrow) and wildcards.matches(narrow, name):
         assert wildcards.matches(wide, name)
+
+
+@given(one=PATTERNS, other=PATTERNS, name=NAMES)
+def test_overlaps_is_a_shared_name(one: str, other: str, name: str) -> None:
+    assert wildcards.overlaps(one, other) == wildcards.overlaps(other, one)
+    assert wildcards.overlaps(one, name) == wildcards.matches(one, name)
+    if wildcards.matches(one, name) and wildcards.matches(other, name):
+        assert wildcards.overlaps(one, other)
+    if wildcards.overlaps(one, other):
+        shared = _a_name_both_match(one.split("."), other.split("."))
+        assert wildcards.matches(one, shared) and wildcards.matches(other, shared)
+
+
+def _a_name_both_match(one: list[str], other: list[str]) -> str:
+    """Fixed elements from either side, 'x' for '*', until both end (or one ends in '>')."""
+    out: list[str] = []
+    for a, b in itertools.zip_longest(one, other):
+        if a in (None, ">") and b in (None, ">"):
+            break
+        pick = [e for e in (a, b) if e not in (None, "*", ">")]
+        out.append(pick[0] if pick else "x")
+    return ".".join(out) or "x"
 
 
 @given(patterns=st.lists(PATTERNS, min_size=1, max_size=6), name=NAMES)

@@ -4,8 +4,10 @@ the configured users (plain and hashed passwords), or let anonymous clients in."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 import ssl
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,13 @@ import stomp
 from stomp.exception import ConnectFailedException
 
 from broker.app import BrokerThread
+from broker.security.guard import Security
+from broker.settings_bridge import broker_options
+from config.loader import load
+from config.model import Password
+from config.passwords import verify
+from protocol.encoder import encode_frame
+from protocol.frames import Frame
 from tests.clients import client
 from tests.http_support import call
 from tests.listener_support import Pki, broker_from_xml
@@ -122,3 +131,67 @@ def test_tls_connects_are_authenticated_the_same(tmp_path: Path) -> None:
         refused = tls_connect(pki, port, "login:app\npasscode:nope\n")
         assert refused.startswith(b"ERROR\n") and b"User name [app] or password is invalid." in refused
         assert tls_connect(pki, port, "login:app\npasscode:app-pw\n").startswith(b"CONNECTED\n")
+        # A hashed password: checked off the loop, the same answers.
+        refused = tls_connect(pki, port, "login:admin\npasscode:nope\n")
+        assert refused.startswith(b"ERROR\n") and b"User name [admin] or password is invalid." in refused
+        assert tls_connect(pki, port, "login:admin\npasscode:admin-pw\n").startswith(b"CONNECTED\n")
+
+
+class GatedHasher:
+    """config.passwords.verify, but a hashed password's check waits for the test's go."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.go = threading.Event()
+
+    def __call__(self, password: Password, candidate: str) -> bool:
+        if password.scheme != "plain":
+            self.entered.release()
+            assert self.go.wait(10), "the test never let the check go on"
+        return verify(password, candidate)
+
+
+def test_a_slow_password_check_does_not_stop_other_clients(tmp_path: Path) -> None:
+    hasher = GatedHasher()
+    config = load(security_file(tmp_path, authorization=False)).config
+    options = dataclasses.replace(
+        broker_options(config),
+        data_dir=tmp_path / "data",
+        guard=Security(config.authentication, config.authorization, verify=hasher),
+    )
+    thread = BrokerThread(options).start()
+    try:
+        wrong = RawClient(thread.port)
+        wrong.send("CONNECT", {"accept-version": "1.2", "login": "admin", "passcode": "nope"})
+        # The CONNECT pipelined with the frames after it: they wait for its verdict.
+        right = RawClient(thread.port)
+        right.send_bytes(
+            b"".join(
+                encode_frame(Frame(command, headers), "1.2")
+                for command, headers in (
+                    ("CONNECT", {"accept-version": "1.2", "login": "admin", "passcode": "admin-pw"}),
+                    ("SUBSCRIBE", {"destination": "/queue/mine", "id": "1"}),
+                    ("SEND", {"destination": "/queue/mine", "receipt": "sent"}),
+                )
+            )
+        )
+        assert hasher.entered.acquire(timeout=5)
+        # A check is under way in a worker thread: the loop still serves everyone else.
+        with client(thread.port, username="app", passcode="app-pw") as c:
+            c.subscribe("/queue/meanwhile")
+            c.send("/queue/meanwhile", "served")
+            assert c.listener.wait_messages(1)[0].body == "served"
+        hasher.go.set()
+        error = wrong.recv()
+        assert error.command == "ERROR" and b"User name [admin] or password is invalid." in error.body
+        assert wrong.closed_by_peer()
+        frames = right.recv_all(3)
+        assert frames[0].command == "CONNECTED"
+        assert sorted(frame.command for frame in frames[1:]) == ["MESSAGE", "RECEIPT"]
+        # Verified once, remembered: the same password again needs no slow check.
+        hasher.go.clear()
+        with client(thread.port, username="admin", passcode="admin-pw") as c:
+            c.send("/queue/mine", "again", sync=True)
+    finally:
+        hasher.go.set()
+        thread.stop()

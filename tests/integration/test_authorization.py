@@ -19,6 +19,7 @@ pytestmark = pytest.mark.integration
 ADMIN = {"username": "admin", "passcode": "admin-pw"}
 APP = {"username": "app", "passcode": "app-pw"}
 READER = {"username": "reader", "passcode": "reader-pw"}
+AUDITOR = {"username": "auditor", "passcode": "auditor-pw"}
 
 
 @pytest.fixture
@@ -58,6 +59,26 @@ def test_a_destination_that_does_not_exist_needs_admin(broker: BrokerThread) -> 
     with client(broker.port, **READER) as reader:
         reader.subscribe("/queue/ORDERS.NEW")
         assert [m.body for m in reader.listener.wait_messages(2)] == ["made by admin", "from app"]
+
+
+def test_every_matching_entry_adds_its_groups(broker: BrokerThread) -> None:
+    # queue=">" read="admins", queue="ORDERS.>" read="users,readers", and
+    # queue="ORDERS.AUDIT" read="auditors": each of them may read ORDERS.AUDIT, as in
+    # ActiveMQ, where a narrower entry adds groups and takes none away.
+    with client(broker.port, **ADMIN) as admin:
+        admin.send("/queue/ORDERS.AUDIT", "a", sync=True)
+        admin.send("/queue/ORDERS.AUDIT", "b", sync=True)
+        admin.send("/queue/ORDERS.AUDIT", "c", sync=True)
+    for who, body in ((AUDITOR, "a"), (READER, "b"), (ADMIN, "c")):
+        with client(broker.port, **who) as c:
+            c.subscribe("/queue/ORDERS.AUDIT", ack="client-individual")
+            message = c.listener.wait_messages(1)[0]
+            assert message.body == body
+            c.ack(message)
+    with client(broker.port, **AUDITOR) as auditor:
+        # ORDERS.> alone: auditors are not among its groups, nor ">"'s.
+        body = refused(auditor, "SUBSCRIBE", {"destination": "/queue/ORDERS.X", "id": "1"})
+    assert "User auditor is not authorized to read from: /queue/ORDERS.X" in body
 
 
 def test_subscribe_needs_read(broker: BrokerThread) -> None:
