@@ -155,7 +155,10 @@ class Broker:
         options = self.options
         if options.http_port is not None:
             self.http = HttpServer(
-                EngineAdminOps(self.engine, self.server.peers), options.http_security, options.http_static_dir
+                EngineAdminOps(self.engine, self.server.peers),
+                options.http_security,
+                options.http_static_dir,
+                self.server.verifier,
             )
             endpoint = StompWebSocketEndpoint(
                 self.server, options.http_stomp_limits, options.http_allowed_origins

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
 from broker.http import api
-from broker.http.auth import HttpSecurity, check
+from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.http.ops import AdminOps
+    from broker.io.verifier import Verifier
 
 log = logging.getLogger("stompd.http")
 
@@ -48,9 +49,16 @@ STATIC_PREFIX = "/static/"
 
 class HttpServer:
     def __init__(
-        self, ops: AdminOps, security: HttpSecurity | None = None, static_dir: Path | None = None
+        self,
+        ops: AdminOps,
+        security: HttpSecurity | None = None,
+        static_dir: Path | None = None,
+        verifier: Verifier | None = None,
     ) -> None:
         self.security = security or HttpSecurity()
+        #: Where credentials are checked when users are configured: a hashed password
+        #: costs a tenth of a second of CPU, which must not stop the loop (None: inline).
+        self.verifier = verifier
         #: Paths answered without credentials or the loopback rule.
         self.open_paths: set[str] = {"/health"}
         #: Path prefixes answered likewise (the operator's own static files).
@@ -112,8 +120,8 @@ class HttpServer:
             return await handler(request)
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
         address = peer[0] if isinstance(peer, tuple) else None
-        user, denied = check(
-            self.security, address, request.headers.get("Host"), request.headers.get("Authorization")
+        user, denied = await self._check(
+            address, request.headers.get("Host"), request.headers.get("Authorization")
         )
         if denied is None:
             if request.method not in ("GET", "HEAD"):
@@ -125,6 +133,17 @@ class HttpServer:
         return web.json_response(
             api.error_body(denied.status, code, denied.reason), status=denied.status, headers=headers
         )
+
+    async def _check(
+        self, address: str | None, host: str | None, authorization: str | None
+    ) -> tuple[str | None, Denied | None]:
+        security = self.security
+        # With users, any request with credentials may need a hash checked: a worker
+        # thread does it (a cached password comes back as fast, one thread hop later).
+        if security.authenticator is None or authorization is None or self.verifier is None:
+            return check(security, address, host, authorization)
+        verdict = await self.verifier.run(lambda: check(security, address, host, authorization), lambda: True)
+        return cast("tuple[str | None, Denied | None]", verdict)
 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:

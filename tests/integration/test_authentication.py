@@ -195,3 +195,38 @@ def test_a_slow_password_check_does_not_stop_other_clients(tmp_path: Path) -> No
     finally:
         hasher.go.set()
         thread.stop()
+
+
+def test_a_slow_password_check_on_the_admin_server_does_not_stop_the_loop(tmp_path: Path) -> None:
+    hasher = GatedHasher()
+    config = load(security_file(tmp_path, authorization=False)).config
+    guard = Security(config.authentication, config.authorization, verify=hasher)
+    options = broker_options(config)
+    options = dataclasses.replace(
+        options,
+        data_dir=tmp_path / "data",
+        http_port=0,
+        guard=guard,
+        http_security=dataclasses.replace(options.http_security, authenticator=guard),
+    )
+    thread = BrokerThread(options).start()
+    base = f"http://127.0.0.1:{thread.http_port}"
+    answers: list[int] = []
+    try:
+        asking = threading.Thread(
+            target=lambda: answers.append(call(base, "GET", "/api/v1/usage", auth=("admin", "nope")).status)
+        )
+        asking.start()
+        assert hasher.entered.acquire(timeout=5)
+        # The admin's hashed password is being checked in a worker thread: the loop
+        # still serves STOMP clients and the admin server's other requests.
+        with client(thread.port, username="app", passcode="app-pw") as c:
+            c.send("/queue/meanwhile", "served", sync=True)
+        assert call(base, "GET", "/health").status == 200
+        hasher.go.set()
+        asking.join(10)
+        assert answers == [401]
+        assert call(base, "GET", "/api/v1/usage", auth=("admin", "admin-pw")).status == 200
+    finally:
+        hasher.go.set()
+        thread.stop()
