@@ -173,6 +173,13 @@ class Traffic:
                     self.latencies.append(now - float(frame[at + 4 : frame.index(b"\n", at + 4)]))
                     self.arrivals.append(now)
 
+    def settle(self, timeout: float = 120) -> None:
+        """Wait until the consumer has caught up with the producer (the fill held it back),
+        so that no catch-up burst lands in a baseline window."""
+        deadline = time.monotonic() + timeout
+        while self.sent - len(self.arrivals) > self.rate * 0.05 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def window(self, t0: float, t1: float) -> tuple[float, float]:
         """(msgs/s received, max delivery latency in ms) over [t0, t1)."""
         arrivals, latencies = self.arrivals, self.latencies
@@ -223,6 +230,8 @@ def _bench_size(broker: StompdWithApi, n: int, traffic: Traffic | None, min_wind
     # baseline window before the move has traffic only.  Its length is a guess of
     # the move's time (at most about 5 µs a message here), since the window matches it.
     quiet = max(min_window, 5e-6 * n) + 1.0 if traffic is not None else 0.0
+    if traffic is not None:
+        traffic.settle()
     for which, idx in (("last", n - 1), ("first", 0)):
         time.sleep(quiet)
         t1 = time.perf_counter()
