@@ -152,14 +152,15 @@ const scenarios = {
     return ids;
   },
 
-  // Heart-beats both ways at 100 ms: the broker's arrive, and ours keep it from
-  // closing us (its grace is 1.5 intervals) for well over ten intervals.
+  // Heart-beats both ways at 500 ms: the broker's arrive, and ours keep it from
+  // closing us (its grace is 1.5 intervals) for five intervals.  Not shorter: on a
+  // loaded machine a node process can be off the CPU for longer than 1.5 x 100 ms.
   async heartbeats() {
     let received = 0;
     let closed = null;
     const { client, connected } = await connect({
-      heartbeatIncoming: 100,
-      heartbeatOutgoing: 100,
+      heartbeatIncoming: 500,
+      heartbeatOutgoing: 500,
       onHeartbeatReceived: () => {
         received += 1;
       },
@@ -167,7 +168,7 @@ const scenarios = {
         closed = event.code;
       },
     });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     const r = receipt(client, 'alive');
     client.publish({ destination: '/queue/js.hb', body: 'x', headers: { receipt: 'alive' } });
     await r;
