@@ -1,8 +1,9 @@
 """The export's writer process: encodes records as JSON lines and writes the files.
 
-A process of its own, not a thread of the broker's: encoding a line takes a couple of
-microseconds of Python, and in the broker's process that time would come out of the
-event loop's (they share the GIL).  The broker's writer thread (``exporter``) sends it
+A process of its own, not a thread of the broker's: a line still costs about a
+microsecond of Python (its dict; orjson then encodes a whole batch in one C call), and
+in the broker's process that time would come out of the event loop's (they share the
+GIL).  The broker's writer thread (``exporter``) sends it
 batches over a pipe and waits for each to be written: so a slow disk holds up that
 thread, whose queue then fills and drops, and never the loop.
 
@@ -106,25 +107,8 @@ def event_dicts(run: str, events: list[tuple[Any, ...]]) -> tuple[list[dict[str,
                 lines[-1]["event"] = "dispatch"
                 line(event_dict(run, record, "ack", 1))
                 stamp(ts)
-        elif cons is None:
-            line(
-                {
-                    "v": 1,
-                    "run": run,
-                    "seq": seq,
-                    "ts": ts,
-                    "event": kind,
-                    "destination": dest,
-                    "message_id": mid,
-                    "size": size,
-                    "priority": prio,
-                    "persistent": pers,
-                    "producer": prod,
-                }
-            )
-            stamp(ts)
         else:
-            dispatch = {
+            fields = {
                 "v": 1,
                 "run": run,
                 "seq": seq,
@@ -136,14 +120,15 @@ def event_dicts(run: str, events: list[tuple[Any, ...]]) -> tuple[list[dict[str,
                 "priority": prio,
                 "persistent": pers,
                 "producer": prod,
-                "consumer": cons,
-                "subscription": sub,
-                "latency_ms": max(ts - arrived, 0) if arrived else 0,
             }
-            line(dispatch)
+            if cons is not None:
+                fields["consumer"] = cons
+                fields["subscription"] = sub
+                fields["latency_ms"] = max(ts - arrived, 0) if arrived else 0
+            line(fields)
             stamp(ts)
             if kind == DISPATCH_ACK:
-                line({**dispatch, "seq": seq + 1, "event": "ack"})
+                line({**fields, "seq": seq + 1, "event": "ack"})
                 stamp(ts)
     return lines, stamps
 
