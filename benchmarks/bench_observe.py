@@ -1,14 +1,15 @@
 """The message path's cost of observation: queue 1->1 and topic 1->4 with ``stompd-perf``
 against a real broker, with the export off and on (``--export-dir``), and optionally
 against an older checkout (``--base DIR``, say ``git archive main | tar -x -C DIR``) to
-show that the counters and the event hooks cost nothing measurable with export off.
+show that the counters and the event hooks cost nothing measurable with export off
+(``--base-export``: the older checkout with its export on too, to compare exporters).
 
 Each round starts a fresh broker per variant (its own data directory) and runs each
 scenario once; variants take turns within a round, so a neighbour's load on a shared
 machine spreads over all of them.  Prints every run, then the median per variant and
 scenario, and on/off and off/base ratios.
 
-Run: ``python benchmarks/bench_observe.py [--base DIR] [--rounds 5] [--messages 100000]``.
+Run: ``python benchmarks/bench_observe.py [--base DIR [--base-export]] [--rounds 5] [--messages 100000]``.
 """
 
 from __future__ import annotations
@@ -82,12 +83,17 @@ def perf(port: int, scenario: str, messages: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, help="an older checkout to compare with (export off)")
+    parser.add_argument(
+        "--base-export", action="store_true", help="run the older checkout with the export on too"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--messages", type=int, default=100_000)
     args = parser.parse_args()
     variants = [("export off", ROOT, False), ("export on", ROOT, True)]
     if args.base is not None:
         variants.insert(0, ("base", args.base.resolve(), False))
+        if args.base_export:
+            variants.insert(1, ("base on", args.base.resolve(), True))
     scenarios = ("queue-1-1", "topic-1-4")
     results: dict[tuple[str, str], list[float]] = {}
     for round_ in range(1, args.rounds + 1):
@@ -110,6 +116,8 @@ def main() -> None:
         extra = f"  on/off {on_off:.3f}"
         if args.base is not None:
             extra += f"  off/base {medians[('export off', scenario)] / medians[('base', scenario)]:.3f}"
+        if ("base on", scenario) in medians:
+            extra += f"  base on/base {medians[('base on', scenario)] / medians[('base', scenario)]:.3f}"
         print(f"{scenario:<10} {line}{extra}")
 
 

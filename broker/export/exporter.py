@@ -67,6 +67,11 @@ class ExportSettings:
     before_write: Callable[[], None] | None = None
 
 
+def pack(events: list[tuple[Any, ...]], metrics: list[tuple[int, dict[str, Any]]]) -> bytes:
+    """A batch for the writer process (``writer.unpack`` reads it)."""
+    return marshal.dumps((events, metrics))
+
+
 class Exporter(EventSink):
     """Installed as ``engine.observer.events`` between ``start`` and ``close`` (on the loop)."""
 
@@ -387,7 +392,7 @@ class Exporter(EventSink):
         if self._writer_gone:
             self._dropped_gone += len(batch)
             return
-        payload = marshal.dumps((batch, rows))
+        payload = pack(batch, rows)
         assert process.stdin is not None and process.stdout is not None
         try:
             process.stdin.write(HEADER.pack(len(payload)) + payload)

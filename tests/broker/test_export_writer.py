@@ -1,0 +1,103 @@
+"""The export writer's encoding: fast path and the cases it must hand to the slow one.
+
+A real ``Writer`` writes real files; each line is read back as the Spark job does
+(``check_line``) and compared with the record the schema asks for.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from broker.export.exporter import pack
+from broker.export.writer import DISPATCH_ACK, Writer, unpack
+from spark_jobs.export_format import check_line
+
+TS = 1_700_000_000_000
+
+
+def message(seq: int, event: str, destination: str = "/queue/a", **more: Any) -> tuple[Any, ...]:
+    consumer = more.get("consumer")
+    return (
+        seq,
+        TS + seq,
+        event,
+        destination,
+        more.get("message_id", f"ID:m-{seq}"),
+        10,
+        4,
+        True,
+        more.get("producer", "p-1"),
+        consumer,
+        "sub-0" if consumer else None,
+        (TS if consumer else None),
+        more.get("redeliveries"),
+        more.get("cause"),
+        more.get("target"),
+        None,
+    )
+
+
+def written(
+    tmp_path: Path, records: list[tuple[Any, ...]], rotate_bytes: int = 1 << 20
+) -> list[dict[str, Any]]:
+    writer = Writer(tmp_path, "r.1", rotate_bytes, 3_600_000)
+    writer.batch(*unpack(pack(records, [])))
+    writer.close()
+    lines = []
+    for path in sorted(tmp_path.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:]):
+        for line in gzip.decompress(path.read_bytes()).splitlines(keepends=True):
+            assert check_line("events", line) == [], line
+            lines.append(json.loads(line))
+    return lines
+
+
+def test_message_events_come_out_in_order_with_their_fields(tmp_path: Path) -> None:
+    lines = written(
+        tmp_path,
+        [
+            message(1, "enqueue"),
+            message(2, DISPATCH_ACK, consumer="c-1"),
+            message(4, "redeliver", redeliveries=2, cause="nack"),
+            message(5, "enqueue", producer=None),
+        ],
+    )
+    assert [(line["seq"], line["event"]) for line in lines] == [
+        (1, "enqueue"),
+        (2, "dispatch"),
+        (3, "ack"),
+        (4, "redeliver"),
+        (5, "enqueue"),
+    ]
+    assert lines[1] == {
+        "v": 1,
+        "run": "r.1",
+        "seq": 2,
+        "ts": TS + 2,
+        "event": "dispatch",
+        "destination": "/queue/a",
+        "message_id": "ID:m-2",
+        "size": 10,
+        "priority": 4,
+        "persistent": True,
+        "producer": "p-1",
+        "consumer": "c-1",
+        "subscription": "sub-0",
+        "latency_ms": 2,
+    }
+    assert lines[3]["redeliveries"] == 2 and lines[3]["cause"] == "nack"
+    assert "producer" not in lines[4] and "consumer" not in lines[0]
+
+
+def test_names_that_look_like_the_batch_separator_or_need_escaping_survive(tmp_path: Path) -> None:
+    names = ['/queue/a},{"b', "/queue/é\n\\", "/queue/\udcff"]
+    lines = written(tmp_path, [message(i + 1, "enqueue", name) for i, name in enumerate(names)])
+    assert [line["destination"] for line in lines] == names
+
+
+def test_a_batch_larger_than_the_file_limit_is_split_over_rotated_files(tmp_path: Path) -> None:
+    lines = written(tmp_path, [message(i, "enqueue") for i in range(1, 101)], rotate_bytes=2_000)
+    assert [line["seq"] for line in lines] == list(range(1, 101))
+    assert len(list(tmp_path.glob("events-*.jsonl.gz"))) > 5
