@@ -60,25 +60,37 @@ def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
 
 
 def cell(driver: webdriver.Chrome, dest: str, column: str) -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, f'#destinations tr[data-dest="{dest}"] td.{column}')
-    return found[0].text if found else ""
+    return first_text(driver, f'#destinations tr[data-dest="{dest}"] td.{column}')
+
+
+def first_text(driver: webdriver.Chrome, css: str) -> str:
+    """The first match's text; "" while there is none, or while the page's refresh is
+    replacing the element found (it re-renders its tables every second)."""
+    try:
+        found = driver.find_elements(By.CSS_SELECTOR, css)
+        return str(found[0].text) if found else ""
+    except StaleElementReferenceException:
+        return ""
 
 
 def test_the_console_shows_depth_changes_and_runs_operations(
     http_broker: BrokerThread, browser: webdriver.Chrome
 ) -> None:
     url = f"http://127.0.0.1:{http_broker.http_port}/console/"
-    wait = WebDriverWait(browser, SEE_WITHIN)
+    # The page re-renders its tables every second: an element found may be replaced
+    # before it is read, and the wait then looks again.
+    wait = WebDriverWait(browser, SEE_WITHIN, ignored_exceptions=(StaleElementReferenceException,))
     with client(http_broker.port) as producer:
         for i in range(3):
             producer.send("/queue/console.test", f"m{i}", sync=True, n=str(i))
         browser.get(url)
         assert browser.title == "stompd console"
         wait.until(lambda d: cell(d, "/queue/console.test", "depth") == "3")
-        assert cell(browser, "/queue/console.test", "enqueued") == "3"
-        gauges = browser.find_elements(By.CSS_SELECTOR, "#gauges [data-gauge]")
-        assert [g.get_attribute("data-gauge") for g in gauges] == ["memory", "store", "temp"]
-        assert "memory:" in gauges[0].text and "of 1.0 GiB" in gauges[0].text
+        wait.until(lambda d: cell(d, "/queue/console.test", "enqueued") == "3")
+        wait.until(lambda d: gauges(d) == ["memory", "store", "temp"])
+        wait.until(
+            lambda d: "memory:" in (text := first_text(d, "#gauges [data-gauge]")) and "of 1.0 GiB" in text
+        )
 
         # The table follows the queue as messages arrive and leave.
         for i in range(3, 8):
@@ -129,10 +141,7 @@ def test_the_console_shows_depth_changes_and_runs_operations(
     browser.get(url + "#/connections")
     with client(http_broker.port, headers={"client-id": "from-the-test"}) as watched:
         wait.until(lambda d: "from-the-test" in d.find_element(By.ID, "connections").text)
-        row = next(
-            r for r in browser.find_elements(By.CSS_SELECTOR, "#connections tr") if "from-the-test" in r.text
-        )
-        row.find_element(By.CSS_SELECTOR, "button.close").click()
+        wait.until(close_button_clicked)
         wait.until(lambda d: dialog.get_attribute("open") is not None)
         browser.find_element(By.ID, "confirm-ok").click()
         assert watched.listener.disconnected.wait(SEE_WITHIN)
@@ -153,9 +162,24 @@ def text_of(driver: webdriver.Chrome, element_id: str) -> str:
         return ""
 
 
+def gauges(driver: webdriver.Chrome) -> list[str | None]:
+    return [
+        g.get_attribute("data-gauge") for g in driver.find_elements(By.CSS_SELECTOR, "#gauges [data-gauge]")
+    ]
+
+
+def close_button_clicked(driver: webdriver.Chrome) -> bool:
+    """Click "close" on the watched connection's row (a refresh may replace the row first)."""
+    rows = driver.find_elements(By.CSS_SELECTOR, "#connections tr")
+    for row in rows:
+        if "from-the-test" in row.text:
+            row.find_element(By.CSS_SELECTOR, "button.close").click()
+            return True
+    return False
+
+
 def stat(driver: webdriver.Chrome, name: str) -> str:
-    found = driver.find_elements(By.CSS_SELECTOR, f'#dest-stats [data-stat="{name}"] .v')
-    return found[0].text if found else ""
+    return first_text(driver, f'#dest-stats [data-stat="{name}"] .v')
 
 
 def test_a_destination_page_can_be_opened_by_its_address(
