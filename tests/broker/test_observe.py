@@ -3,17 +3,15 @@ base class's interface), the swap counters and the latency histogram, on real en
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
 from typing import Any
 
 from broker.core.message import Message
 from broker.core.observe import LATENCY_BOUNDS_MS, EventSink, Latency
 from broker.core.selector import compile_selector
-from broker.http.engine_ops import EngineAdminOps
 from broker.http.ops import Progress
 from broker.stats import broker_row, destination_rows
 from tests.broker.harness import Peer, new_engine
+from tests.broker.test_admin import ops, run
 from tests.broker.test_swap import KB, send, swapping_engine
 
 
@@ -156,10 +154,8 @@ def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
     for i in range(6):
         producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i)}, b"x")
     events = engine.observer.events = Recorder()
-    admin = EngineAdminOps(engine, dict)
-    last_two = compile_selector("n >= 4")
-    asyncio.run(_awaited(admin.move("/queue/src", "/queue/dst", last_two, None, Progress())))
-    asyncio.run(_awaited(admin.copy("/queue/src", "/queue/cpy", None, None, Progress())))
+    run(ops(engine).move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress()))
+    run(ops(engine).copy("/queue/src", "/queue/cpy", None, None, Progress()))
     assert events.calls == [
         ("move", "4", "/queue/src", "/queue/dst"),
         ("move", "5", "/queue/src", "/queue/dst"),
@@ -167,7 +163,3 @@ def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
     # A moved message keeps its arrival: its latency counts from the producer's SEND.
     arrivals = {m.headers["n"]: m.arrived for m in engine.queues["/queue/dst"].cursor}
     assert sorted(arrivals) == ["4", "5"] and all(arrivals.values())
-
-
-async def _awaited(awaitable: Awaitable[None]) -> None:
-    await awaitable
