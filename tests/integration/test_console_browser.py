@@ -129,8 +129,8 @@ def test_the_console_shows_depth_changes_and_runs_operations(
     assert "move every message matching n = 9 from /queue/console.test to /queue/elsewhere" in dialog.text
     browser.find_element(By.ID, "confirm-ok").click()
     # The move runs on the broker: the result line, then both depths change.
-    wait.until(lambda d: "moved 1" in text_of(d, "op-result"))
-    assert "move /queue/console.test → /queue/elsewhere: done" in text_of(browser, "op-result")
+    wait.until(lambda d: "moved 1" in first_text(d, "#op-result"))
+    assert "move /queue/console.test → /queue/elsewhere: done" in first_text(browser, "#op-result")
     wait.until(lambda d: stat(d, "depth") == "0")
     browser.get(url)
     wait.until(lambda d: cell(d, "/queue/elsewhere", "depth") == "1")
@@ -152,14 +152,6 @@ def test_the_console_shows_depth_changes_and_runs_operations(
     # (no missing file, no CSP violation, no script error).
     expected = ("status of 400 (Bad Request)",)
     assert [e for e in severe if not e["message"].endswith(expected)] == []
-
-
-def text_of(driver: webdriver.Chrome, element_id: str) -> str:
-    """The element's text; "" while the page is replacing it."""
-    try:
-        return str(driver.find_element(By.ID, element_id).text)
-    except StaleElementReferenceException:
-        return ""
 
 
 def gauges(driver: webdriver.Chrome) -> list[str | None]:
