@@ -219,7 +219,9 @@ def table(
 ) -> list[str]:
     names = [b.name for b in brokers]
     ratio = "stompd" in names and "activemq" in names
-    head = ["scenario", "figure", *(b.label for b in brokers)] + (["stompd / ActiveMQ"] if ratio else [])
+    ceiling = "stompd" in names and "forwarder" in names
+    head = ["scenario", "figure", *(b.label for b in brokers)]
+    head += (["stompd / ActiveMQ"] if ratio else []) + (["stompd / ceiling"] if ceiling else [])
     rows = [head, ["---"] * len(head)]
     notes: list[str] = []
     for scenario in chosen:
@@ -232,9 +234,10 @@ def table(
                 value = outcome.figures.get(label) if outcome else None
                 values[b.name] = value
                 row.append(_cell(value, digits, outcome.problem if outcome else None))
-            if ratio:
-                s, a = values.get("stompd"), values.get("activemq")
-                row.append(f"{s / a:.2f}" if s is not None and a else "n/a")
+            for shown, other in ((ratio, "activemq"), (ceiling, "forwarder")):
+                if shown:
+                    s, a = values.get("stompd"), values.get(other)
+                    row.append(f"{s / a:.2f}" if s is not None and a else "n/a")
             rows.append(row)
         for b in brokers:
             outcome = results.get((scenario.key, b.name))

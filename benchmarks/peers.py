@@ -221,6 +221,23 @@ class Sink(_ChildBroker):
         return [sys.executable, "-m", "perf.sink", "--host", "127.0.0.1", "--port", str(self.port)]
 
 
+class Forwarder(_ChildBroker):
+    """../shared/peers/limit_forwarder.py: a bare uvloop STOMP forwarder, no features at
+    all, the ceiling of a Python broker on this machine (issue 17's bar: 70 % of it)."""
+
+    name = "forwarder"
+    label = "ceiling (bare forwarder)"
+    note = "peers/limit_forwarder.py: SEND re-headed as MESSAGE to the next subscriber; no acks, no limits"
+
+    def available(self) -> str | None:
+        if not (PEERS_DIR / "limit_forwarder.py").exists():
+            return f"{PEERS_DIR / 'limit_forwarder.py'} missing"
+        return None
+
+    def argv(self, data_dir: str, memory_limit: str | None) -> list[str]:
+        return [sys.executable, str(PEERS_DIR / "limit_forwarder.py"), str(self.port)]
+
+
 class _Peer(Broker):
     """A reference broker run by ../shared/peers/NAME.sh (which owns its pid file)."""
 
@@ -289,6 +306,7 @@ class RabbitMQ(_Peer):
 BROKERS: dict[str, type[Broker]] = {
     "sink": Sink,
     "stompd": Stompd,
+    "forwarder": Forwarder,
     "activemq": ActiveMQ,
     "rabbitmq": RabbitMQ,
 }
