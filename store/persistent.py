@@ -195,7 +195,7 @@ class MessageStore:
     @classmethod
     def open(cls, path: Path, *, seq_block: int = 10_000) -> MessageStore:
         """Open (or create) the store at ``path``; ``StoreCorrupt``/``StoreError`` name the path."""
-        return cls(LevelDB(path, sync=True), seq_block=seq_block)
+        return cls(LevelDB(path, sync=True, compress=False), seq_block=seq_block)
 
     # -- start-up ----------------------------------------------------------------
 
