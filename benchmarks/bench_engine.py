@@ -130,7 +130,8 @@ def main() -> None:
     arguments.add_argument("--persistent", action="store_true")
     options = arguments.parse_args()
     best = min(
-        run(options.destination, options.messages, options.secured, options.persistent) for _ in range(REPEATS)
+        run(options.destination, options.messages, options.secured, options.persistent)
+        for _ in range(REPEATS)
     )
     rate = options.messages / best
     each = best / options.messages * 1e6

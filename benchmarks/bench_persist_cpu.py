@@ -124,7 +124,8 @@ def main() -> None:
         argv = [sys.executable, "-c", _WRAPPER, "--host", "127.0.0.1", "--port", str(port)]
         argv += ["--data-dir", data, "--http-port", "0", "--memory-limit", "64mb"]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = (Path(data) / "broker.log").open("wb")
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
         try:
             _wait_port(port, proc)
             _perf(port, args, args.warmup, "/queue/bench.cpu.warmup")
@@ -142,7 +143,11 @@ def main() -> None:
                 total = sum(per_thread.values())
                 rate = float(result.get("msgs_per_s", 0.0))  # type: ignore[arg-type]
                 if args.json:
-                    print(json.dumps({"round": round_, "msgs_per_s": rate, "cpu_us": per_thread, "total": total}))
+                    print(
+                        json.dumps(
+                            {"round": round_, "msgs_per_s": rate, "cpu_us": per_thread, "total": total}
+                        )
+                    )
                 shown = ", ".join(f"{name} {us:.1f}" for name, us in sorted(per_thread.items()) if us >= 0.05)
                 print(
                     f"round {round_}: {rate:,.0f} msgs/s, broker CPU {total:.1f} us/msg ({shown}); "
@@ -156,6 +161,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            log.close()
 
 
 if __name__ == "__main__":
