@@ -66,6 +66,19 @@ def from_fields(fields: tuple[Any, ...]) -> Message:
     return Message(*fields[1:])
 
 
+class HeaderView:
+    """A temp record's header block as a selector's subject that names no JMS property:
+    ``get`` finds a header in it without building a dict."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+
+    def get(self, name: str) -> str | None:
+        return find_header(self.block, name)
+
+
 class SwapRecord:
     """A temp store record as a selector's subject: its fields decoded, and no ``Message``
     built unless it matches (an admin operation's walk over a deep swapped queue)."""

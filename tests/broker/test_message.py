@@ -110,7 +110,8 @@ def test_init_sets_every_slot_and_the_size() -> None:
 def test_a_held_message_is_charged_no_less_than_the_objects_it_keeps() -> None:
     """Issue 17: a message in RAM costs its body, its header block and at most ~300 bytes
     more; the meter's charge (``size``) covers every object it keeps alive that is its own."""
-    message = Message(123_456, "ID-boot-123456", "/queue/q", {"app": "x", "correlation-id": "c-1"}, b"b" * 100)
+    headers = {"app": "x", "correlation-id": "c-1"}
+    message = Message(123_456, "ID-boot-123456", "/queue/q", headers, b"b" * 100)
     message.timestamp = message.arrived = 1_700_000_000_000
     assert not hasattr(message, "__dict__") and len(Message.__slots__) <= 16
     gc_head = 16
