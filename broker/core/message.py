@@ -119,7 +119,19 @@ def _id_part(message_id: str, seq: int) -> str:
 def header_block(headers: Mapping[str, str]) -> bytes:
     """Headers as a message keeps them: ``name:value`` lines each ending in LF, escaped as
     in a STOMP 1.2 frame (so no name or value holds a raw LF or ':')."""
-    return encode_headers(headers.items(), V1_2) if headers else b""
+    if not headers:
+        return b""
+    text = "\n".join(map(":".join, headers.items()))
+    # One ':' a line and no LF, CR or backslash in any name or value (the usual case):
+    # nothing to escape, and the text is the block as it is.
+    if (
+        text.count(":") == len(headers)
+        and text.count("\n") == len(headers) - 1
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        return (text + "\n").encode()
+    return encode_headers(headers.items(), V1_2)
 
 
 def headers_of(block: bytes) -> dict[str, str]:
@@ -356,24 +368,35 @@ class Message:
             cached_block, seq, destination, wire = cached
             if cached_block is block and seq == self.seq and destination == self.destination:
                 return wire
-        shared = encode_headers(
-            [
-                ("message-id", self.id),
-                ("destination", self.destination),
-                ("timestamp", str(self.timestamp)),
-                ("expires", str(self.expires)),
-                ("priority", str(self.priority)),
-            ],
-            version,
-        )
+        message_id = self.id
+        destination = self.destination
         # The block is as 1.2 escapes it; without a backslash in it, as 1.1 and 1.0 write
         # it too (no header then holds LF, CR or ':').
         if version != V1_2 and b"\\" in block:
             block = encode_headers(headers_of(block), version)
+        names = message_id + destination
+        if ":" in names or "\\" in names or "\n" in names or "\r" in names:
+            shared = b"MESSAGE\n" + encode_headers(
+                [
+                    ("message-id", message_id),
+                    ("destination", destination),
+                    ("timestamp", str(self.timestamp)),
+                    ("expires", str(self.expires)),
+                    ("priority", str(self.priority)),
+                ],
+                version,
+            )
+        else:
+            # Nothing to escape in any version (the rest are numbers): one format, not the
+            # encoder's passes (this runs once per message delivered).
+            shared = (
+                f"MESSAGE\nmessage-id:{message_id}\ndestination:{destination}\n"
+                f"timestamp:{self.timestamp}\nexpires:{self.expires}\npriority:{self.priority}\n"
+            ).encode()
         body = self.body
         sized = self._flags & _CONTENT_LENGTH or b"\0" in body
         tail = b"content-length:%d\n\n" % len(body) if sized else b"\n"
-        wire = (b"".join((b"MESSAGE\n", shared, block)), tail)
+        wire = (shared + block, tail)
         _WIRES[version] = (self.header_block, self.seq, self.destination, wire)
         return wire
 

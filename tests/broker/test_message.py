@@ -143,6 +143,13 @@ def test_the_wire_is_the_frame_each_version_expects() -> None:
     assert message.wire("1.2") == (shared + b"plain:v\nodd:a\\cb\\\\c\\rd\n", b"\n")
     assert message.wire("1.1") == (shared + b"plain:v\nodd:a\\cb\\\\c\rd\n", b"\n")
     assert message.wire("1.0") == (shared + b"plain:v\nodd:a:b\\c d\n", b"\n")
+    # An id or destination that needs escaping is escaped as each version does.
+    odd = Message(1, "ID:b:1", "/queue/a:b", {}, b"\0", timestamp=5)
+    assert odd.wire("1.2") == (
+        b"MESSAGE\nmessage-id:ID\\cb\\c1\ndestination:/queue/a\\cb\ntimestamp:5\nexpires:0\npriority:4\n",
+        b"content-length:1\n\n",
+    )
+    assert odd.wire("1.0")[0].startswith(b"MESSAGE\nmessage-id:ID:b:1\ndestination:/queue/a:b\n")
     # The cache is per version and per message: another message gets its own frame.
     other = message.copy_to(10, "ID-b-10", "/queue/r")
     assert other.wire("1.2")[0].startswith(b"MESSAGE\nmessage-id:ID-b-10\ndestination:/queue/r\n")
