@@ -176,10 +176,10 @@ def find_header(block: bytes, name: str) -> str | None:
     return unescape(value, V1_2) if "\\" in value else value
 
 
-#: The last MESSAGE head and tail built per STOMP version, and for which message (its
-#: header block, sequence and destination): a topic's subscribers share it, without
-#: every held message keeping its frame bytes.
-_WIRES: dict[str, tuple[bytes, int, str, tuple[bytes, bytes]]] = {}
+#: The last MESSAGE head and tail built per STOMP version, and for which message: a
+#: topic's subscribers share them, without every held message keeping its frame bytes.
+#: (It keeps that one message alive until the next is delivered, at most one a version.)
+_WIRES: dict[str, tuple[Message, tuple[bytes, bytes]]] = {}
 
 
 class Message:
@@ -362,12 +362,10 @@ class Message:
     def wire(self, version: str) -> tuple[bytes, bytes]:
         """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
         them, and the body and ``FRAME_END`` after.  The body is never copied here."""
-        block = self.header_block
         cached = _WIRES.get(version)
-        if cached is not None:
-            cached_block, seq, destination, wire = cached
-            if cached_block is block and seq == self.seq and destination == self.destination:
-                return wire
+        if cached is not None and cached[0] is self:
+            return cached[1]
+        block = self.header_block
         message_id = self.id
         destination = self.destination
         # The block is as 1.2 escapes it; without a backslash in it, as 1.1 and 1.0 write
@@ -397,7 +395,7 @@ class Message:
         sized = self._flags & _CONTENT_LENGTH or b"\0" in body
         tail = b"content-length:%d\n\n" % len(body) if sized else b"\n"
         wire = (shared + block, tail)
-        _WIRES[version] = (self.header_block, self.seq, self.destination, wire)
+        _WIRES[version] = (self, wire)
         return wire
 
     # Selector subjects: the compiled selector calls ``get`` for every identifier.
