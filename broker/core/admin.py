@@ -34,7 +34,14 @@ import functools
 import heapq
 from typing import TYPE_CHECKING, Protocol
 
-from broker.core.message_codecs import SWAP_HEADERS, SWAP_SEQ, SwapRecord, from_fields, swap_fields
+from broker.core.message_codecs import (
+    SWAP_HEADERS,
+    SWAP_SEQ,
+    HeaderView,
+    SwapRecord,
+    from_fields,
+    swap_fields,
+)
 from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
@@ -375,8 +382,8 @@ def walk_disk(
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
     stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
-    selector reads its decoded headers (``plain``: the selector names no JMS property,
-    so the headers alone are its subject).  With ``take``, the matching swapped records
+    selector reads its decoded fields (``plain``: the selector names no JMS property,
+    so the header block alone is its subject, a ``HeaderView``).  With ``take``, the matching swapped records
     are deleted here (a page-in queued behind this job must not bring them back).
     Stored messages a consumer's disk scan took already (``skip``) are not the queue's
     pending ones.
@@ -430,7 +437,7 @@ def _walk_swapped(
         fields = swap_fields(value)
         if match is not None:
             if plain:
-                if not match(fields[SWAP_HEADERS]):
+                if not match(HeaderView(fields[SWAP_HEADERS])):
                     continue
             elif not match(SwapRecord(fields, 0)):
                 continue

@@ -1,6 +1,7 @@
 """A message as bytes, and back: the temp store's record and the message store's.
 
-Both are built from the one list of ``Message`` fields (``message.FIELDS``).
+Both are built from the one list of ``Message`` fields (``message.FIELDS``); the temp
+store's record keeps the headers as the message does, its ``header_block``.
 
 The temp store's record (``to_swap``/``from_swap``) is every field in order, through
 ``marshal``: C-fast, and its Python-version-specific format is no concern, since the
@@ -20,13 +21,13 @@ import struct
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
-from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, stored_as
+from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, find_header, stored_as
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 _SWAP_FORMAT: Final = 1
-_swap_fields = attrgetter(*(f.name for f in FIELDS))
+_swap_fields = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
 
 STORE_FORMAT: Final = 1
 _HEAD_INTS: Final = stored_as(IN_HEAD)
@@ -65,6 +66,19 @@ def from_fields(fields: tuple[Any, ...]) -> Message:
     return Message(*fields[1:])
 
 
+class HeaderView:
+    """A temp record's header block as a selector's subject that names no JMS property:
+    ``get`` finds a header in it without building a dict."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+
+    def get(self, name: str) -> str | None:
+        return find_header(self.block, name)
+
+
 class SwapRecord:
     """A temp store record as a selector's subject: its fields decoded, and no ``Message``
     built unless it matches (an admin operation's walk over a deep swapped queue)."""
@@ -78,7 +92,7 @@ class SwapRecord:
         self.size = size
 
     def get(self, name: str) -> object | None:
-        value: object | None = self.fields[SWAP_HEADERS].get(name)
+        value: object | None = find_header(self.fields[SWAP_HEADERS], name)
         if value is not None or not name.startswith("JMS"):
             return value
         return self.message().get(name)
