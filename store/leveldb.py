@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import plyvel
 
@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 _ALL_KEYS_BELOW = b"\xff" * 32
 #: Room asked for beyond the log's size before a reopen replays it into a table.
 _REOPEN_MARGIN = 1 << 20
+
+
+# LevelDB reads its tables through mmap, and the pages a read touched stay mapped (and in
+# our RSS) while the table is open: with its defaults (up to 990 tables of 2 MB open) a
+# drained 400k-message swap left 420 MB of file pages in the broker's RSS.  So few tables
+# open (LevelDB's minimum: 64 in its table cache) and small ones bound what can be mapped
+# at once to 64 MB, whatever the backlog (``benchmarks/bench_memory.py``).
+_OPEN_TABLES: Final = 74
+_TABLE_BYTES: Final = 1 << 20
 
 
 class LevelDB:
@@ -81,6 +90,8 @@ class LevelDB:
                 create_if_missing=True,
                 write_buffer_size=8 << 20,
                 lru_cache_size=4 << 20,
+                max_open_files=_OPEN_TABLES,
+                max_file_size=_TABLE_BYTES,
                 **self._options,
             )
         except plyvel.CorruptionError as exc:
