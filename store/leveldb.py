@@ -175,6 +175,22 @@ class LevelDB:
             self._leave()
         return out
 
+    def values(self, start: bytes, stop: bytes, limit: int | None = None) -> list[bytes]:
+        """Up to ``limit`` values of the keys start <= key < stop, in key order."""
+        out: list[bytes] = []
+        if limit is not None and limit <= 0:
+            return out
+        db = self._enter()
+        try:
+            # No key objects built: a walk over a deep swapped queue reads only values.
+            with db.iterator(start=start, stop=stop, fill_cache=False, include_key=False) as it:
+                out = list(itertools.islice(it, limit))
+        except plyvel.Error as exc:
+            raise _error(f"read from the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
+        return out
+
     def delete_range(self, start: bytes, stop: bytes) -> int:
         """Delete every key in [start, stop); returns the value bytes freed."""
         freed = 0

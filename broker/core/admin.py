@@ -32,6 +32,8 @@ from __future__ import annotations
 import enum
 import functools
 import heapq
+import itertools
+import operator
 from typing import TYPE_CHECKING, Protocol
 
 from broker.core.message_codecs import SWAP_HEADERS, SWAP_SEQ, SwapRecord, from_fields, swap_fields
@@ -58,6 +60,10 @@ DISK_BUDGET = 5_000
 #: Records read from one source in one go, on the worker.
 PAGE = 2500
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
+#: A decoded temp record's headers (what a selector naming no JMS property reads).
+_headers_of = operator.itemgetter(SWAP_HEADERS)
+#: ``SwapRecord``'s size where it is only a selector's subject.
+_NO_SIZE = itertools.repeat(0)
 
 #: What a disk walk found: (message, bytes of its temp record or 0 if stored), the
 #: position reached per level, records read, temp bytes freed.
@@ -426,18 +432,23 @@ def _walk_swapped(
 ) -> tuple[int, int | None]:
     """Add the matching records of ``values`` to ``found``, up to ``wanted`` in all; (records
     looked at, the sequence it stopped at if ``found`` filled up)."""
-    for looked, value in enumerate(values, 1):
+    if match is None:
+        hits: Iterable[int] = range(len(values))
+    else:
+        # The loop over the records is C's (map, compress): Python runs only the selector
+        # per record, and the body below per match.  A matching record is decoded again
+        # there, which costs a match what a loop over the decoded records would cost a
+        # record.
+        decoded = map(swap_fields, values)
+        subjects = map(_headers_of, decoded) if plain else map(SwapRecord, decoded, _NO_SIZE)
+        hits = itertools.compress(itertools.count(), map(match, subjects))
+    for i in hits:
+        value = values[i]
         fields = swap_fields(value)
-        if match is not None:
-            if plain:
-                if not match(fields[SWAP_HEADERS]):
-                    continue
-            elif not match(SwapRecord(fields, 0)):
-                continue
         found.append((from_fields(fields), len(value)))
         if len(found) >= wanted:
             seq: int = fields[SWAP_SEQ]
-            return looked, seq
+            return i + 1, seq
     return len(values), None
 
 
