@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, stored_as
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 _SWAP_FORMAT: Final = 1
 _swap_fields = attrgetter(*(f.name for f in FIELDS))
@@ -63,6 +63,16 @@ swap_fields: Callable[[bytes], tuple[Any, ...]] = marshal.loads
 
 def from_fields(fields: tuple[Any, ...]) -> Message:
     return Message(*fields[1:])
+
+
+def swap_needle(names: Iterable[str]) -> bytes | None:
+    """Bytes that a temp record holds if its headers include every one of ``names`` (None:
+    no such bytes known): a walk over a deep swapped queue skips, undecoded, the records
+    without them.  In ``to_swap``'s record the headers are marshal's encoding of the dict,
+    which writes a name's UTF-8 as it is (surrogates passed, as marshal does).  Of several
+    names the longest, as likely the rarest."""
+    name = max(names, key=len, default="")
+    return name.encode("utf-8", "surrogatepass") if name else None
 
 
 class SwapRecord:
