@@ -64,8 +64,11 @@ BATCH = 1000
 #: Records one disk job reads before it reports back: about 10 ms of the worker, so the
 #: page-ins other queues wait for behind it are not held up longer than that.
 DISK_BUDGET = 5_000
-#: Records read from one source in one go, on the worker.
-PAGE = 2500
+#: Records read from one source in one go, on the worker.  Small enough that a page's
+#: values are still in the core's cache when they are decoded after LevelDB copied them
+#: out: 500 records of 1 KiB are half a MiB (an L2 here is 1 MiB); pages of 2,500 cost a
+#: third more per record (``benchmarks/bench_walk.py``), pages of 250 no less.
+PAGE = 500
 #: The longest swapped record searched for a header before it is decoded: the search
 #: reads the whole record, and costs more than the decode past about 2 KiB (measured
 #: with ``benchmarks/bench_walk.py --body``, records without the header: skipped, a
