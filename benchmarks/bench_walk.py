@@ -6,16 +6,21 @@
 
 A script that prints figures, not a test.  A real temp store (``store.temp``, LevelDB)
 gets N swapped records as the broker writes them when a queue of N non-persistent
-1 KiB messages with a header ``idx`` = 0..N-1 is swapped out (``swap.Log``: the
-``to_swap`` record of each message, in puts of 500).  Then ``admin.walk_disk`` runs
-over the whole level the way a ``move`` with the selector ``idx = N-1`` drives it (jobs
-of ``DISK_BUDGET`` records, each starting where the last stopped), without deleting, so
-the store can be walked again; and with ``rare = 'yes'``, a header no record has, which
-the walk skips by a byte search without decoding the records.  Measured on this thread's CPU clock
-(``time.thread_time``), so that other work on the machine moves the figure little:
-µs of CPU per record, for the whole walk and for its parts (reading the values from
-LevelDB alone; reading and decoding; reading, decoding and the selector).  LevelDB's
-own compaction thread is not counted.  Wall time is printed beside it.
+messages (``--body`` bytes, 1 KiB) with a header ``idx`` = 0..N-1 is swapped out
+(``swap.Log``: the ``to_swap`` record of each message, in puts of 500).  Then
+``admin.walk_disk`` runs over the whole level the way a ``move`` with the selector
+``idx = N-1`` drives it (jobs of ``DISK_BUDGET`` records, each starting where the last
+stopped), without deleting, so the store can be walked again; and with ``rare = 'yes'``,
+a header no record has (records up to ``admin.SEARCHED`` bytes, ``--body 200`` say, are
+then skipped by a byte search, undecoded).
+
+Measured on this thread's CPU clock (``time.thread_time``), the best of ``--repeat``
+runs, so that other work on the machine moves the figure little: µs of CPU per record,
+for the whole walk and for its parts (reading the values from LevelDB alone; reading and
+decoding; reading, decoding and the selector).  LevelDB's own threads are not counted.
+Wall time is printed beside it.  ``PYTHONPATH`` does not choose the code measured: run
+the script from the checkout to measure (``git archive main | tar -x -C DIR``, then
+``python DIR/benchmarks/bench_walk.py``).
 """
 
 from __future__ import annotations
