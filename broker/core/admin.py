@@ -71,9 +71,9 @@ DISK_BUDGET = 5_000
 PAGE = 500
 #: The longest swapped record searched for a header before it is decoded: the search
 #: compares every byte of the record, the decode copies the body in one go, so past
-#: about 1 KiB the search costs more than it saves.  Measured with ``benchmarks/bench_walk.py --body`` over
-#: records without the header, CPU per record skipped / decoded: 200-byte bodies 0.57 /
-#: 0.83 µs, 600-byte 0.88 / 1.01 µs, 1 KiB 1.26 / 1.24 µs, 2 KiB 1.74 / 1.21 µs.
+#: about 1 KiB the search costs more than it saves.  CPU per record without the header,
+#: skipped / decoded (``benchmarks/bench_walk.py --body``): 200-byte bodies 0.57 / 0.83
+#: µs, 600-byte 0.88 / 1.01 µs, 1 KiB 1.26 / 1.24 µs, 2 KiB 1.74 / 1.21 µs.
 SEARCHED = 1024
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 #: A decoded temp record's headers (what a selector naming no JMS property reads).
@@ -404,8 +404,9 @@ def walk_disk(
     stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
     selector reads its decoded headers (``plain``: the selector names no JMS property,
     so the headers alone are its subject; ``needle``: bytes a record lacks if it lacks a
-    header the selector needs, see ``_walk_swapped``).  With ``take``, the matching swapped records
-    are deleted here (a page-in queued behind this job must not bring them back).
+    header the selector needs, see ``_walk_swapped``).  With ``take``, the matching
+    swapped records are deleted here (a page-in queued behind this job must not bring
+    them back).
     Stored messages a consumer's disk scan took already (``skip``) are not the queue's
     pending ones.
     """
