@@ -261,8 +261,6 @@ class GroupCommitter:
 
     def _write(self, ops: dict[bytes, bytes | None]) -> bool:
         """Write ``ops``, as often as it takes; False if the committer stopped first."""
-        puts = [(k, v) for k, v in ops.items() if v is not None]
-        deletes = [k for k, v in ops.items() if v is None]
         failures = 0
         nagged = 0.0
         while True:
@@ -270,7 +268,7 @@ class GroupCommitter:
             try:
                 if failures:
                     self._db.reopen()
-                self._db.write(puts, deletes)
+                self._db.apply(ops)
             except StoreCorrupt as exc:
                 self._fail(exc)
                 return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
 
@@ -19,6 +19,9 @@ class Database(Protocol):
 
     def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
         """Apply deletes, then puts, as one atomic write."""
+
+    def apply(self, ops: Mapping[bytes, bytes | None]) -> None:
+        """Write ``ops`` (one per key; None deletes it) as one atomic write."""
 
     def get(self, key: bytes) -> bytes | None: ...
 
@@ -42,3 +45,8 @@ class Database(Protocol):
     def compact(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+def split(ops: Mapping[bytes, bytes | None]) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+    """``apply``'s ``ops`` as ``write``'s (puts, deletes)."""
+    return [(k, v) for k, v in ops.items() if v is not None], [k for k, v in ops.items() if v is None]

@@ -25,7 +25,7 @@ from store import space
 from store.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable, no_space
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from pathlib import Path
 
 _ALL_KEYS_BELOW = b"\xff" * 32
@@ -44,6 +44,7 @@ class LevelDB:
         sync: bool = False,
         lazy: bool = False,
         scans: bool = False,
+        compress: bool = True,
     ) -> None:
         self.path = path
         # ``scans``: read mostly in long ranges (the temp store: page-ins, admin walks over
@@ -51,6 +52,12 @@ class LevelDB:
         # (measured: 0.8 against 3 us a 1 KiB record), and the temp limit meters record
         # bytes anyway, not what Snappy makes of them.
         self._options: dict[str, object] = {"block_size": 64 << 10, "compression": None} if scans else {}
+        if not compress:
+            # Records that mostly die young (the message store: written, then deleted a few
+            # ms later): LevelDB still copies each one into a level-0 table when its memtable
+            # is flushed, and again when that table is compacted away, and Snappy on the way
+            # was half the CPU of its compaction thread (``bench_persist_cpu.py``).
+            self._options["compression"] = None
         #: fsync every batch (the persistent store); the temp store is rebuilt at start.
         self.sync = sync
         self._gate = threading.Condition(threading.Lock())
@@ -140,6 +147,22 @@ class LevelDB:
                     batch.delete(key)
                 for key, value in puts:
                     batch.put(key, value)
+        except plyvel.Error as exc:
+            raise _error(f"write to the store at {self.path} failed", exc) from exc
+        finally:
+            self._leave()
+
+    def apply(self, ops: Mapping[bytes, bytes | None]) -> None:
+        """Write ``ops`` (one per key; None deletes it) as one atomic write."""
+        db = self._enter()
+        try:
+            with db.write_batch(sync=self.sync) as batch:
+                put, delete = batch.put, batch.delete
+                for key, value in ops.items():
+                    if value is None:
+                        delete(key)
+                    else:
+                        put(key, value)
         except plyvel.Error as exc:
             raise _error(f"write to the store at {self.path} failed", exc) from exc
         finally:

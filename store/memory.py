@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from store.api import Stores
+from store.database import split
 from store.persistent import MessageStore
 from store.temp import TempStore
 from store.worker import InlineWorker
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
 
     from store.api import Batch
 
@@ -39,6 +40,9 @@ class MemoryDatabase:
             if key not in self._values:
                 bisect.insort(self._keys, key)
             self._values[key] = value
+
+    def apply(self, ops: Mapping[bytes, bytes | None]) -> None:
+        self.write(*split(ops))
 
     def get(self, key: bytes) -> bytes | None:
         return self._values.get(key)
@@ -80,7 +84,7 @@ class InlineCommitter:
         self._db = db
 
     def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
-        self._db.write(batch.puts, batch.deletes)
+        self._db.apply(batch.ops)
         if on_durable is not None:
             on_durable()
 

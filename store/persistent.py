@@ -195,7 +195,7 @@ class MessageStore:
     @classmethod
     def open(cls, path: Path, *, seq_block: int = 10_000) -> MessageStore:
         """Open (or create) the store at ``path``; ``StoreCorrupt``/``StoreError`` name the path."""
-        return cls(LevelDB(path, sync=True), seq_block=seq_block)
+        return cls(LevelDB(path, sync=True, compress=False), seq_block=seq_block)
 
     # -- start-up ----------------------------------------------------------------
 
@@ -455,14 +455,22 @@ class MessageStore:
         self._stamp(batch)
 
     def add_messages(self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, bytes]]) -> None:
-        """Store (priority, seq, value) messages on ``dest_id`` (a queue, or a topic's shared copy)."""
+        """Store (priority, seq, value) messages on ``dest_id`` (a queue, or a topic's shared
+        copy); their sequences are claimed (``claim``)."""
         counters = self._counters_of(dest_id)
         counts = counters.counts
         added = 0
+        high = 0
+        # The batch's dict and the key's pack (``keys.message_key``'s layout) at hand: a
+        # persistent SEND pays this loop once.
+        ops, pack, top = batch.ops, _ENTRY.pack, keys.MAX_PRIORITY
         for priority, seq, value in messages:
-            batch.put(keys.message_key(dest_id, priority, seq), value)
+            ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = value
             counts[priority] += 1
             added += len(value)
+            if seq > high:
+                high = seq
+        self.claim(high)
         self._count(batch, dest_id, counters, added)
         self._stamp(batch)
 
@@ -474,10 +482,10 @@ class MessageStore:
         counters = self._counters_of(dest_id)
         counts = counters.counts
         freed = 0
-        level = keys.MAX_PRIORITY
+        ops, pack, top = batch.ops, _ENTRY.pack, keys.MAX_PRIORITY
         for priority, seq, size in messages:
-            batch.delete(keys.message_key(dest_id, priority, seq))
-            batch.delete(_ENTRY.pack(DISPATCHED, dest_id, level - priority, seq))
+            ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = None
+            ops[pack(DISPATCHED, dest_id, top - priority, seq)] = None
             counts[priority] -= 1
             freed += size
         self._count(batch, dest_id, counters, -freed)
@@ -486,7 +494,9 @@ class MessageStore:
     def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int, deliveries: int) -> None:
         """Remember that a stored message has been dispatched, ``deliveries`` times in all
         (``page_marked`` reports it, so maximumRedeliveries counts across restarts)."""
-        batch.put(_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq), _count(deliveries))
+        batch.ops[_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq)] = (
+            _SMALL_COUNTS[deliveries] if deliveries < 256 else _count(deliveries)
+        )
 
     def claim(self, seq: int) -> None:
         """``seq`` (handed out by the broker) is in use: keep the bound in ``g`` above it."""

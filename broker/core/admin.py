@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Protocol
 from broker.core.message_codecs import (
     SWAP_HEADERS,
     SWAP_SEQ,
+    HeaderView,
     SwapRecord,
     from_fields,
     swap_fields,
@@ -76,8 +77,8 @@ PAGE = 500
 #: µs, 600-byte 0.88 / 1.01 µs, 1 KiB 1.26 / 1.24 µs, 2 KiB 1.74 / 1.21 µs.
 SEARCHED = 1024
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
-#: A decoded temp record's headers (what a selector naming no JMS property reads).
-_headers_of = operator.itemgetter(SWAP_HEADERS)
+#: A decoded temp record's header block (what a selector naming no JMS property reads).
+_block_of = operator.itemgetter(SWAP_HEADERS)
 #: ``SwapRecord``'s size where it is only a selector's subject.
 _NO_SIZE = itertools.repeat(0)
 
@@ -402,11 +403,11 @@ def walk_disk(
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
     stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
-    selector reads its decoded headers (``plain``: the selector names no JMS property,
-    so the headers alone are its subject; ``needle``: bytes a record lacks if it lacks a
-    header the selector needs, see ``_walk_swapped``).  With ``take``, the matching
-    swapped records are deleted here (a page-in queued behind this job must not bring
-    them back).
+    selector reads its decoded fields (``plain``: the selector names no JMS property,
+    so the header block alone is its subject, a ``HeaderView``; ``needle``: bytes a
+    record lacks if it lacks a header the selector needs, see ``_walk_swapped``).  With
+    ``take``, the matching swapped records are deleted here (a page-in queued behind
+    this job must not bring them back).
     Stored messages a consumer's disk scan took already (``skip``) are not the queue's
     pending ones.
     """
@@ -472,7 +473,7 @@ def _walk_swapped(
         # there, which costs a match what a loop over the decoded records would cost a
         # record.
         decoded = map(swap_fields, records)
-        subjects = map(_headers_of, decoded) if plain else map(SwapRecord, decoded, _NO_SIZE)
+        subjects = map(HeaderView, map(_block_of, decoded)) if plain else map(SwapRecord, decoded, _NO_SIZE)
         hits = itertools.compress(indices, map(match, subjects))
     for i in hits:
         value = values[i]

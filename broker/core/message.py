@@ -6,31 +6,39 @@ for every subscriber (command, broker headers, user headers) is encoded once per
 STOMP version and reused; only ``subscription``/``ack``/``redelivered`` are added per
 delivery.
 
-Its fields are listed once, below: ``__init__`` and ``__slots__`` come from the list
-(a dataclass; ``_init_with_size``), and so do the copies (``copy_to``, ``redelivery_copy``) and both
-codecs (``message_codecs``: the temp store's record and the message store's).  Each
-field says where the message store keeps it (``STORED``), so a new field cannot be
-forgotten by either codec: tests/broker/test_message.py checks every field is placed.
+It is kept light, since a backlog holds millions of them (issue 17; measured by
+``benchmarks/bench_message_memory.py``): its user headers are one ``bytes`` block, the
+``name:value`` lines as a STOMP 1.2 MESSAGE frame carries them (``header_block``),
+built once at SEND from the parser's transient dict; ``headers`` and ``get`` read it.
+Its id is not a string of its own but its boot's prefix and its sequence number; its
+``size`` is computed; rarely set flags share one int.  ``OBJECT_OVERHEAD`` is what
+that layout costs beyond the body and the header block, so the memory meter charges
+what a message really costs.
+
+Its constructor's parameters are listed once, in ``FIELDS``: the copies
+(``copy_to``, ``redelivery_copy``) and both codecs (``message_codecs``: the temp store's
+record and the message store's) follow the list.  Each field says where the message
+store keeps it (``stored``), so a new field cannot be forgotten by either codec:
+tests/broker/test_message.py checks every field is placed.
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Final, TypeVar
+import sys
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from protocol.encoder import encode_headers
+from protocol.escaping import escape, unescape
+from protocol.frames import V1_2
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from broker.core.usage import UsageMeter
 
 PERSISTENT: Final = "PERSISTENT"
 NON_PERSISTENT: Final = "NON_PERSISTENT"
 DEFAULT_PRIORITY: Final = 4
-
-# A rough price of the Python objects behind a message (the Message, its headers dict
-# and strings), so that the memory limit tracks RSS rather than only body bytes.
-OBJECT_OVERHEAD: Final = 450
-HEADER_OVERHEAD: Final = 110
 
 # Headers a producer may not set: they are the broker's (ActiveMQ strips the same
 # ones, so a consumer can trust them).
@@ -45,7 +53,7 @@ BROKER_HEADERS: Final = (
     "content-length",
 )
 
-# Where the message store keeps a field (``message_codecs``; metadata key "stored").
+# Where the message store keeps a field (``message_codecs``; ``Field.stored``).
 #: In the record's key, not its value.
 IN_KEY: Final = "key"
 #: A signed 64-bit integer in the record's fixed head, in field order.
@@ -65,79 +73,242 @@ IN_MARK: Final = "mark"
 #: Not kept: it means nothing after a restart (the sender's connection is gone).
 NOT_STORED: Final = "not stored"
 
+GROUP_HEADER: Final = "JMSXGroupID"
 
-def _payload(where: str) -> dict[str, str]:
-    return {"stored": where}
-
-
-C = TypeVar("C", bound=type)
-#: What ``size`` is, computed in ``__init__`` (see ``_init_with_size``).
-_SIZE = "len(body) + OBJECT_OVERHEAD + HEADER_OVERHEAD * len(headers)"
-
-
-def _init_with_size(cls: C) -> C:
-    """Give a dataclass the ``__init__`` it generated from its fields, with ``size``
-    computed in it: a ``__post_init__`` would cost every SEND a call (about 60 ns,
-    1% of the hot path; ``benchmarks/bench_engine.py``).  Defaults must be literals."""
-    params, body = [], []
-    for f in fields(cls):
-        if f.init:
-            given = "" if f.default is MISSING else f"={f.default!r}"
-            params.append(f"{f.name}{given}")
-            body.append(f"self.{f.name} = {f.name}")
-        elif f.name == "size":
-            body.append(f"self.size = {_SIZE}")
-        else:
-            body.append(f"self.{f.name} = {f.default!r}")
-    source = f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body)
-    namespace: dict[str, object] = {}
-    exec(source, {"OBJECT_OVERHEAD": OBJECT_OVERHEAD, "HEADER_OVERHEAD": HEADER_OVERHEAD}, namespace)
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    cls.__init__ = init  # type: ignore[misc]
-    return cls
+# ``Message._flags``: bits, and above them the store destination (``store_dest``).
+_CONTENT_LENGTH: Final = 1
+_IN_LOG: Final = 2
+_REDELIVERED: Final = 4
+_GROUPED: Final = 8
+_STORE_DEST_SHIFT: Final = 4
+#: What a copy to another destination keeps (its deliveries and storage start afresh).
+_PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 
 
-@_init_with_size
-@dataclass(slots=True, eq=False, repr=False)
+class IdPrefix(str):
+    """What a message id holds before its sequence number: one per boot, shared by every
+    message whose id it makes (``Message.id``), so that no message keeps an id string."""
+
+    __slots__ = ()
+
+
+#: Prefixes read back from records (their messages share them); bounded, since a
+#: record's id could be anything.
+_PREFIXES: dict[str, IdPrefix] = {}
+_MAX_PREFIXES: Final = 1024
+
+
+def id_prefix(text: str) -> IdPrefix:
+    prefix = _PREFIXES.get(text)
+    if prefix is None:
+        prefix = IdPrefix(text)
+        if len(_PREFIXES) < _MAX_PREFIXES:
+            _PREFIXES[text] = prefix
+    return prefix
+
+
+def _id_part(message_id: str, seq: int) -> str:
+    """What ``Message.id_prefix`` keeps for ``message_id``: its prefix if it ends with
+    ``seq`` (the broker's ids all do), else the whole id."""
+    digits = str(seq)
+    if seq > 0 and len(message_id) > len(digits) and message_id.endswith(digits):
+        return id_prefix(message_id[: -len(digits)])
+    return message_id
+
+
+def header_block(headers: Mapping[str, str]) -> bytes:
+    """Headers as a message keeps them: ``name:value`` lines each ending in LF, escaped as
+    in a STOMP 1.2 frame (so no name or value holds a raw LF or ':')."""
+    if not headers:
+        return b""
+    text = "\n".join(map(":".join, headers.items()))
+    # One ':' a line and no LF, CR or backslash in any name or value (the usual case):
+    # nothing to escape, and the text is the block as it is.
+    if (
+        text.count(":") == len(headers)
+        and text.count("\n") == len(headers) - 1
+        and "\\" not in text
+        and "\r" not in text
+    ):
+        return (text + "\n").encode()
+    return encode_headers(headers.items(), V1_2)
+
+
+def headers_of(block: bytes) -> dict[str, str]:
+    """The headers a ``header_block`` holds, unescaped."""
+    if not block:
+        return {}
+    lines = block.decode().split("\n")
+    del lines[-1]
+    if b"\\" not in block:
+        return dict(line.split(":", 1) for line in lines)
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[unescape(name, V1_2)] = unescape(value, V1_2)
+    return headers
+
+
+#: A header name's (``b"\\nname:"``, ``b"name:"``) as found in a block; bounded (the
+#: names selectors and the broker look up).
+_KEYS: dict[str, tuple[bytes, bytes]] = {}
+_MAX_KEYS: Final = 4096
+
+
+def find_header(block: bytes, name: str) -> str | None:
+    """One header's value in a ``header_block``, without building a dict: a find, since
+    values hold no raw LF, a name is found only at the start of a line."""
+    keys = _KEYS.get(name)
+    if keys is None:
+        bare = escape(name, V1_2).encode() + b":"
+        keys = (b"\n" + bare, bare)
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[name] = keys
+    line, bare = keys
+    if block.startswith(bare):
+        start = len(bare)
+    else:
+        start = block.find(line)
+        if start < 0:
+            return None
+        start += len(line)
+    value = block[start : block.index(b"\n", start)].decode()
+    return unescape(value, V1_2) if "\\" in value else value
+
+
+#: The last MESSAGE head and tail built per STOMP version, and for which message: a
+#: topic's subscribers share them, without every held message keeping its frame bytes.
+#: (It keeps that one message alive until the next is delivered, at most one a version.)
+_WIRES: dict[str, tuple[Message, tuple[bytes, bytes]]] = {}
+
+
 class Message:
-    # What the producer sent, as the broker read it: a copy (another destination, a
-    # dead letter, a scheduled delivery) starts from these.
-    seq: int = field(metadata=_payload(IN_KEY))
-    id: str = field(metadata=_payload(AS_STRING))
-    destination: str = field(metadata=_payload(AS_STRING))
-    headers: dict[str, str] = field(metadata=_payload(AS_HEADERS))
-    body: bytes = field(metadata=_payload(AS_BODY))
-    priority: int = field(default=DEFAULT_PRIORITY, metadata=_payload(IN_KEY))
-    expires: int = field(default=0, metadata=_payload(IN_HEAD))
-    timestamp: int = field(default=0, metadata=_payload(IN_HEAD))
-    persistent: bool = field(default=False, metadata=_payload(IMPLIED))
-    group: str | None = field(default=None, metadata=_payload(IMPLIED))
-    content_length: bool = field(default=False, metadata=_payload(AS_FLAG))
-    #: The id of the session that sent it (for ``activemq.noLocal``).
-    origin: str | None = field(default=None, metadata=_payload(NOT_STORED))
-    # Its deliveries so far: a copy starts afresh, a redelivery copy keeps them.
-    redelivered: bool = field(default=False, metadata=_payload(IN_MARK))
-    delivery_count: int = field(default=0, metadata=_payload(IN_MARK))
-    # Bookkeeping while the broker holds it, never copied nor written.
-    #: What the memory limit is charged while this message is held in RAM.
-    size: int = field(init=False)
-    #: The meter charged while anything holds it (cursor, in-flight, pending write).
-    meter: UsageMeter | None = field(default=None, init=False)
-    holders: int = field(default=0, init=False)
-    #: When the broker accepted it (clock ms; 0: unknown, say read back from a store):
-    #: where end-to-end latency is counted from.
-    arrived: int = field(default=0, init=False)
-    #: Written to its destination's shared log in the temp store.
-    in_log: bool = field(default=False, init=False)
-    #: Bytes of its record in the message store (0: not stored), and where.
-    store_size: int = field(default=0, init=False)
-    store_dest: int = field(default=0, init=False)
-    _wire: tuple[bytes, bytes] | None = field(default=None, init=False)
-    _wire_version: str = field(default="", init=False)
+    __slots__ = (
+        "_flags",
+        "arrived",
+        "body",
+        "delivery_count",
+        "destination",
+        "expires",
+        "header_block",
+        "holders",
+        "id_prefix",
+        "meter",
+        "origin",
+        "persistent",
+        "priority",
+        "seq",
+        "store_size",
+        "timestamp",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        id: str,
+        destination: str,
+        headers: Mapping[str, str] | bytes,
+        body: bytes,
+        priority: int = DEFAULT_PRIORITY,
+        expires: int = 0,
+        timestamp: int = 0,
+        persistent: bool = False,
+        group: str | None = None,
+        content_length: bool = False,
+        origin: str | None = None,
+        redelivered: bool = False,
+        delivery_count: int = 0,
+    ) -> None:
+        # What the producer sent, as the broker read it: a copy (another destination, a
+        # dead letter, a scheduled delivery) starts from these.
+        self.seq = seq
+        #: The id: this and ``seq`` if it is an ``IdPrefix`` (``id``), else the whole id.
+        self.id_prefix: str = _id_part(id, seq) if id else ""
+        self.destination = destination
+        #: The user headers (``header_block``): ``headers`` and ``get`` read them.
+        self.header_block: bytes = headers if type(headers) is bytes else header_block(headers)  # type: ignore[arg-type]
+        self.body = body
+        self.priority = priority
+        self.expires = expires
+        self.timestamp = timestamp
+        self.persistent = persistent
+        #: The id of the session that sent it (for ``activemq.noLocal``).
+        self.origin = origin
+        # Its deliveries so far: a copy starts afresh, a redelivery copy keeps them.
+        self.delivery_count = delivery_count
+        # Bookkeeping while the broker holds it, never copied nor written.
+        #: The meter charged while anything holds it (cursor, in-flight, pending write).
+        self.meter: UsageMeter | None = None
+        self.holders = 0
+        #: When the broker accepted it (clock ms; 0: unknown, say read back from a store):
+        #: where end-to-end latency is counted from.
+        self.arrived = 0
+        #: Bytes of its record in the message store (0: not stored); where: ``store_dest``.
+        self.store_size = 0
+        # The group is a header (``group`` finds it when this says there is one).
+        flags = 0
+        if group is not None:
+            flags = _GROUPED
+        if content_length:
+            flags |= _CONTENT_LENGTH
+        if redelivered:
+            flags |= _REDELIVERED
+        self._flags = flags
 
     def __repr__(self) -> str:
         return f"<Message {self.id or self.seq} {self.destination} p{self.priority}>"
+
+    @property
+    def id(self) -> str:
+        prefix = self.id_prefix
+        return prefix + str(self.seq) if type(prefix) is IdPrefix else prefix
+
+    @property
+    def size(self) -> int:
+        """What the memory limit is charged while this message is held in RAM: all it
+        keeps alive (``OBJECT_OVERHEAD``).  It never changes while the message is held."""
+        return len(self.body) + len(self.header_block) + OBJECT_OVERHEAD
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The user headers: a new dict (a change to it changes no message; ``copy_to``
+        gives a message other headers)."""
+        return headers_of(self.header_block)
+
+    @property
+    def group(self) -> str | None:
+        return find_header(self.header_block, GROUP_HEADER) if self._flags & _GROUPED else None
+
+    @property
+    def content_length(self) -> bool:
+        """The producer sent a content-length: its MESSAGEs carry one too."""
+        return bool(self._flags & _CONTENT_LENGTH)
+
+    @property
+    def redelivered(self) -> bool:
+        return bool(self._flags & _REDELIVERED)
+
+    @redelivered.setter
+    def redelivered(self, value: bool) -> None:
+        self._flags = self._flags | _REDELIVERED if value else self._flags & ~_REDELIVERED
+
+    @property
+    def in_log(self) -> bool:
+        """Written to its destination's shared log in the temp store."""
+        return bool(self._flags & _IN_LOG)
+
+    @in_log.setter
+    def in_log(self, value: bool) -> None:
+        self._flags = self._flags | _IN_LOG if value else self._flags & ~_IN_LOG
+
+    @property
+    def store_dest(self) -> int:
+        """The destination its message store record is under (with ``store_size``)."""
+        return self._flags >> _STORE_DEST_SHIFT
+
+    @store_dest.setter
+    def store_dest(self, value: int) -> None:
+        self._flags = (self._flags & ((1 << _STORE_DEST_SHIFT) - 1)) | (value << _STORE_DEST_SHIFT)
 
     def hold(self) -> None:
         if not self.holders and self.meter is not None:
@@ -150,54 +321,86 @@ class Message:
             self.meter.release(self.size)
 
     def copy_to(
-        self, seq: int, message_id: str, destination: str, headers: dict[str, str] | None = None
+        self, seq: int, message_id: str, destination: str, headers: Mapping[str, str] | None = None
     ) -> Message:
         """The same payload routed to another destination (composite sends), with other
         headers if given; its deliveries start afresh."""
-        return replace(
-            self,
-            seq=seq,
-            id=message_id,
-            destination=destination,
-            headers=self.headers if headers is None else headers,
-            redelivered=False,
-            delivery_count=0,
-        )
+        block = self.header_block if headers is None else header_block(headers)
+        copy = self._copy(seq, destination, block, 0)
+        copy.id_prefix = _id_part(message_id, seq) if message_id else ""
+        copy._flags = self._flags & _PAYLOAD_FLAGS
+        return copy
 
     def redelivery_copy(self) -> Message:
         """A copy flagged ``redelivered`` for one topic subscriber (the original is shared)."""
-        clone = replace(self, redelivered=True)
+        clone = self._copy(self.seq, self.destination, self.header_block, self.delivery_count)
+        clone.id_prefix = self.id_prefix
         # Still the same stored message (a durable subscriber acks it by these).
+        clone._flags = (self._flags & ~_IN_LOG) | _REDELIVERED
         clone.store_size = self.store_size
-        clone.store_dest = self.store_dest
         clone.arrived = self.arrived
         return clone
+
+    def _copy(self, seq: int, destination: str, block: bytes, delivery_count: int) -> Message:
+        return Message(
+            seq,
+            "",
+            destination,
+            block,
+            self.body,
+            self.priority,
+            self.expires,
+            self.timestamp,
+            self.persistent,
+            None,
+            False,
+            self.origin,
+            False,
+            delivery_count,
+        )
 
     def wire(self, version: str) -> tuple[bytes, bytes]:
         """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
         them, and the body and ``FRAME_END`` after.  The body is never copied here."""
-        wire = self._wire
-        if wire is not None and self._wire_version == version:
-            return wire
-        shared = [
-            ("message-id", self.id),
-            ("destination", self.destination),
-            ("timestamp", str(self.timestamp)),
-            ("expires", str(self.expires)),
-            ("priority", str(self.priority)),
-        ]
-        shared.extend(self.headers.items())
-        head = b"MESSAGE\n" + encode_headers(shared, version)
+        cached = _WIRES.get(version)
+        if cached is not None and cached[0] is self:
+            return cached[1]
+        block = self.header_block
+        message_id = self.id
+        destination = self.destination
+        # The block is as 1.2 escapes it; without a backslash in it, as 1.1 and 1.0 write
+        # it too (no header then holds LF, CR or ':').
+        if version != V1_2 and b"\\" in block:
+            block = encode_headers(headers_of(block), version)
+        names = message_id + destination
+        if ":" in names or "\\" in names or "\n" in names or "\r" in names:
+            shared = b"MESSAGE\n" + encode_headers(
+                [
+                    ("message-id", message_id),
+                    ("destination", destination),
+                    ("timestamp", str(self.timestamp)),
+                    ("expires", str(self.expires)),
+                    ("priority", str(self.priority)),
+                ],
+                version,
+            )
+        else:
+            # Nothing to escape in any version (the rest are numbers): one format, not the
+            # encoder's passes (this runs once per message delivered).
+            shared = (
+                f"MESSAGE\nmessage-id:{message_id}\ndestination:{destination}\n"
+                f"timestamp:{self.timestamp}\nexpires:{self.expires}\npriority:{self.priority}\n"
+            ).encode()
         body = self.body
-        tail = b"content-length:%d\n\n" % len(body) if self.content_length or b"\0" in body else b"\n"
-        wire = (head, tail)
-        self._wire = wire
-        self._wire_version = version
+        sized = self._flags & _CONTENT_LENGTH or b"\0" in body
+        tail = b"content-length:%d\n\n" % len(body) if sized else b"\n"
+        wire = (shared + block, tail)
+        _WIRES[version] = (self, wire)
         return wire
 
     # Selector subjects: the compiled selector calls ``get`` for every identifier.
     def get(self, name: str) -> object | None:
-        value = self.headers.get(name)
+        value = find_header(self.header_block, name)
         if value is not None:
             return value
         if name.startswith("JMS"):
@@ -218,11 +421,11 @@ class Message:
         if name == "JMSRedelivered":
             return self.redelivered
         if name == "JMSCorrelationID":
-            return self.headers.get("correlation-id")
+            return find_header(self.header_block, "correlation-id")
         if name == "JMSType":
-            return self.headers.get("type")
+            return find_header(self.header_block, "type")
         if name == "JMSReplyTo":
-            return self.headers.get("reply-to")
+            return find_header(self.header_block, "reply-to")
         if name == "JMSDestination":
             return self.destination
         if name == "JMSXGroupID":
@@ -230,11 +433,49 @@ class Message:
         return None
 
 
+# What a message held in RAM costs beyond its body and header block bytes, as Python
+# allocates it: the ``Message`` (with the collector's head), the ``bytes`` headers of
+# its body and header block, and the two ints that are not small: its sequence number
+# and the arrival time (its timestamp is the same int unless the producer set one).
+# The allocator rounds each block up to 16 bytes: 8 each on average.
+_GC_HEAD: Final = 16
+OBJECT_OVERHEAD: Final = (
+    _GC_HEAD
+    + Message.__basicsize__
+    + 2 * sys.getsizeof(b"")
+    + sys.getsizeof(1 << 20)
+    + sys.getsizeof(1 << 40)
+    + 4 * 8
+)
+
+
+class Field(NamedTuple):
+    """A parameter of ``Message``'s constructor, and where the message store keeps it."""
+
+    name: str
+    stored: str
+
+
 #: The fields a message is made of (``__init__``'s parameters, in order): what the
 #: temp store's record holds, and what every codec must place.
-FIELDS: Final = tuple(f for f in fields(Message) if f.init)
+FIELDS: Final = (
+    Field("seq", IN_KEY),
+    Field("id", AS_STRING),
+    Field("destination", AS_STRING),
+    Field("headers", AS_HEADERS),
+    Field("body", AS_BODY),
+    Field("priority", IN_KEY),
+    Field("expires", IN_HEAD),
+    Field("timestamp", IN_HEAD),
+    Field("persistent", IMPLIED),
+    Field("group", IMPLIED),
+    Field("content_length", AS_FLAG),
+    Field("origin", NOT_STORED),
+    Field("redelivered", IN_MARK),
+    Field("delivery_count", IN_MARK),
+)
 
 
 def stored_as(where: str) -> tuple[str, ...]:
     """The names of the fields the message store keeps ``where`` (``IN_HEAD`` ...), in order."""
-    return tuple(f.name for f in FIELDS if f.metadata["stored"] == where)
+    return tuple(f.name for f in FIELDS if f.stored == where)

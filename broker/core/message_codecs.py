@@ -1,6 +1,7 @@
 """A message as bytes, and back: the temp store's record and the message store's.
 
-Both are built from the one list of ``Message`` fields (``message.FIELDS``).
+Both are built from the one list of ``Message`` fields (``message.FIELDS``); the temp
+store's record keeps the headers as the message does, its ``header_block``.
 
 The temp store's record (``to_swap``/``from_swap``) is every field in order, through
 ``marshal``: C-fast, and its Python-version-specific format is no concern, since the
@@ -20,13 +21,15 @@ import struct
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
-from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, stored_as
+from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, find_header, stored_as
+from protocol.escaping import escape
+from protocol.frames import V1_2
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 _SWAP_FORMAT: Final = 1
-_swap_fields = attrgetter(*(f.name for f in FIELDS))
+_swap_fields = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
 
 STORE_FORMAT: Final = 1
 _HEAD_INTS: Final = stored_as(IN_HEAD)
@@ -68,11 +71,24 @@ def from_fields(fields: tuple[Any, ...]) -> Message:
 def swap_needle(names: Iterable[str]) -> bytes | None:
     """Bytes that a temp record holds if its headers include every one of ``names`` (None:
     no such bytes known): a walk over a deep swapped queue skips, undecoded, the records
-    without them.  In ``to_swap``'s record the headers are marshal's encoding of the dict,
-    which writes a name's UTF-8 as it is (surrogates passed, as marshal does).  Of several
-    names the longest, as likely the rarest."""
+    without them.  ``to_swap``'s record holds the message's header block as it is, where
+    each header starts ``name:`` (the name escaped as STOMP 1.2 escapes it, as
+    ``find_header`` looks for it).  Of several names the longest, as likely the rarest."""
     name = max(names, key=len, default="")
-    return name.encode("utf-8", "surrogatepass") if name else None
+    return escape(name, V1_2).encode() + b":" if name else None
+
+
+class HeaderView:
+    """A temp record's header block as a selector's subject that names no JMS property:
+    ``get`` finds a header in it without building a dict."""
+
+    __slots__ = ("block",)
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+
+    def get(self, name: str) -> str | None:
+        return find_header(self.block, name)
 
 
 class SwapRecord:
@@ -88,7 +104,7 @@ class SwapRecord:
         self.size = size
 
     def get(self, name: str) -> object | None:
-        value: object | None = self.fields[SWAP_HEADERS].get(name)
+        value: object | None = find_header(self.fields[SWAP_HEADERS], name)
         if value is not None or not name.startswith("JMS"):
             return value
         return self.message().get(name)

@@ -175,8 +175,8 @@ class Persistence:
 
     def add(self, dest_id: int, message: Message, sender: Outbox | None) -> None:
         """Store a persistent message routed to queue ``dest_id``; its ``sender`` waits for it."""
+        # (``add_messages`` claims its sequence, at ``submit``.)
         value = to_store(message)
-        self.store.claim(message.seq)
         adds = self._adds.get(dest_id)
         if adds is None:
             adds = self._adds[dest_id] = []
@@ -241,9 +241,13 @@ class Persistence:
     def hold(self, outbox: Outbox) -> None:
         """Nothing more goes out on ``outbox`` until the current batch is durable."""
         # Held once per batch: one release per batch comes back (a list: few per batch).
-        if outbox not in self._held:
+        held = self._held
+        if held and held[-1] is outbox:
+            # The one held last (a producer's run of SENDs, a consumer's of MESSAGEs).
+            return
+        if outbox not in held:
             outbox.hold()
-            self._held.append(outbox)
+            held.append(outbox)
 
     # -- scheduled jobs ------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.message import id_prefix as prefix_of
 from broker.core.observe import Observer
 from broker.core.persistence import QUEUE_KIND
 from broker.core.queue import Queue
@@ -41,7 +42,7 @@ class Routing:
         #: The last sequence handed out (recovery starts it past what the store holds).
         self.seq = 0
         #: Message ids are this plus the sequence (``boot_prefix``).
-        self._id_prefix = id_prefix
+        self._id_prefix = prefix_of(id_prefix)
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -68,8 +69,8 @@ class Routing:
         # back by flow control or a transaction must not arrive at a cursor with a
         # sequence older than what that cursor already swapped out (keys sort by it).
         self.seq += 1
-        message.seq = seq = self.seq
-        message.id = self._id_prefix + str(seq)
+        message.seq = self.seq
+        message.id_prefix = self._id_prefix
         if sent:
             # Before it is routed: dispatch may follow at once, and events are in causal order.
             events = self.observer.events

@@ -183,9 +183,7 @@ class Settlement:
             f"(maximumRedeliveries={policy.max_redeliveries})"
         )
         headers["original-message-id"] = message.id
-        dead = message.copy_to(0, "", dlq.name)
-        dead.headers = headers
-        dead.size = message.size
+        dead = message.copy_to(0, "", dlq.name, headers)
         # Its latency keeps counting from its first enqueue.
         dead.arrived = message.arrived
         # A dead letter is kept until someone looks at it (ActiveMQ clears it too).

@@ -8,6 +8,7 @@ when a test moves the engine's clock.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -62,6 +63,15 @@ class Disks:
             posted, self.posted[:] = list(self.posted), []
             for callback in posted:
                 self.engine.after_io(callback)
+
+    def stalled(self) -> None:
+        """Wait until a write has failed and the committer has posted that it stalls: it
+        posts that just after the write raised, so the failed write alone is too early."""
+        assert self.db.failed.wait(10)
+        deadline = time.monotonic() + 10
+        while not self.posted:
+            assert time.monotonic() < deadline, "the committer never said it stalled"
+            time.sleep(0.005)
 
     def later(self, ms: int) -> None:
         """Move the clock on and tick (retries that are due run)."""
@@ -172,7 +182,7 @@ def test_producers_wait_while_the_store_cannot_write_and_their_receipts_come_aft
     assert [f.headers["receipt-id"] for f in p.received()] == ["r0"]
     disks.db.full = True
     p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r1"}, b"1")
-    assert disks.db.failed.wait(10)
+    disks.stalled()
     disks.settle(durable=False)
     assert engine.persistence.stalled is not None
     # r1's batch is not durable: no RECEIPT.  The next SEND waits for room.
@@ -196,7 +206,7 @@ def test_send_fail_if_no_space_says_store_full_while_the_store_cannot_write(tmp_
         p = Peer(disks.engine)
         disks.db.full = True
         p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r1"}, b"1")
-        assert disks.db.failed.wait(10)
+        disks.stalled()
         disks.settle(durable=False)
         with pytest.raises(Exception, match="the message store is full") as refused:
             p.send_frame("SEND", {"destination": "/queue/q", "persistent": "true", "receipt": "r2"}, b"2")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+import inspect
+import sys
 
 import pytest
 
 from broker.core import message as m
-from broker.core.message import FIELDS, Message
+from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
 from broker.core.message_codecs import BadRecord, from_store, from_swap, swap_needle, to_store, to_swap
 
 PLACES = {m.IN_KEY, m.IN_HEAD, m.AS_FLAG, m.AS_STRING, m.AS_HEADERS, m.AS_BODY}
@@ -42,9 +43,11 @@ def state(message: Message) -> dict[str, object]:
 def test_every_field_says_where_the_message_store_keeps_it() -> None:
     assert [f.name for f in FIELDS][:5] == ["seq", "id", "destination", "headers", "body"]
     for f in FIELDS:
-        assert f.metadata.get("stored") in PLACES, f"{f.name}: where does the message store keep it?"
+        assert f.stored in PLACES, f"{f.name}: where does the message store keep it?"
+    # The list is the constructor's: a parameter cannot be added without placing it.
+    assert [f.name for f in FIELDS] == list(inspect.signature(Message).parameters)
     # Bookkeeping is never a constructor argument, so no codec carries it.
-    assert {f.name for f in fields(Message) if not f.init} >= {"size", "meter", "holders", "store_size"}
+    assert not {f.name for f in FIELDS} & {"size", "meter", "holders", "store_size", "arrived", "in_log"}
 
 
 def test_the_swap_record_carries_every_field() -> None:
@@ -56,9 +59,8 @@ def test_the_swap_record_carries_every_field() -> None:
 def test_a_swap_record_holds_the_needle_of_each_of_its_header_names(name: str) -> None:
     # An admin walk skips, undecoded, a swapped record without the needle of a header its
     # selector needs, so every record with that header must hold the needle: whatever the
-    # name, and also where the same string object appears before it (marshal then writes
-    # the name as a reference to that first one).
-    for headers in ({"same": "same", name: "v"}, {"other": name, name: "v"}):
+    # name (escaped in the header block), first or not, and beside values that hold it.
+    for headers in ({"same": "same", name: "v"}, {"other": name, name: "v"}, {name: name}):
         record = to_swap(Message(1, "ID-1", "/queue/a", headers, b"x" * 100))
         assert swap_needle([name]) in record, headers
     both = to_swap(Message(1, "ID-1", "/queue/a", {"colour": "c", name: "v"}, b""))
@@ -70,7 +72,7 @@ def test_the_store_record_carries_what_it_says_it_does() -> None:
     original = sample()
     back = from_store(original.seq, original.priority, to_store(original))
     for f in FIELDS:
-        where = f.metadata["stored"]
+        where = f.stored
         if where in (m.IN_MARK, m.NOT_STORED):
             assert getattr(back, f.name) == getattr(Message(0, "", "", {}, b""), f.name), f.name
         else:
@@ -107,8 +109,61 @@ def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:
 
 def test_init_sets_every_slot_and_the_size() -> None:
     message = Message(1, "id", "/queue/q", {"a": "b", "c": "d"}, b"xyz")
-    for f in fields(Message):
-        if not f.init and f.name != "size":
-            assert getattr(message, f.name) == f.default, f.name
-    assert message.size == 3 + m.OBJECT_OVERHEAD + 2 * m.HEADER_OVERHEAD
+    for name in Message.__slots__:
+        getattr(message, name)
+    assert (message.meter, message.holders, message.arrived, message.store_size, message.store_dest) == (
+        None, 0, 0, 0, 0
+    )  # fmt: skip
+    assert not message.in_log and not message.redelivered and message.group is None
+    assert message.header_block == b"a:b\nc:d\n"
+    assert message.size == 3 + len(b"a:b\nc:d\n") + m.OBJECT_OVERHEAD
     assert message.priority == m.DEFAULT_PRIORITY
+
+
+def test_a_held_message_is_charged_no_less_than_the_objects_it_keeps() -> None:
+    """Issue 17: a message in RAM costs its body, its header block and at most ~300 bytes
+    more; the meter's charge (``size``) covers every object it keeps alive that is its own."""
+    headers = {"app": "x", "correlation-id": "c-1"}
+    message = Message(123_456, "ID-boot-123456", "/queue/q", headers, b"b" * 100)
+    message.timestamp = message.arrived = 1_700_000_000_000
+    assert not hasattr(message, "__dict__") and len(Message.__slots__) <= 16
+    gc_head = 16
+    own = [message, message.body, message.header_block, message.seq, message.timestamp]
+    assert sum(map(sys.getsizeof, own)) + gc_head <= message.size
+    beyond = message.size - len(message.body) - len(message.header_block)
+    assert beyond == m.OBJECT_OVERHEAD <= 320
+    # Shared, not its own: the id's prefix (one per boot), the destination's name.
+    assert type(message.id_prefix) is m.IdPrefix and message.id == "ID-boot-123456"
+    assert Message(7, "ID-boot-7", "/queue/q", {}, b"").id_prefix is message.id_prefix
+
+
+def test_the_header_block_reads_back_every_header_as_sent() -> None:
+    headers = {"a": "1", "k:\\": "a\nb:c\\d\re", "JMSXGroupID": "g", "empty": "", "é": "日本"}
+    block = header_block(headers)
+    assert headers_of(block) == headers and headers_of(b"") == {}
+    for name, value in headers.items():
+        assert find_header(block, name) == value
+    # A name is found at the start of a line only, never inside a value or another name.
+    assert find_header(header_block({"xa": "b:a:c", "y": "a:"}), "a") is None
+    message = Message(3, "id", "/queue/q", headers, b"", group="g")
+    assert message.headers == headers and message.group == "g" and message.get("k:\\") == "a\nb:c\\d\re"
+    assert (message.get("JMSXGroupID"), message.get("JMSMessageID"), message.get("nope")) == ("g", "id", None)
+
+
+def test_the_wire_is_the_frame_each_version_expects() -> None:
+    message = Message(9, "ID-b-9", "/queue/q", {"plain": "v", "odd": "a:b\\c\rd"}, b"x", timestamp=5)
+    shared = b"MESSAGE\nmessage-id:ID-b-9\ndestination:/queue/q\ntimestamp:5\nexpires:0\npriority:4\n"
+    assert message.wire("1.2") == (shared + b"plain:v\nodd:a\\cb\\\\c\\rd\n", b"\n")
+    assert message.wire("1.1") == (shared + b"plain:v\nodd:a\\cb\\\\c\rd\n", b"\n")
+    assert message.wire("1.0") == (shared + b"plain:v\nodd:a:b\\c d\n", b"\n")
+    # An id or destination that needs escaping is escaped as each version does.
+    odd = Message(1, "ID:b:1", "/queue/a:b", {}, b"\0", timestamp=5)
+    assert odd.wire("1.2") == (
+        b"MESSAGE\nmessage-id:ID\\cb\\c1\ndestination:/queue/a\\cb\ntimestamp:5\nexpires:0\npriority:4\n",
+        b"content-length:1\n\n",
+    )
+    assert odd.wire("1.0")[0].startswith(b"MESSAGE\nmessage-id:ID:b:1\ndestination:/queue/a:b\n")
+    # The cache is per version and per message: another message gets its own frame.
+    other = message.copy_to(10, "ID-b-10", "/queue/r")
+    assert other.wire("1.2")[0].startswith(b"MESSAGE\nmessage-id:ID-b-10\ndestination:/queue/r\n")
+    assert message.wire("1.2")[0].startswith(shared)

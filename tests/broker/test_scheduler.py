@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from broker.core import scheduler
 from broker.core.clock import Clock
 from broker.core.engine import Engine
 from protocol.errors import StompError
@@ -372,3 +373,9 @@ def test_a_repeating_job_keeps_its_count_across_a_restart(tmp_path: Path) -> Non
         assert broker.engine.usage.store.used == 0
     finally:
         broker.close()
+
+
+def test_every_scheduling_header_starts_with_the_prefix_the_send_path_looks_for() -> None:
+    """``Scheduler.deliver`` looks for ``PREFIX`` in a message's header block before it
+    builds the headers: a scheduling header it did not start would go unscheduled."""
+    assert all(name.encode().startswith(scheduler.PREFIX) for name in scheduler.HEADERS)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from store.database import Database
+from store.database import Database, split
 from store.errors import StoreCorrupt, StoreFull
 
 
@@ -37,6 +37,9 @@ class FaultyDB:
             self.failed.set()
             raise StoreFull(f"write to the store at {self.path} failed: IO error: No space left on device")
         self.db.write(puts, deletes)
+
+    def apply(self, ops: Mapping[bytes, bytes | None]) -> None:
+        self.write(*split(ops))
 
     def reopen(self) -> None:
         if self.full:

@@ -7,13 +7,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import pytest
 
 from store.api import Batch
 from store.commit import GroupCommitter
+from store.database import split
 from store.errors import StoreCorrupt, StoreError, StoreFull
 from store.leveldb import LevelDB
 from tests.store.conftest import run_now
@@ -48,6 +49,9 @@ class GatedDB:
         assert self.gate.wait(10)
         self.writes.append(len(puts) + len(deletes))
         self.db.write(puts, deletes)
+
+    def apply(self, ops: Mapping[bytes, bytes | None]) -> None:
+        self.write(*split(ops))
 
     def get(self, key: bytes) -> bytes | None:
         return self.db.get(key)
