@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from broker.core import admin  # noqa: E402
 from broker.core.message import Message  # noqa: E402
-from broker.core.message_codecs import SWAP_HEADERS, swap_fields, swap_needle, to_swap  # noqa: E402
+from broker.core.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
 from broker.core.selector import compile_selector  # noqa: E402
 from store.leveldb import LevelDB  # noqa: E402
 from store.temp import TempStore  # noqa: E402
@@ -152,7 +152,7 @@ def read_decode(store: TempStore, n: int, match: Callable[[Any], bool] | None = 
         decoded = [swap_fields(v) for v in values]
         if match is not None:
             for fields in decoded:
-                match(fields[SWAP_HEADERS])
+                match(HeaderView(fields[SWAP_HEADERS]))
         lo = decoded[-1][1] + 1
     return read
 
