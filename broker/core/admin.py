@@ -72,10 +72,11 @@ DISK_BUDGET = 5_000
 PAGE = 500
 #: The longest swapped record searched for a header before it is decoded: the search
 #: compares every byte of the record, the decode copies the body in one go, so past
-#: about 1 KiB the search costs more than it saves.  CPU per record without the header,
-#: skipped / decoded (``benchmarks/bench_walk.py --body``): 200-byte bodies 0.57 / 0.83
-#: µs, 600-byte 0.88 / 1.01 µs, 1 KiB 1.26 / 1.24 µs, 2 KiB 1.74 / 1.21 µs.
-SEARCHED = 1024
+#: about 2 KiB the search costs more than it saves.  CPU per record without the header,
+#: skipped / decoded (``benchmarks/bench_walk.py --body``, header blocks): 200-byte
+#: bodies 0.68 / 1.45 µs, 600-byte 1.10 / 1.72 µs, 1 KiB 1.09 / 1.58 µs, 2 KiB 1.52 /
+#: 1.46 µs.
+SEARCHED = 1536
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 #: A decoded temp record's header block (what a selector naming no JMS property reads).
 _block_of = operator.itemgetter(SWAP_HEADERS)
