@@ -23,6 +23,11 @@ Windows are at least ``--min-window`` s (1 s): the producer sends in 10 ms ticks
 10 ms move would otherwise be measured in a handful of ticks.  The largest delivery
 latency in each window is given too: a loop stalled by the move shows there first.
 
+Beside each move's time, the CPU seconds the broker used meanwhile (from
+``/proc/<pid>/task/*/stat``, 10 ms ticks): the whole process, its event loop, and its
+other threads (the store worker walking the disk part, LevelDB's own).  Other work on the machine
+stretches a move's time far more than its CPU, so the 1M / 100k ratio is given in both.
+
 ActiveMQ runs through ../shared/peers/activemq.sh (``fresh``, then ``stop``) and
 ../shared/peers/move_matching.sh, which fills over OpenWire (an int property, since
 STOMP headers are strings there) and times ``QueueViewMBean.moveMatchingMessagesTo``
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -187,6 +193,29 @@ class Traffic:
         return len(got) / (t1 - t0), (max(got) * 1000 if got else float("nan"))
 
 
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) each thread of process ``pid`` has used so far."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        out[int(task)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def cpu_used(pid: int, before: dict[int, float], after: dict[int, float]) -> dict[str, float]:
+    """The broker's CPU seconds between two ``thread_cpu`` readings: the whole process, its
+    main thread (the event loop: traffic, the memory part of a move, HTTP), and the other
+    threads (during a move, mostly the store worker walking the disk part)."""
+    used = {t: after[t] - before.get(t, 0.0) for t in after}
+    total, loop = sum(used.values()), used.get(pid, 0.0)
+    return {"process_s": round(total, 3), "loop_s": round(loop, 3), "other_threads_s": round(total - loop, 3)}
+
+
 def _read_frame(sock: socket.socket) -> bytes:
     data = b""
     while b"\0" not in data:
@@ -234,6 +263,7 @@ def _bench_size(broker: StompdWithApi, n: int, traffic: Traffic | None, min_wind
         traffic.settle()
     for which, idx in (("last", n - 1), ("first", 0)):
         time.sleep(quiet)
+        cpu_before = thread_cpu(broker.pid())
         t1 = time.perf_counter()
         op = http(
             broker.http_port,
@@ -242,6 +272,7 @@ def _bench_size(broker: StompdWithApi, n: int, traffic: Traffic | None, min_wind
             {"to": dst, "selector": f"idx = {idx}", "wait": 900},
         )
         t2 = time.perf_counter()
+        row[f"cpu_{which}"] = cpu_used(broker.pid(), cpu_before, thread_cpu(broker.pid()))
         row[f"move_{which}_s"] = round(t2 - t1, 3)
         row[f"moved_{which}"] = op["moved"]
         row[f"scanned_{which}"] = op["scanned"]
@@ -326,9 +357,20 @@ def table(rows: list[dict[str, Any]]) -> str:
                     f"ratio {t['ratio']} (target 0.8-1.2); max latency ms "
                     f"{lat['before']} / {lat['during']} / {lat['after']}"
                 )
-    stompd = {row["n"]: row["move_last_s"] for row in rows if row["broker"] == "stompd"}
+    for row in rows:
+        cpu = row.get("cpu_last")
+        if cpu:
+            lines.append(
+                f"  broker CPU during move last of {row['n']}: {cpu['process_s']:.2f} s, event loop "
+                f"{cpu['loop_s']:.2f} s, other threads (the disk walk) {cpu['other_threads_s']:.2f} s"
+            )
+    stompd = {row["n"]: row for row in rows if row["broker"] == "stompd"}
     if 100_000 in stompd and 1_000_000 in stompd:
-        lines.append(f"stompd 1M / 100k: {stompd[1_000_000] / stompd[100_000]:.1f}x (target <= 12x)")
+        small, large = stompd[100_000], stompd[1_000_000]
+        lines.append(f"stompd 1M / 100k: {large['move_last_s'] / small['move_last_s']:.1f}x (target <= 12x)")
+        cpu_small, cpu_large = small["cpu_last"]["process_s"], large["cpu_last"]["process_s"]
+        if cpu_small:
+            lines.append(f"  the same in the broker's CPU seconds: {cpu_large / cpu_small:.1f}x")
     return "\n".join(lines)
 
 

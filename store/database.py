@@ -31,6 +31,10 @@ class Database(Protocol):
         """Up to ``limit`` (key, value) pairs with start <= key < stop, in key order."""
         ...
 
+    def values(self, start: bytes, stop: bytes, limit: int | None = None) -> list[bytes]:
+        """Up to ``limit`` values of the keys start <= key < stop, in key order."""
+        ...
+
     def delete_range(self, start: bytes, stop: bytes) -> int:
         """Delete every key in [start, stop); returns the value bytes freed."""
         ...

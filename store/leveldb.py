@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import threading
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import plyvel
 
@@ -191,23 +191,30 @@ class LevelDB:
         self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
     ) -> list[tuple[bytes, bytes]]:
         """Up to ``limit`` (key, value) pairs with start <= key < stop, in key order."""
-        out: list[tuple[bytes, bytes]] = []
+        if keys_only:
+            return [(key, b"") for key in self._scan(start, stop, limit, include_value=False)]
+        rows: list[tuple[bytes, bytes]] = self._scan(start, stop, limit)
+        return rows
+
+    def values(self, start: bytes, stop: bytes, limit: int | None = None) -> list[bytes]:
+        """Up to ``limit`` values of the keys start <= key < stop, in key order."""
+        # No key objects built: a walk over a deep swapped queue reads only values.
+        values: list[bytes] = self._scan(start, stop, limit, include_key=False)
+        return values
+
+    def _scan(self, start: bytes, stop: bytes, limit: int | None, **what: bool) -> list[Any]:
+        """Up to ``limit`` items of the iterator over [start, stop) (``what``: which parts)."""
         if limit is not None and limit <= 0:
-            return out
+            return []
         db = self._enter()
         try:
             # islice takes the rows at C speed (a deep swapped queue is walked this way).
-            if keys_only:
-                with db.iterator(start=start, stop=stop, fill_cache=False, include_value=False) as it:
-                    out = [(key, b"") for key in itertools.islice(it, limit)]
-            else:
-                with db.iterator(start=start, stop=stop, fill_cache=False) as it:
-                    out = list(itertools.islice(it, limit))
+            with db.iterator(start=start, stop=stop, fill_cache=False, **what) as it:
+                return list(itertools.islice(it, limit))
         except plyvel.Error as exc:
             raise _error(f"read from the store at {self.path} failed", exc) from exc
         finally:
             self._leave()
-        return out
 
     def delete_range(self, start: bytes, stop: bytes) -> int:
         """Delete every key in [start, stop); returns the value bytes freed."""

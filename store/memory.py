@@ -56,6 +56,9 @@ class MemoryDatabase:
             hi = min(hi, lo + max(limit, 0))
         return [(k, b"" if keys_only else self._values[k]) for k in self._keys[lo:hi]]
 
+    def values(self, start: bytes, stop: bytes, limit: int | None = None) -> list[bytes]:
+        return [v for _, v in self.range(start, stop, limit)]
+
     def delete_range(self, start: bytes, stop: bytes) -> int:
         rows = self.range(start, stop)
         self.write(deletes=[k for k, _ in rows])

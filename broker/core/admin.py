@@ -32,6 +32,8 @@ from __future__ import annotations
 import enum
 import functools
 import heapq
+import itertools
+import operator
 from typing import TYPE_CHECKING, Protocol
 
 from broker.core.message_codecs import (
@@ -41,11 +43,12 @@ from broker.core.message_codecs import (
     SwapRecord,
     from_fields,
     swap_fields,
+    swap_needle,
 )
 from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from broker.core.cursor import Cursor
     from broker.core.destinations import Destination
@@ -59,12 +62,26 @@ if TYPE_CHECKING:
 
 #: Messages one step looks at in memory, and at most changes.
 BATCH = 1000
-#: Records one disk job reads before it reports back: about 10 ms of the worker, so the
+#: Records one disk job reads before it reports back: under 10 ms of the worker, so the
 #: page-ins other queues wait for behind it are not held up longer than that.
 DISK_BUDGET = 5_000
-#: Records read from one source in one go, on the worker.
-PAGE = 2500
+#: Records read from one source in one go, on the worker.  Small enough that a page's
+#: values are still in the core's cache when they are decoded after LevelDB copied them
+#: out: 500 records of 1 KiB are half a MiB (an L2 here is 1 MiB); pages of 2,500 cost a
+#: third more per record (``benchmarks/bench_walk.py``), pages of 250 no less.
+PAGE = 500
+#: The longest swapped record searched for a header before it is decoded: the search
+#: compares every byte of the record, the decode copies the body in one go, so past
+#: about 2 KiB the search costs more than it saves.  CPU per record without the header,
+#: skipped / decoded (``benchmarks/bench_walk.py --body``, header blocks): 200-byte
+#: bodies 0.68 / 1.45 µs, 600-byte 1.10 / 1.72 µs, 1 KiB 1.09 / 1.58 µs, 2 KiB 1.52 /
+#: 1.46 µs.
+SEARCHED = 1536
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
+#: A decoded temp record's header block (what a selector naming no JMS property reads).
+_block_of = operator.itemgetter(SWAP_HEADERS)
+#: ``SwapRecord``'s size where it is only a selector's subject.
+_NO_SIZE = itertools.repeat(0)
 
 #: What a disk walk found: (message, bytes of its temp record or 0 if stored), the
 #: position reached per level, records read, temp bytes freed.
@@ -145,6 +162,7 @@ class QueueOperation:
         "limit",
         "match",
         "matched",
+        "needle",
         "plain",
         "routing",
         "scanned",
@@ -171,6 +189,8 @@ class QueueOperation:
         # A selector that names no JMS property reads headers only: a swapped record's
         # decoded headers are then all it needs (``walk_disk``).
         self.plain = selector is None or "JMS" not in selector.text
+        #: Bytes a swapped record holds if it has every header the selector needs.
+        self.needle = swap_needle(selector.needs) if selector is not None else None
         self.routing = routing
         self.target = target
         self.limit = limit
@@ -299,6 +319,7 @@ class QueueOperation:
             self.destructive,
             self._wanted(),
             self.plain,
+            self.needle,
         )
         self.waiting = True
         submitting = True
@@ -377,14 +398,17 @@ def walk_disk(
     take: bool,
     wanted: int,
     plain: bool = False,
+    needle: bytes | None = None,
 ) -> WalkResult:
     """Worker thread: the messages ``match`` takes in the disk part, from ``starts[level]``.
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
     stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
     selector reads its decoded fields (``plain``: the selector names no JMS property,
-    so the header block alone is its subject, a ``HeaderView``).  With ``take``, the matching swapped records
-    are deleted here (a page-in queued behind this job must not bring them back).
+    so the header block alone is its subject, a ``HeaderView``; ``needle``: bytes a
+    record lacks if it lacks a header the selector needs, see ``_walk_swapped``).  With
+    ``take``, the matching swapped records are deleted here (a page-in queued behind
+    this job must not bring them back).
     Stored messages a consumer's disk scan took already (``skip``) are not the queue's
     pending ones.
     """
@@ -399,7 +423,7 @@ def walk_disk(
             positions[priority] = cut + 1
             if not stored:
                 # Only swapped records (the usual deep backlog): the tight loop.
-                looked, stopped = _walk_swapped(values, match, plain, found, wanted)
+                looked, stopped = _walk_swapped(values, match, plain, needle, found, wanted)
                 read += looked
                 if stopped is not None:
                     positions[priority] = stopped + 1
@@ -428,23 +452,37 @@ def _walk_swapped(
     values: list[bytes],
     match: Predicate | None,
     plain: bool,
+    needle: bytes | None,
     found: list[tuple[Message, int]],
     wanted: int,
 ) -> tuple[int, int | None]:
     """Add the matching records of ``values`` to ``found``, up to ``wanted`` in all; (records
     looked at, the sequence it stopped at if ``found`` filled up)."""
-    for looked, value in enumerate(values, 1):
+    if match is None:
+        hits: Iterable[int] = range(len(values))
+    else:
+        indices: Sequence[int] = range(len(values))
+        records = values
+        if needle is not None and values and len(values[0]) <= SEARCHED and needle not in values[0]:
+            # The page's first record lacks a header the selector needs, so the header is
+            # likely rare here: the records without it are skipped undecoded.  Where it is
+            # common, a page pays this one test.
+            indices = [i for i, value in enumerate(values) if len(value) > SEARCHED or needle in value]
+            records = [values[i] for i in indices]
+        # The loop over the records is C's (map, compress): Python runs only the selector
+        # per record, and the body below per match.  A matching record is decoded again
+        # there, which costs a match what a loop over the decoded records would cost a
+        # record.
+        decoded = map(swap_fields, records)
+        subjects = map(HeaderView, map(_block_of, decoded)) if plain else map(SwapRecord, decoded, _NO_SIZE)
+        hits = itertools.compress(indices, map(match, subjects))
+    for i in hits:
+        value = values[i]
         fields = swap_fields(value)
-        if match is not None:
-            if plain:
-                if not match(HeaderView(fields[SWAP_HEADERS])):
-                    continue
-            elif not match(SwapRecord(fields, 0)):
-                continue
         found.append((from_fields(fields), len(value)))
         if len(found) >= wanted:
             seq: int = fields[SWAP_SEQ]
-            return looked, seq
+            return i + 1, seq
     return len(values), None
 
 

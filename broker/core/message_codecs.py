@@ -22,9 +22,11 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, find_header, stored_as
+from protocol.escaping import escape
+from protocol.frames import V1_2
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 _SWAP_FORMAT: Final = 1
 _swap_fields = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
@@ -64,6 +66,16 @@ swap_fields: Callable[[bytes], tuple[Any, ...]] = marshal.loads
 
 def from_fields(fields: tuple[Any, ...]) -> Message:
     return Message(*fields[1:])
+
+
+def swap_needle(names: Iterable[str]) -> bytes | None:
+    """Bytes that a temp record holds if its headers include every one of ``names`` (None:
+    no such bytes known): a walk over a deep swapped queue skips, undecoded, the records
+    without them.  ``to_swap``'s record holds the message's header block as it is, where
+    each header starts ``name:`` (the name escaped as STOMP 1.2 escapes it, as
+    ``find_header`` looks for it).  Of several names the longest, as likely the rarest."""
+    name = max(names, key=len, default="")
+    return escape(name, V1_2).encode() + b":" if name else None
 
 
 class HeaderView:

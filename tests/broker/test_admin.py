@@ -5,9 +5,12 @@ log and in the message store, at several priorities."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import pytest
+
+from broker.core import admin
 from broker.core.engine import Engine
 from broker.core.selector import compile_selector
 from broker.http.engine_ops import EngineAdminOps
@@ -136,3 +139,71 @@ def test_stomp_browser_sees_everything_then_browser_end() -> None:
     assert [int(frame.headers["n"]) for frame in messages] == dispatch_order(600)
     assert end.headers["browser"] == "end" and end.headers["message-id"] == "0"
     assert engine.queues["/queue/q"].cursor.count == 600
+
+
+def swapped(n: int = 600) -> Engine:
+    """``n`` non-persistent messages with ``n`` = 0..n-1, one priority, most of them swapped
+    out (temp log only); every tenth has a header ``rare`` too."""
+    engine, _ = swapping_engine()
+    producer = Peer(engine)
+    for i in range(n):
+        headers = {"destination": "/queue/s", "n": str(i)}
+        if i % 10 == 7:
+            headers["rare"] = "yes"
+        producer.send_frame("SEND", headers, BODY)
+    cursor = engine.queues["/queue/s"].cursor
+    assert cursor.disk_total > n // 2 and cursor.store_source is None
+    return engine
+
+
+def rare(i: int) -> bool:
+    return i % 10 == 7
+
+
+@pytest.mark.parametrize(("page", "searched"), [(admin.PAGE, admin.SEARCHED), (7, admin.SEARCHED), (7, 10)])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The needed header is rare: records without it are skipped undecoded.
+        ("rare = 'yes'", rare),
+        ("rare = 'yes' AND n >= 300", lambda i: rare(i) and i >= 300),
+        ("JMSPriority = 4 AND rare = 'yes'", rare),
+        # Common, or not needed: every record is decoded.
+        ("n % 10 = 0", lambda i: i % 10 == 0),
+        ("rare IS NULL AND n < 20", lambda i: not rare(i) and i < 20),
+        ("rare = 'yes' OR n = 5", lambda i: rare(i) or i == 5),
+    ],
+)
+def test_a_move_over_swapped_records_takes_exactly_the_matching_ones(
+    monkeypatch: pytest.MonkeyPatch, page: int, searched: int, text: str, expected: Callable[[int], bool]
+) -> None:
+    # Small pages: some start with a record that has the header, some with one that has
+    # not.  Records longer than ``SEARCHED`` are decoded without a search.
+    monkeypatch.setattr(admin, "PAGE", page)
+    monkeypatch.setattr(admin, "SEARCHED", searched)
+    engine = swapped()
+    progress = Progress()
+    run(ops(engine).move("/queue/s", "/queue/t", compile_selector(text), None, progress))
+    moved = [i for i in range(600) if expected(i)]
+    assert (progress.scanned, progress.matched, progress.applied) == (600, len(moved), len(moved))
+    assert drain(engine, "/queue/t") == moved
+    assert drain(engine, "/queue/s") == [i for i in range(600) if not expected(i)]
+
+
+@pytest.mark.parametrize("page", [admin.PAGE, 7])
+def test_a_limit_stops_a_walk_over_swapped_records_at_the_right_one(
+    monkeypatch: pytest.MonkeyPatch, page: int
+) -> None:
+    monkeypatch.setattr(admin, "PAGE", page)
+    engine = swapped()
+    counted = Progress()
+    run(ops(engine).count("/queue/s", compile_selector("rare = 'yes'"), counted))
+    assert counted.matched == 60
+    progress = Progress()
+    run(ops(engine).remove("/queue/s", compile_selector("rare = 'yes' AND n >= 300"), 5, progress))
+    # It looked at the queue up to the fifth match, and no further.
+    assert (progress.scanned, progress.matched, progress.applied) == (348, 5, 5)
+    everything = Progress()
+    run(ops(engine).move("/queue/s", "/queue/t", None, None, everything))
+    assert everything.applied == 595
+    assert drain(engine, "/queue/t") == [i for i in range(600) if i not in (307, 317, 327, 337, 347)]

@@ -9,7 +9,7 @@ import pytest
 
 from broker.core import message as m
 from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
-from broker.core.message_codecs import BadRecord, from_store, from_swap, to_store, to_swap
+from broker.core.message_codecs import BadRecord, from_store, from_swap, swap_needle, to_store, to_swap
 
 PLACES = {m.IN_KEY, m.IN_HEAD, m.AS_FLAG, m.AS_STRING, m.AS_HEADERS, m.AS_BODY}
 PLACES |= {m.IMPLIED, m.IN_MARK, m.NOT_STORED}
@@ -53,6 +53,19 @@ def test_every_field_says_where_the_message_store_keeps_it() -> None:
 def test_the_swap_record_carries_every_field() -> None:
     original = sample()
     assert state(from_swap(to_swap(original))) == state(original)
+
+
+@pytest.mark.parametrize("name", ["colour", "x", "région", "with:colon", "back\\slash", "new\nline", "same"])
+def test_a_swap_record_holds_the_needle_of_each_of_its_header_names(name: str) -> None:
+    # An admin walk skips, undecoded, a swapped record without the needle of a header its
+    # selector needs, so every record with that header must hold the needle: whatever the
+    # name (escaped in the header block), first or not, and beside values that hold it.
+    for headers in ({"same": "same", name: "v"}, {"other": name, name: "v"}, {name: name}):
+        record = to_swap(Message(1, "ID-1", "/queue/a", headers, b"x" * 100))
+        assert swap_needle([name]) in record, headers
+    both = to_swap(Message(1, "ID-1", "/queue/a", {"colour": "c", name: "v"}, b""))
+    assert swap_needle(["colour", name]) in both
+    assert swap_needle([]) is None
 
 
 def test_the_store_record_carries_what_it_says_it_does() -> None:

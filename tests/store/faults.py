@@ -57,6 +57,11 @@ class FaultyDB:
             raise StoreFull(f"read from the store at {self.path} failed: test")
         return self.db.range(start, stop, limit, keys_only=keys_only)
 
+    def values(self, start: bytes, stop: bytes, limit: int | None = None) -> list[bytes]:
+        if self.reads_fail:
+            raise StoreFull(f"read from the store at {self.path} failed: test")
+        return self.db.values(start, stop, limit)
+
     def delete_range(self, start: bytes, stop: bytes) -> int:
         if self.full:
             raise StoreFull(f"delete in the store at {self.path} failed: No space left on device")

@@ -52,6 +52,24 @@ def test_a_level_reads_back_in_sequence_order_whatever_the_write_order(database:
     assert seqs(store.read(1, 4, 11, 100, 2)) == [11, 12]
 
 
+def test_values_of_a_level_read_as_its_records_do_from_disk_and_from_ram(faulty: FaultyDB) -> None:
+    # An admin walk reads values only: the same rows as ``read``, whether they are on
+    # disk (the database's own values-only read) or held after a failed write (merged).
+    store = TempStore(faulty)
+    store.put(records(6) + records(2, start=10, priority=9) + records(2, start=20, log=2))
+    store.delete([(1, 4, 2)])
+    assert store.read_values(1, 4, 0, 100) == [b"v%04d" % seq for seq in (0, 1, 3, 4, 5)]
+    assert store.read_values(1, 4, 1, 4, 2) == [b"v0001", b"v0003"]
+    assert store.read_values(1, 4, 6, 100) == []
+    faulty.full = True
+    store.put(records(2, start=6))
+    store.delete([(1, 4, 3)])
+    expected = [(seq, b"v%04d" % seq) for seq in (0, 1, 4, 5, 6, 7)]
+    assert store.read(1, 4, 0, 100) == expected
+    assert store.read_values(1, 4, 0, 100) == [value for _, value in expected]
+    assert store.read_values(1, 4, 4, 100, 3) == [b"v0004", b"v0005", b"v0006"]
+
+
 def test_deletes_take_records_levels_and_logs(database: Database) -> None:
     store = TempStore(database)
     store.put(records(6) + records(2, start=10, priority=9) + records(2, start=20, log=2))
