@@ -9,8 +9,8 @@ at their default None are omitted, as the schema wants) and appends it to the li
 in one ``write``, which releases the GIL.  No per-line Python runs after the loop's
 constructor: no dict, no second process, no pipe.
 
-A rotated file is compressed by a ``Compressor`` (its own thread: zlib and the file
-reads release the GIL), so the writer thread keeps writing meanwhile.
+A rotated file is compressed by a ``Compressor`` (its own thread: ISA-L's gzip and the
+file reads release the GIL), so the writer thread keeps writing meanwhile.
 """
 
 from __future__ import annotations
