@@ -104,3 +104,20 @@ def test_a_batch_larger_than_the_file_limit_is_split_over_rotated_files(tmp_path
     lines = written(tmp_path, [message(i, "enqueue") for i in range(1, 101)], rotate_bytes=2_000)
     assert [line["seq"] for line in lines] == list(range(1, 101))
     assert len(list(tmp_path.glob("events-*.jsonl.gz"))) > 5
+
+
+def test_a_batch_spanning_the_age_limit_rotates_where_a_line_reaches_it(tmp_path: Path) -> None:
+    # Lines 1 ms apart (TS + seq), files at most 10 ms old: every file starts at a line
+    # whose ts is a multiple of 10 past the first, and holds the 10 lines from there.
+    writer = Writer(tmp_path, "r.1", 1 << 20, 10, Compressor())
+    writer.batch([message(seq, "enqueue") for seq in range(1, 26)], [])
+    writer.batch([message(seq, "enqueue") for seq in range(26, 31)], [])
+    writer.close()
+    files = sorted(tmp_path.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:])
+    starts = [int(path.name.split("-")[1]) for path in files]
+    assert starts == [TS + 1, TS + 11, TS + 21]
+    seqs = [
+        [json.loads(line)["seq"] for line in gzip.decompress(path.read_bytes()).splitlines()]
+        for path in files
+    ]
+    assert seqs == [list(range(1, 11)), list(range(11, 21)), list(range(21, 31))]
