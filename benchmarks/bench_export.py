@@ -7,10 +7,11 @@ runs what the exporter's writer does with them, and compresses the rotated files
 each stage with ``time.process_time`` (CPU, not wall: the machine is shared) and prints
 µs of CPU per event line, the median of ``--repeat`` runs:
 
-* ``loop``: the sink's calls (what the event loop pays);
-* ``writer``: today, encoding and appending on the writer thread (it holds the GIL while
-  it encodes); before branch ``exportlean``, the writer thread's ``marshal`` plus the
-  writer process's decoding, encoding and appending (another process's CPU);
+* ``loop``: the sink's calls (what the event loop pays), encoding included today (the
+  loop encodes a chunk of lines in one C call);
+* ``writer``: today, the writer thread's appending (``write`` releases the GIL); before
+  branch ``exportlean``, the writer thread's ``marshal`` plus the writer process's
+  decoding, encoding and appending (another process's CPU);
 * ``gzip``: compressing the rotated files (level 1).
 
 Run: ``python benchmarks/bench_export.py [--messages 100000] [--repeat 5]``; to time an
@@ -73,26 +74,34 @@ def feed(scenario: str, sent: list[Message], engine: Engine, directory: Path) ->
         else:
             for consumer in consumers:
                 dispatched(message, consumer, "0", True)
+    if hasattr(exporter, "_chunks"):
+        exporter._encode()  # what the broker's next tick encodes
     return exporter, len(sent) * (3 if scenario == "queue" else 9)
 
 
 def write(exporter: Exporter, directory: Path) -> tuple[Any, float]:
     """The writer's work on what the sink queued; returns the writer and CPU seconds."""
-    events = list(exporter._events)
     run = new_run_id()
-    if hasattr(writer_module, "Event"):
-        writer = writer_module.Writer(directory, run, 64 << 20, 3_600_000)
+    writer = writer_module.Writer(directory, run, 64 << 20, 3_600_000)
+    if hasattr(exporter, "_chunks"):
+        # Encoded on the loop, in chunks: the writer thread only writes them.
+        chunks = list(exporter._chunks)
         t0 = time.process_time()
+        for data, count, ends in chunks:
+            writer.write_events(data, count, ends)
+        return writer, time.process_time() - t0
+    events = list(exporter._events)
+    t0 = time.process_time()
+    if hasattr(writer_module, "Event"):
+        # exportlean's first step: Structs encoded by the writer thread.
         for i in range(0, len(events), BATCH):
             writer.batch(events[i : i + BATCH], [])
-        return writer, time.process_time() - t0
-    # Before exportlean: records marshalled by the writer thread, decoded by the process.
-    from broker.export.exporter import pack  # type: ignore[attr-defined]
+    else:
+        # Before exportlean: records marshalled by the writer thread, decoded by the process.
+        from broker.export.exporter import pack  # type: ignore[attr-defined]
 
-    writer = writer_module.Writer(directory, run, 64 << 20, 3_600_000)
-    t0 = time.process_time()
-    for i in range(0, len(events), BATCH // 3):
-        writer.batch(*writer_module.unpack(pack(events[i : i + BATCH // 3], [])))  # type: ignore[attr-defined]
+        for i in range(0, len(events), BATCH // 3):
+            writer.batch(*writer_module.unpack(pack(events[i : i + BATCH // 3], [])))  # type: ignore[attr-defined]
     return writer, time.process_time() - t0
 
 

@@ -2,11 +2,13 @@
 
 On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
 an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields, built
-by its C constructor) and a ``deque.append``; the message's fields are read there, since
-the message changes afterwards.  A writer thread wakes every ``WAKE_S`` (or at once when
-asked to stop), takes what is queued, encodes it as JSON lines (schema version 1,
-spark_jobs/README.md) in one C call and appends them to the live file in one ``write``
-(which releases the GIL); a rotated file is compressed on a thread of its own.
+by its C constructor) and a list append; the message's fields are read there, since the
+message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
+encodes what it gathered as JSON lines (schema version 1, spark_jobs/README.md) in one
+C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
+asked to stop) and appends them to the live file, one ``write`` a chunk, which releases
+the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
+rotated file is compressed on a thread of its own.
 
 Bounded: at most ``capacity`` lines wait for the writer.  Past that an event is dropped
 and counted (its ``seq`` is spent, so the log shows the gap), never waited for; a write
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
-from broker.export.writer import VERSION, Compressor, Event, Writer
+from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ log = logging.getLogger("stompd.export")
 
 #: How often the writer looks for new lines.
 WAKE_S: Final = 0.05
+#: Lines the loop gathers before it encodes them (about 0.5 ms of C); the rest are
+#: encoded at the broker's next tick (every 50 ms).
+CHUNK: Final = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +68,15 @@ class Exporter(EventSink):
         self.run = new_run_id()
         self._clock = engine.clock
         self._capacity = settings.capacity
-        self._events: deque[Event] = deque()
+        #: Lines not yet encoded (the loop's own: a list), and encoded chunks waiting for the
+        #: writer thread: (JSON lines, how many, ts of the first and last).
+        self._events: list[Event] = []
+        self._chunk = min(CHUNK, settings.capacity)
+        self._chunks: deque[tuple[bytes, int, tuple[int, int]]] = deque()
+        #: Lines queued by the loop, and written (or lost) by the writer thread: each
+        #: count has one writer; their difference is what waits.
+        self._queued = 0
+        self._written = 0
         self._metrics: deque[tuple[int, dict[str, Any]]] = deque()
         self._event_seq = 0
         self._metric_seq = 0
@@ -79,7 +92,12 @@ class Exporter(EventSink):
 
     @property
     def dropped(self) -> int:
-        """Event lines dropped so far (queue full, or lost to a failed write)."""
+        """Event lines dropped so far (queue full, or lost to a failed write).
+
+        On the loop (or after ``close``): the loop decides on a line when it encodes it,
+        so what it gathered is encoded first, and the count is current.
+        """
+        self._encode()
         writer = self._writer
         return self._dropped_full + (writer.lost if writer is not None else 0)
 
@@ -102,7 +120,9 @@ class Exporter(EventSink):
         log.info("exporting metric snapshots and message events to %s (run %s)", directory, self.run)
 
     def tick(self) -> None:
-        """Called with the broker's ticks: a snapshot when one is due, and drops reported."""
+        """Called with the broker's ticks: the lines gathered encoded, a snapshot when one
+        is due, and drops reported."""
+        self._encode()
         if self._clock.ms >= self._next_snapshot:
             self.snapshot()
             self._report_drops()
@@ -123,6 +143,7 @@ class Exporter(EventSink):
         """A clean stop: a last snapshot, everything queued written, the live files rotated."""
         if self.engine.observer.events is self:
             self.engine.observer.events = None
+        self._encode()
         self.snapshot()
         self._stop.set()
         if self._thread is not None:
@@ -158,9 +179,6 @@ class Exporter(EventSink):
     def enqueued(self, message: Message) -> None:
         self._event_seq = seq = self._event_seq + 1
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 1
-            return
         events.append(
             Event(
                 VERSION,
@@ -176,15 +194,14 @@ class Exporter(EventSink):
                 message.origin,
             )
         )
+        if len(events) >= self._chunk:
+            self._encode()
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
         seq = self._event_seq + 1
         # ack:auto: the dispatch and its ack, two lines with the same ts.
         self._event_seq = seq + 1 if auto else seq
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 2 if auto else 1
-            return
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
         run = self.run
@@ -233,13 +250,12 @@ class Exporter(EventSink):
                     latency,
                 )
             )
+        if len(events) >= self._chunk:
+            self._encode()
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
         self._event_seq = seq = self._event_seq + 1
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 1
-            return
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
         events.append(
@@ -260,6 +276,8 @@ class Exporter(EventSink):
                 now - arrived if arrived and now > arrived else 0,
             )
         )
+        if len(events) >= self._chunk:
+            self._encode()
 
     def _message_event(
         self,
@@ -340,10 +358,32 @@ class Exporter(EventSink):
         )
 
     def _put(self, event: Event) -> None:
-        if len(self._events) >= self._capacity:
-            self._dropped_full += 1
+        events = self._events
+        events.append(event)
+        if len(events) >= self._chunk:
+            self._encode()
+
+    def _encode(self) -> None:
+        """The lines gathered so far, encoded (on the loop) and queued for the writer.
+
+        Encoding here, a chunk of lines in one C call, keeps the writer thread off the
+        GIL (it only writes, which releases it): a thread that encodes takes the GIL from
+        the loop for milliseconds at a time, and stalls every connection meanwhile.
+        Lines past ``capacity`` waiting for the writer are dropped here.
+        """
+        events = self._events
+        if not events:
             return
-        self._events.append(event)
+        self._events = []
+        room = self._capacity - (self._queued - self._written)
+        if room < len(events):
+            keep = max(room, 0)
+            self._dropped_full += len(events) - keep
+            del events[keep:]
+            if not events:
+                return
+        self._queued += len(events)
+        self._chunks.append((encode_lines(events), len(events), (events[0].ts, events[-1].ts)))
 
     # -- the writer thread ------------------------------------------------------------
 
@@ -363,15 +403,21 @@ class Exporter(EventSink):
 
     def _write(self, writer: Writer) -> None:
         # popleft until empty: the loop may append meanwhile (deque's ends are thread-safe).
-        events = self._events
-        batch = [events.popleft() for _ in range(len(events))]
+        chunks = self._chunks
         metrics = self._metrics
         rows = [metrics.popleft() for _ in range(len(metrics))]
+        for _ in range(len(chunks)):
+            data, count, ends = chunks.popleft()
+            try:
+                writer.write_events(data, count, ends)
+            except Exception:
+                # A bug here must not end the thread (the queue would fill for good): the
+                # chunk is counted lost, and the next one tried.
+                log.exception("export: cannot write %d event lines", count)
+                writer.lost += count
+            self._written += count
         try:
-            writer.batch(batch, rows)
+            writer.write_metrics(rows)
             writer.tick()
         except Exception:
-            # A bug here must not end the thread (the queue would fill for good): the
-            # batch is counted dropped, and the next one tried.
-            log.exception("export: cannot write a batch of %d event lines", len(batch))
-            writer.lost += len(batch)
+            log.exception("export: cannot write %d metric lines", len(rows))

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from broker.export.writer import VERSION, Compressor, Event, Writer
+from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines, line_stamps
 from spark_jobs.export_format import check_line
 
 TS = 1_700_000_000_000
@@ -121,3 +121,10 @@ def test_a_batch_spanning_the_age_limit_rotates_where_a_line_reaches_it(tmp_path
         for path in files
     ]
     assert seqs == [list(range(1, 11)), list(range(11, 21)), list(range(21, 31))]
+
+
+def test_the_ts_of_each_line_is_read_back_whatever_the_names_hold(tmp_path: Path) -> None:
+    # What a chunk that must be split at a rotation is cut by: each line's own ts.
+    names = ['/queue/a","ts":1,"x', '/queue/\n{"v":1,"run":"r","seq":1,"ts":2,']
+    events = [message(seq, "enqueue", names[seq % 2], producer=names[seq % 2]) for seq in range(1, 7)]
+    assert line_stamps(encode_lines(events)) == [TS + seq for seq in range(1, 7)]
