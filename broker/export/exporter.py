@@ -26,6 +26,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from msgspec.structs import replace
+
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
 from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines
@@ -204,52 +206,26 @@ class Exporter(EventSink):
         events = self._events
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
-        run = self.run
-        destination = message.destination
-        message_id = message.id
-        size = len(message.body)
-        priority = message.priority
-        persistent = message.persistent
-        producer = message.origin
-        # 0 when the arrival is unknown, or the wall clock stepped back.
-        latency = now - arrived if arrived and now > arrived else 0
-        events.append(
-            Event(
-                VERSION,
-                run,
-                seq,
-                now,
-                "dispatch",
-                destination,
-                message_id,
-                size,
-                priority,
-                persistent,
-                producer,
-                consumer,
-                subscription,
-                latency,
-            )
+        dispatch = Event(
+            VERSION,
+            self.run,
+            seq,
+            now,
+            "dispatch",
+            message.destination,
+            message.id,
+            len(message.body),
+            message.priority,
+            message.persistent,
+            message.origin,
+            consumer,
+            subscription,
+            # 0 when the arrival is unknown, or the wall clock stepped back.
+            now - arrived if arrived and now > arrived else 0,
         )
+        events.append(dispatch)
         if auto:
-            events.append(
-                Event(
-                    VERSION,
-                    run,
-                    seq + 1,
-                    now,
-                    "ack",
-                    destination,
-                    message_id,
-                    size,
-                    priority,
-                    persistent,
-                    producer,
-                    consumer,
-                    subscription,
-                    latency,
-                )
-            )
+            events.append(replace(dispatch, seq=seq + 1, event="ack"))
         if len(events) >= self._chunk:
             self._encode()
 
