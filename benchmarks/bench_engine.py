@@ -3,10 +3,14 @@ one auto-ack consumer on a queue (or topic), MESSAGE bytes built.  The hot path 
 event loop and the kernel, so that a change to it shows above the noise of a shared machine.
 
 Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x] [--secured]
-[--persistent]``.  ``--secured``: a user logs in and authorization entries are checked
-(broker/security).  ``--persistent``: ``persistent:true`` SENDs, every store write built
-as for LevelDB and then dropped by a committer that says each batch is durable at once
-(the core's own cost of persistence; the writer thread's is ``bench_persist_cpu.py``'s).
+[--persistent] [--export]``.  ``--secured``: a user logs in and authorization entries are
+checked (broker/security).  ``--persistent``: ``persistent:true`` SENDs, every store write
+built as for LevelDB and then dropped by a committer that says each batch is durable at
+once (the core's own cost of persistence; the writer thread's is ``bench_persist_cpu.py``'s).
+``--export``: the event export on (broker/export, into a temporary directory, its
+writer thread running; ticked as the broker ticks, every 50 ms of the run's CPU), and
+the engine's thread's CPU printed beside the process's (the writer's threads included,
+and an older checkout's writer process).
 Prints SEND->MESSAGE/s and microseconds each (best of 5), in CPU time: on a machine
 others share, wall time mostly measures them.
 """
@@ -14,7 +18,9 @@ others share, wall time mostly measures them.
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,9 +101,26 @@ def security() -> Security:
     return Security(users, Authorization(entries=entries))
 
 
-def run(destination: str, count: int, secured: bool = False, persistent: bool = False) -> float:
+def cpu_with_children() -> float:
+    """This process's CPU and its finished children's (an older checkout's export writer)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def run(
+    destination: str, count: int, secured: bool = False, export: bool = False, persistent: bool = False
+) -> tuple[float, float]:
+    """CPU seconds of the process and of this thread (the engine's) for ``count`` messages."""
+    clock = Clock(int(time.time() * 1000))
     stores = dropping_stores() if persistent else memory_stores()
-    engine = Engine(clock=Clock(1_000_000), stores=stores, guard=security() if secured else None)
+    engine = Engine(clock=clock, stores=stores, guard=security() if secured else None)
+    exporter = None
+    if export:
+        from broker.export.exporter import Exporter, ExportSettings
+
+        tmp = tempfile.TemporaryDirectory(prefix="bench-engine-")
+        exporter = Exporter(ExportSettings(Path(tmp.name)), engine)
+        exporter.start()
     producer, consumer = CountingOutbox(), CountingOutbox()
     sender, receiver = engine.open_session(producer), engine.open_session(consumer)
     for session in (sender, receiver):
@@ -111,15 +134,26 @@ def run(destination: str, count: int, secured: bool = False, persistent: bool = 
     wire = encode_frame(send, V1_2) * BATCH
     parser = FrameParser()
     parser.version = V1_2
-    start = time.process_time()
+    start = cpu_with_children()
+    start_thread = time.thread_time()
+    next_tick = start_thread + 0.05
     for _ in range(count // BATCH):
         parser.feed(wire)
         while (frame := parser.next_frame()) is not None:
             engine.handle(sender, frame)
         engine.flush()
-    elapsed = time.process_time() - start
+        if exporter is not None and time.thread_time() >= next_tick:
+            next_tick += 0.05
+            clock.set(time.time())
+            exporter.tick()
+    if exporter is not None:
+        # Everything written: the writer's work counts too.
+        exporter.close()
+        tmp.cleanup()
+    elapsed = cpu_with_children() - start
+    elapsed_thread = time.thread_time() - start_thread
     assert consumer.frames >= count // BATCH * BATCH, consumer.frames
-    return elapsed
+    return elapsed, elapsed_thread
 
 
 def main() -> None:
@@ -128,19 +162,21 @@ def main() -> None:
     arguments.add_argument("--destination", default="/queue/bench")
     arguments.add_argument("--secured", action="store_true")
     arguments.add_argument("--persistent", action="store_true")
+    arguments.add_argument("--export", action="store_true")
     options = arguments.parse_args()
-    best = min(
-        run(options.destination, options.messages, options.secured, options.persistent)
+    runs = [
+        run(options.destination, options.messages, options.secured, options.export, options.persistent)
         for _ in range(REPEATS)
-    )
+    ]
+    best, best_thread = min(runs)
     rate = options.messages / best
     each = best / options.messages * 1e6
     secured = ", authorization on" if options.secured else ""
     persistent = ", persistent" if options.persistent else ""
-    print(
-        f"{options.destination} SEND->MESSAGE, 1 KiB{secured}{persistent}: "
-        f"{rate:>10,.0f} msgs/s ({each:.2f} us each)"
-    )
+    export = ", export on" if options.export else ""
+    thread = f"; engine thread {best_thread / options.messages * 1e6:.2f} us" if options.export else ""
+    what = f"{options.destination} SEND->MESSAGE, 1 KiB{secured}{persistent}{export}"
+    print(f"{what}: {rate:>10,.0f} msgs/s ({each:.2f} us each{thread})")
 
 
 if __name__ == "__main__":

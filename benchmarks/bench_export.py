@@ -1,12 +1,18 @@
-"""CPU per exported event, in isolation: the export's encode+write path without a broker.
+"""CPU per exported event, in isolation: every stage of the export without a broker.
 
-Builds the records the exporter makes for ``--messages`` queue messages (enqueue, dispatch,
-ack: three lines) or topic messages to four ack:auto subscribers (one enqueue, four
-dispatch+ack records: nine lines), then times, with ``time.process_time`` (CPU, not wall:
-the machine is shared), each stage the way the broker runs it: the writer thread's
-packing of a batch, the writer's decoding, encoding and appending the lines, and the
-compression of the rotated files.  Prints µs of CPU per event line for each stage, the
-median of ``--repeat`` runs.
+Feeds an ``Exporter`` (its ``EventSink`` methods, as the core calls them on the loop) the
+events of ``--messages`` queue messages (enqueue, dispatch, ack: three lines) or topic
+messages to four ack:auto subscribers (one enqueue, four dispatch+ack: nine lines), then
+runs what the exporter's writer does with them, and compresses the rotated files.  Times
+each stage with ``time.process_time`` (CPU, not wall: the machine is shared) and prints
+µs of CPU per event line, the median of ``--repeat`` runs:
+
+* ``loop``: the sink's calls (what the event loop pays), encoding included today (the
+  loop encodes a chunk of lines in one C call);
+* ``writer``: today, the writer thread's appending (``write`` releases the GIL); before
+  branch ``exportlean``, the writer thread's ``marshal`` plus the writer process's
+  decoding, encoding and appending (another process's CPU);
+* ``gzip``: compressing the rotated files (level 1).
 
 Run: ``python benchmarks/bench_export.py [--messages 100000] [--repeat 5]``; to time an
 older checkout, ``PYTHONPATH=DIR python benchmarks/bench_export.py`` (say
@@ -16,84 +22,107 @@ older checkout, ``PYTHONPATH=DIR python benchmarks/bench_export.py`` (say
 from __future__ import annotations
 
 import argparse
-import marshal
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from broker.export import exporter as exporter_module
+from broker.core.clock import Clock
+from broker.core.message import Message
 from broker.export import writer as writer_module
+from broker.export.exporter import Exporter, ExportSettings
 from broker.export.files import new_run_id
 
-BATCH = 5_000
-# An older checkout marshals in place, without these two.
-pack = getattr(exporter_module, "pack", lambda events, metrics: marshal.dumps((events, metrics)))
-unpack = getattr(writer_module, "unpack", marshal.loads)
+#: Lines a writer batch holds (the writer thread takes what 50 ms brought).
+BATCH = 15_000
+#: Messages between two ticks of the clock (the edge sets it once per read batch).
+PER_MS = 30
 
 
-def records(scenario: str, messages: int) -> tuple[list[tuple[Any, ...]], int]:
-    out: list[tuple[Any, ...]] = []
-    seq = 0
-    ts = 1_700_000_000_000
-    lines = 0
-    for i in range(messages):
-        message_id = f"ID:bench-host-12345-{i}"
-        destination = "/queue/bench" if scenario == "queue" else "/topic/bench"
-        common = (destination, message_id, 1024, 4, True, "producer-1")
-        seq += 1
-        out.append((seq, ts, "enqueue", *common, None, None, None, None, None, None, None))
-        lines += 1
+class Engine:
+    """What an ``Exporter`` reads of the engine before ``start``: its clock."""
+
+    def __init__(self) -> None:
+        self.clock = Clock(1_700_000_000_000)
+
+
+def messages_for(scenario: str, messages: int, clock: Clock) -> list[Message]:
+    destination = "/queue/bench" if scenario == "queue" else "/topic/bench"
+    body = b"x" * 1024
+    sent = [
+        Message(i, f"ID-mhz3k2a1-{i}", destination, {}, body, origin="ID-mhz3k2a1-1") for i in range(messages)
+    ]
+    for message in sent:
+        message.arrived = clock.ms
+    return sent
+
+
+def feed(scenario: str, sent: list[Message], engine: Engine, directory: Path) -> tuple[Exporter, int]:
+    """The sink's calls for the messages ``sent``; returns the exporter and the lines made."""
+    exporter = Exporter(ExportSettings(directory, capacity=1 << 30), engine)  # type: ignore[arg-type]
+    clock = engine.clock
+    consumers = [f"ID-mhz3k2a1-{c + 2}" for c in range(1 if scenario == "queue" else 4)]
+    enqueued, dispatched, acked = exporter.enqueued, exporter.dispatched, exporter.acked
+    for i, message in enumerate(sent):
+        if not i % PER_MS:
+            clock.ms += 1
+        enqueued(message)
         if scenario == "queue":
-            seq += 1
-            out.append((seq, ts, "dispatch", *common, "consumer-1", "sub-0", ts - 1, None, None, None, None))
-            seq += 1
-            out.append((seq, ts + 1, "ack", *common, "consumer-1", "sub-0", ts - 1, None, None, None, None))
-            lines += 2
+            dispatched(message, consumers[0], "0", False)
+            acked(message, consumers[0], "0")
         else:
-            for c in range(4):
-                seq += 2
-                out.append(
-                    (
-                        seq - 1,
-                        ts,
-                        exporter_module.DISPATCH_ACK,
-                        *common,
-                        f"consumer-{c}",
-                        "sub-0",
-                        ts,
-                        None,
-                        None,
-                        None,
-                        None,
-                    )
-                )
-                lines += 2
-        ts += 1
-    return out, lines
+            for consumer in consumers:
+                dispatched(message, consumer, "0", True)
+    if hasattr(exporter, "_chunks"):
+        exporter._encode()  # what the broker's next tick encodes
+    return exporter, len(sent) * (3 if scenario == "queue" else 9)
+
+
+def write(exporter: Exporter, directory: Path) -> tuple[Any, float]:
+    """The writer's work on what the sink queued; returns the writer and CPU seconds."""
+    run = new_run_id()
+    writer = writer_module.Writer(directory, run, 64 << 20, 3_600_000)
+    if hasattr(exporter, "_chunks"):
+        # Encoded on the loop, in chunks: the writer thread only writes them.
+        chunks = list(exporter._chunks)
+        t0 = time.process_time()
+        for data, count, ends in chunks:
+            writer.write_events(data, count, ends)
+        return writer, time.process_time() - t0
+    events = list(exporter._events)
+    t0 = time.process_time()
+    if hasattr(writer_module, "Event"):
+        # exportlean's first step: Structs encoded by the writer thread.
+        for i in range(0, len(events), BATCH):
+            writer.batch(events[i : i + BATCH], [])
+    else:
+        # Before exportlean: records marshalled by the writer thread, decoded by the process.
+        from broker.export.exporter import pack  # type: ignore[attr-defined]
+
+        for i in range(0, len(events), BATCH // 3):
+            writer.batch(*writer_module.unpack(pack(events[i : i + BATCH // 3], [])))  # type: ignore[attr-defined]
+    return writer, time.process_time() - t0
 
 
 def run_once(scenario: str, messages: int) -> dict[str, float]:
-    recs, lines = records(scenario, messages)
-    batches = [recs[i : i + BATCH] for i in range(0, len(recs), BATCH)]
+    engine = Engine()
+    sent = messages_for(scenario, messages, engine.clock)
     with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
-        writer = writer_module.Writer(Path(tmp), new_run_id(), 64 << 20, 3_600_000)
         t0 = time.process_time()
-        payloads = [pack(batch, []) for batch in batches]
+        exporter, lines = feed(scenario, sent, engine, Path(tmp))
+        loop = time.process_time() - t0
+        writer, written = write(exporter, Path(tmp))
         t1 = time.process_time()
-        for payload in payloads:
-            writer.batch(*unpack(payload))
-        t2 = time.process_time()
         writer.close()
-        t3 = time.process_time()
+        gzip = time.process_time() - t1
         size = sum(p.stat().st_size for p in Path(tmp).iterdir())
     us = 1e6 / lines
     return {
-        "pack (broker thread)": (t1 - t0) * us,
-        "decode+encode+append (writer)": (t2 - t1) * us,
-        "gzip on rotation (writer)": (t3 - t2) * us,
-        "total": (t3 - t0) * us,
+        "loop (sink calls)": loop * us,
+        "writer (encode + append)": written * us,
+        "gzip on rotation": gzip * us,
+        "total": (loop + written + gzip) * us,
         "gz bytes/line": size / lines,
     }
 
@@ -104,12 +133,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     for scenario in ("queue", "topic"):
-        runs = [
-            run_once(scenario, args.messages // (1 if scenario == "queue" else 4)) for _ in range(args.repeat)
-        ]
+        count = args.messages // (1 if scenario == "queue" else 3)
+        runs = [run_once(scenario, count) for _ in range(args.repeat)]
         print(f"{scenario}: µs of CPU per event line, median of {args.repeat}")
         for key in runs[0]:
-            print(f"  {key:<32} {statistics.median(r[key] for r in runs):8.2f}")
+            print(f"  {key:<28} {statistics.median(r[key] for r in runs):8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,35 +1,36 @@
 """The exporter: the core's events and the broker's snapshots, to files, off the event loop.
 
 On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
-a tuple of the message's fields and a ``deque.append``; nothing is encoded or written
-there.  A writer thread wakes every ``WAKE_S`` (or at once when asked to stop), takes
-what is queued and hands it, ``marshal``ed, to the writer process
-(``broker/export/writer.py``), which encodes the JSON lines (schema version 1,
-spark_jobs/README.md), appends them to the live files, rotates and compresses them.
-Encoding in the broker's process would take the loop's time (threads share the GIL).
+an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields, built
+by its C constructor) and a list append; the message's fields are read there, since the
+message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
+encodes what it gathered as JSON lines (schema version 1, spark_jobs/README.md) in one
+C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
+asked to stop) and appends them to the live file, one ``write`` a chunk, which releases
+the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
+rotated file is compressed on a thread of its own.
 
-Bounded: at most ``capacity`` records wait for the writer.  Past that an event is
-dropped and counted (its ``seq`` is spent, so the log shows the gap), never waited for;
-a write that fails (a full disk) counts the lines it lost the same way, and so does a
-writer process that died.  The count is ``events_dropped_total`` in snapshots and
-``/metrics``, and each new batch of drops is logged (at most once per snapshot interval).
+Bounded: at most ``capacity`` lines wait for the writer.  Past that an event is dropped
+and counted (its ``seq`` is spent, so the log shows the gap), never waited for; a write
+that fails (a full disk) counts the lines it lost the same way.  A slow disk holds up the
+writer thread, whose queue then fills and drops, and never the loop.  The count is
+``events_dropped_total`` in snapshots and ``/metrics``, and each new batch of drops is
+logged (at most once per snapshot interval).
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import marshal
-import subprocess
-import sys
 import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from msgspec.structs import replace
+
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
-from broker.export.writer import DISPATCH_ACK, HEADER, LOST
+from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -41,18 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.export")
 
-VERSION: Final = 1
-#: How often the writer looks for new records.
+#: How often the writer looks for new lines.
 WAKE_S: Final = 0.05
-#: The pipe to the writer process (Linux lets an unprivileged process ask for 1 MB).
-PIPE_BYTES: Final = 1 << 20
-# An event record is a tuple: (seq, ts, event, destination, message_id, size, priority,
-# persistent, producer, consumer, subscription, latency_ms, redeliveries, cause, target,
-# wait_ms), None where a field does not apply; the message's fields are read on the
-# loop, since the message changes afterwards.
-
-#: consumer, subscription, latency_ms, redeliveries: none on a flow event.
-_NO_CONSUMER: Final = (None, None, None, None)
+#: Lines the loop gathers before it encodes them (about 0.5 ms of C); the rest are
+#: encoded at the broker's next tick (every 50 ms).
+CHUNK: Final = 2_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +55,10 @@ class ExportSettings:
     snapshot_interval_ms: int = 10_000
     rotate_bytes: int = 64 << 20
     rotate_interval_ms: int = 3_600_000
-    #: Records that may wait for the writer; past this, events are dropped and counted.
+    #: Lines that may wait for the writer; past this, events are dropped and counted.
     capacity: int = 200_000
     #: Tests only: runs on the writer thread before each batch (a barrier there stalls it).
     before_write: Callable[[], None] | None = None
-
-
-def pack(events: list[tuple[Any, ...]], metrics: list[tuple[int, dict[str, Any]]]) -> bytes:
-    """A batch for the writer process (``writer.unpack`` reads it)."""
-    return marshal.dumps((events, metrics))
 
 
 class Exporter(EventSink):
@@ -81,27 +70,38 @@ class Exporter(EventSink):
         self.run = new_run_id()
         self._clock = engine.clock
         self._capacity = settings.capacity
-        self._events: deque[tuple[Any, ...]] = deque()
+        #: Lines not yet encoded (the loop's own: a list), and encoded chunks waiting for the
+        #: writer thread: (JSON lines, how many, ts of the first and last).
+        self._events: list[Event] = []
+        self._chunk = min(CHUNK, settings.capacity)
+        self._chunks: deque[tuple[bytes, int, tuple[int, int]]] = deque()
+        #: Lines queued by the loop, and written (or lost) by the writer thread: each
+        #: count has one writer; their difference is what waits.
+        self._queued = 0
+        self._written = 0
         self._metrics: deque[tuple[int, dict[str, Any]]] = deque()
         self._event_seq = 0
         self._metric_seq = 0
-        #: Dropped on the loop (the queue was full), lost by the writer process (failed
-        #: writes, as it last said), and sent to no writer (its process had died).
+        #: Dropped on the loop (the queue was full); the writer thread counts what it lost
+        #: (``Writer.lost``: failed writes) on its own, so no count has two writers.
         self._dropped_full = 0
-        self._lost_in_writer = 0
-        self._dropped_gone = 0
-        self._writer_gone = False
+        self._writer: Writer | None = None
         self._reported = 0
         self._next_snapshot = 0
         self._before_write = settings.before_write
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def dropped(self) -> int:
-        """Event records dropped so far (queue full, or lost to a failed write)."""
-        return self._dropped_full + self._lost_in_writer + self._dropped_gone
+        """Event lines dropped so far (queue full, or lost to a failed write).
+
+        On the loop (or after ``close``): the loop decides on a line when it encodes it,
+        so what it gathered is encoded first, and the count is current.
+        """
+        self._encode()
+        writer = self._writer
+        return self._dropped_full + (writer.lost if writer is not None else 0)
 
     # -- lifecycle (on the loop) ---------------------------------------------------------
 
@@ -113,13 +113,18 @@ class Exporter(EventSink):
         self.engine.observer.events = self
         # A snapshot at start-up: the report's baseline for the broker's counters.
         self.snapshot()
-        self._process = self._start_process()
+        settings = self.settings
+        self._writer = Writer(
+            directory, self.run, settings.rotate_bytes, settings.rotate_interval_ms, Compressor()
+        )
         self._thread = threading.Thread(target=self._write_loop, name="stompd-export", daemon=True)
         self._thread.start()
         log.info("exporting metric snapshots and message events to %s (run %s)", directory, self.run)
 
     def tick(self) -> None:
-        """Called with the broker's ticks: a snapshot when one is due, and drops reported."""
+        """Called with the broker's ticks: the lines gathered encoded, a snapshot when one
+        is due, and drops reported."""
+        self._encode()
         if self._clock.ms >= self._next_snapshot:
             self.snapshot()
             self._report_drops()
@@ -140,6 +145,7 @@ class Exporter(EventSink):
         """A clean stop: a last snapshot, everything queued written, the live files rotated."""
         if self.engine.observer.events is self:
             self.engine.observer.events = None
+        self._encode()
         self.snapshot()
         self._stop.set()
         if self._thread is not None:
@@ -169,54 +175,16 @@ class Exporter(EventSink):
 
     # -- events (the core's EventSink, on the loop) ------------------------------------
 
-    def _put(self, record: tuple[Any, ...]) -> None:
-        if len(self._events) >= self._capacity:
-            self._dropped_full += 1
-            return
-        self._events.append(record)
-
-    def _message_event(
-        self,
-        event: str,
-        message: Message,
-        destination: str,
-        consumer: str | None = None,
-        subscription: str | None = None,
-        redeliveries: int | None = None,
-        cause: str | None = None,
-        target: str | None = None,
-    ) -> None:
-        self._event_seq = seq = self._event_seq + 1
-        message_fields = (message.id, len(message.body), message.priority, message.persistent, message.origin)
-        self._put(
-            (
-                seq,
-                self._clock.ms,
-                event,
-                destination,
-                *message_fields,
-                consumer,
-                subscription,
-                None,
-                redeliveries,
-                cause,
-                target,
-                None,
-            )
-        )
-
-    # enqueue, dispatch and ack happen to every message: written out, without the
-    # helper's call and keywords.  Where latency applies, the record carries the
-    # message's arrival (0: unknown) and the writer subtracts.
+    # enqueue, dispatch and ack happen to every message: written out, an ``Event`` built
+    # by position (its C constructor; keywords cost more), without a helper's call.
 
     def enqueued(self, message: Message) -> None:
         self._event_seq = seq = self._event_seq + 1
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 1
-            return
         events.append(
-            (
+            Event(
+                VERSION,
+                self.run,
                 seq,
                 self._clock.ms,
                 "enqueue",
@@ -226,56 +194,52 @@ class Exporter(EventSink):
                 message.priority,
                 message.persistent,
                 message.origin,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
-                None,
             )
         )
+        if len(events) >= self._chunk:
+            self._encode()
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
         seq = self._event_seq + 1
-        # ack:auto: the dispatch and its ack are one record (two lines, two seqs).
+        # ack:auto: the dispatch and its ack, two lines with the same ts.
         self._event_seq = seq + 1 if auto else seq
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 2 if auto else 1
-            return
-        event = DISPATCH_ACK if auto else "dispatch"
-        events.append(
-            (
-                seq,
-                self._clock.ms,
-                event,
-                message.destination,
-                message.id,
-                len(message.body),
-                message.priority,
-                message.persistent,
-                message.origin,
-                consumer,
-                subscription,
-                message.arrived or message.timestamp,
-                None,
-                None,
-                None,
-                None,
-            )
+        now = self._clock.ms
+        arrived = message.arrived or message.timestamp
+        dispatch = Event(
+            VERSION,
+            self.run,
+            seq,
+            now,
+            "dispatch",
+            message.destination,
+            message.id,
+            len(message.body),
+            message.priority,
+            message.persistent,
+            message.origin,
+            consumer,
+            subscription,
+            # 0 when the arrival is unknown, or the wall clock stepped back.
+            now - arrived if arrived and now > arrived else 0,
         )
+        events.append(dispatch)
+        if auto:
+            events.append(replace(dispatch, seq=seq + 1, event="ack"))
+        if len(events) >= self._chunk:
+            self._encode()
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
         self._event_seq = seq = self._event_seq + 1
         events = self._events
-        if len(events) >= self._capacity:
-            self._dropped_full += 1
-            return
+        now = self._clock.ms
+        arrived = message.arrived or message.timestamp
         events.append(
-            (
+            Event(
+                VERSION,
+                self.run,
                 seq,
-                self._clock.ms,
+                now,
                 "ack",
                 message.destination,
                 message.id,
@@ -285,16 +249,50 @@ class Exporter(EventSink):
                 message.origin,
                 consumer,
                 subscription,
-                message.arrived or message.timestamp,
-                None,
-                None,
-                None,
-                None,
+                now - arrived if arrived and now > arrived else 0,
+            )
+        )
+        if len(events) >= self._chunk:
+            self._encode()
+
+    def _message_event(
+        self,
+        event: str,
+        message: Message,
+        destination: str,
+        *,
+        consumer: str | None = None,
+        subscription: str | None = None,
+        redeliveries: int | None = None,
+        cause: str | None = None,
+        target: str | None = None,
+    ) -> None:
+        self._event_seq = seq = self._event_seq + 1
+        self._put(
+            Event(
+                VERSION,
+                self.run,
+                seq,
+                self._clock.ms,
+                event,
+                destination,
+                message.id,
+                len(message.body),
+                message.priority,
+                message.persistent,
+                message.origin,
+                consumer,
+                subscription,
+                redeliveries=redeliveries,
+                cause=cause,
+                target=target,
             )
         )
 
     def nacked(self, message: Message, consumer: str, subscription: str) -> None:
-        self._message_event("nack", message, message.destination, consumer, subscription)
+        self._message_event(
+            "nack", message, message.destination, consumer=consumer, subscription=subscription
+        )
 
     def redelivered(self, message: Message, cause: str) -> None:
         redeliveries = message.delivery_count
@@ -321,88 +319,81 @@ class Exporter(EventSink):
         self._event_seq = seq = self._event_seq + 1
         now = self._clock.ms
         self._put(
-            (
+            Event(
+                VERSION,
+                self.run,
                 seq,
                 now,
                 event,
                 destination,
-                None,
-                size,
-                None,
-                None,
-                producer,
-                *_NO_CONSUMER,
-                cause,
-                None,
-                wait_ms,
+                size=size,
+                producer=producer,
+                cause=cause,
+                wait_ms=wait_ms,
             )
         )
 
+    def _put(self, event: Event) -> None:
+        events = self._events
+        events.append(event)
+        if len(events) >= self._chunk:
+            self._encode()
+
+    def _encode(self) -> None:
+        """The lines gathered so far, encoded (on the loop) and queued for the writer.
+
+        Encoding here, a chunk of lines in one C call, keeps the writer thread off the
+        GIL (it only writes, which releases it): a thread that encodes takes the GIL from
+        the loop for milliseconds at a time, and stalls every connection meanwhile.
+        Lines past ``capacity`` waiting for the writer are dropped here.
+        """
+        events = self._events
+        if not events:
+            return
+        self._events = []
+        room = self._capacity - (self._queued - self._written)
+        if room < len(events):
+            keep = max(room, 0)
+            self._dropped_full += len(events) - keep
+            del events[keep:]
+            if not events:
+                return
+        self._queued += len(events)
+        self._chunks.append((encode_lines(events), len(events), (events[0].ts, events[-1].ts)))
+
     # -- the writer thread ------------------------------------------------------------
 
-    def _start_process(self) -> subprocess.Popen[bytes]:
-        settings = self.settings
-        command = [
-            sys.executable,
-            "-m",
-            "broker.export.writer",
-            str(settings.directory),
-            self.run,
-            str(settings.rotate_bytes),
-            str(settings.rotate_interval_ms),
-        ]
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        if process.stdin is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
-            # A batch in one or two pipe-fulls, not dozens of 64 KB switches between processes.
-            try:
-                fcntl.fcntl(process.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-            except OSError:
-                pass
-        return process
-
     def _write_loop(self) -> None:
-        process = self._process
-        assert process is not None
+        writer = self._writer
+        assert writer is not None
         stop = self._stop
         while True:
             stopping = stop.wait(WAKE_S)
             if self._before_write is not None and not stopping:
                 self._before_write()
-            self._send(process)
+            self._write(writer)
             if stopping:
                 break
-        self._send(process)
-        if process.stdin is not None:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
-        # It rotates (compresses) the live files before it exits.
-        process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        self._write(writer)
+        writer.close()
 
-    def _send(self, process: subprocess.Popen[bytes]) -> None:
-        events = self._events
-        batch = [events.popleft() for _ in range(len(events))]
+    def _write(self, writer: Writer) -> None:
+        # popleft until empty: the loop may append meanwhile (deque's ends are thread-safe).
+        chunks = self._chunks
         metrics = self._metrics
         rows = [metrics.popleft() for _ in range(len(metrics))]
-        if not batch and not rows:
-            return
-        if self._writer_gone:
-            self._dropped_gone += len(batch)
-            return
-        payload = pack(batch, rows)
-        assert process.stdin is not None and process.stdout is not None
+        for _ in range(len(chunks)):
+            data, count, ends = chunks.popleft()
+            try:
+                writer.write_events(data, count, ends)
+            except Exception:
+                # A bug here must not end the thread (the queue would fill for good): the
+                # chunk is counted lost, and the next one tried.
+                log.exception("export: cannot write %d event lines", count)
+                writer.lost += count
+            self._written += count
         try:
-            process.stdin.write(HEADER.pack(len(payload)) + payload)
-            process.stdin.flush()
-            ack = process.stdout.read(LOST.size)
-            if len(ack) < LOST.size:
-                raise BrokenPipeError("the export writer process exited")
-        except OSError as exc:
-            self._writer_gone = True
-            self._dropped_gone += len(batch)
-            log.error("export: the writer process failed (%s); events are dropped from now on", exc)
-            return
-        self._lost_in_writer = LOST.unpack(ack)[0]
+            writer.write_metrics(rows)
+            writer.tick()
+        except Exception:
+            log.exception("export: cannot write %d metric lines", len(rows))

@@ -1,203 +1,185 @@
-"""The export's writer process: encodes records as JSON lines and writes the files.
+"""The export's lines and their writing: JSON lines encoded in C, a chunk at a time.
 
-A process of its own, not a thread of the broker's: a line still costs about a
-microsecond of Python (its dict; orjson then encodes a whole batch in one C call), and
-in the broker's process that time would come out of the event loop's (they share the
-GIL).  The broker's writer thread (``exporter``) sends it
-batches over a pipe and waits for each to be written: so a slow disk holds up that
-thread, whose queue then fills and drops, and never the loop.
+An event line is an ``Event``, a msgspec ``Struct`` whose fields are the schema's
+(version 1, spark_jobs/README.md) in its order.  The exporter builds one on the event
+loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``, never
+looked at by the garbage collector) and encodes a chunk of them with one
+``Encoder.encode_lines`` call (C, about 0.2 µs a line; fields left at their default
+None are omitted, as the schema wants).  The exporter's writer thread hands the bytes to
+``Writer``, which appends them to the live file in one ``write``.  No per-line Python
+runs after the loop's constructor: no dict, no second process, no pipe.
 
-The protocol, on stdin: frames of a 4-byte big-endian length and a ``marshal``ed
-``(events, metrics)``: event records as ``exporter`` builds them, and ``(ts, fields)``
-metric rows.  After each frame, on stdout: 8 bytes, the event lines lost so far to
-failed writes (a full disk).  End of stdin: rotate the live files, exit.
-
-Run by the exporter as ``python -m broker.export.writer DIR RUN ROTATE_BYTES ROTATE_MS``.
+A rotated file is compressed by a ``Compressor`` (its own thread: ISA-L's gzip and the
+file reads release the GIL), so the writer thread keeps writing meanwhile.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import marshal
-import select
-import struct
-import sys
+import queue
+import re
+import threading
 import time
-from pathlib import Path
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any, Final
 
-import orjson
+import msgspec
 
-from broker.export.files import RotatingFile, WriteFailed
+from broker.export.files import RotatingFile, WriteFailed, compress
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 log = logging.getLogger("stompd.export")
 
-#: How long the writer waits for a batch before it looks at the files' age.
-IDLE_S = 1.0
-HEADER = struct.Struct(">I")
-#: An ack:auto delivery's record: its dispatch line and its ack line, seq and seq + 1.
-DISPATCH_ACK = "dispatch+ack"
-LOST = struct.Struct(">Q")
+VERSION: Final = 1
 
 
-def event_dict(
-    run: str, record: tuple[Any, ...], event: str | None = None, next_seq: int = 0
-) -> dict[str, Any]:
-    """One event line's fields in schema order, those that do not apply left out.
+class Event(msgspec.Struct, omit_defaults=True, gc=False):
+    """One event line, fields in schema order; a field left None is not written.
 
-    ``event`` and ``next_seq`` turn a dispatch+ack record into either of its lines.  The
-    latency field of a record is the message's arrival (0: unknown, say 0 ms).
+    Positional on the hot path: ``Event(VERSION, run, seq, ts, event, destination,
+    message_id, size, priority, persistent, producer, consumer, subscription,
+    latency_ms)``.  ``size`` is written on every line: it is never None.
     """
-    seq, ts, kind, destination, message_id, size, priority, persistent, producer = record[:9]
-    consumer, subscription, arrived, redeliveries, cause, target, wait_ms = record[9:]
-    line: dict[str, Any] = {
-        "v": 1,
-        "run": run,
-        "seq": seq + next_seq,
-        "ts": ts,
-        "event": event or kind,
-        "destination": destination,
-    }
-    if message_id is not None:
-        line["message_id"] = message_id
-        line["size"] = size
-        line["priority"] = priority
-        line["persistent"] = bool(persistent)
-    else:
-        line["size"] = size
-    if producer is not None:
-        line["producer"] = producer
-    if consumer is not None:
-        line["consumer"] = consumer
-        line["subscription"] = subscription
-    if arrived is not None:
-        line["latency_ms"] = max(ts - arrived, 0) if arrived else 0
-    more = (("redeliveries", redeliveries), ("cause", cause), ("target", target), ("wait_ms", wait_ms))
-    line.update((name, value) for name, value in more if value is not None)
-    return line
+
+    v: int
+    run: str
+    seq: int
+    ts: int
+    event: str
+    destination: str
+    message_id: str | None = None
+    size: int | None = None
+    priority: int | None = None
+    persistent: bool | None = None
+    producer: str | None = None
+    consumer: str | None = None
+    subscription: str | None = None
+    latency_ms: int | None = None
+    redeliveries: int | None = None
+    cause: str | None = None
+    target: str | None = None
+    wait_ms: int | None = None
 
 
-def event_dicts(run: str, events: list[tuple[Any, ...]]) -> tuple[list[dict[str, Any]], list[int]]:
-    """The lines' fields of a batch of records, and each line's ts (for rotation).
+_ENCODER: Final = msgspec.json.Encoder()
 
-    enqueue, dispatch and ack of a message from a connection (nearly every record) take
-    a dict display written out; anything else goes through ``event_dict``.
+
+def encode_lines(events: list[Event]) -> bytes:
+    """JSON lines, ``\\n`` after each, in one C call for the batch.
+
+    What msgspec refuses (a lone surrogate in a name: not UTF-8) is encoded line by line,
+    those lines by ``json`` (which escapes it as ``\\udcXX``, so the line stays UTF-8).
     """
-    lines: list[dict[str, Any]] = []
-    stamps: list[int] = []
-    line = lines.append
-    stamp = stamps.append
-    for record in events:
-        seq, ts, kind, dest, mid, size, prio, pers, prod, cons, sub, arrived, red, cause, target, wait = (
-            record
-        )
-        if (
-            mid is None
-            or prod is None
-            or red is not None
-            or cause is not None
-            or target is not None
-            or wait is not None
-            or (cons is None) != (arrived is None)
-        ):
-            line(event_dict(run, record))
-            stamp(ts)
-            if kind == DISPATCH_ACK:
-                lines[-1]["event"] = "dispatch"
-                line(event_dict(run, record, "ack", 1))
-                stamp(ts)
-        else:
-            fields = {
-                "v": 1,
-                "run": run,
-                "seq": seq,
-                "ts": ts,
-                "event": "dispatch" if kind == DISPATCH_ACK else kind,
-                "destination": dest,
-                "message_id": mid,
-                "size": size,
-                "priority": prio,
-                "persistent": pers,
-                "producer": prod,
-            }
-            if cons is not None:
-                fields["consumer"] = cons
-                fields["subscription"] = sub
-                fields["latency_ms"] = max(ts - arrived, 0) if arrived else 0
-            line(fields)
-            stamp(ts)
-            if kind == DISPATCH_ACK:
-                line({**fields, "seq": seq + 1, "event": "ack"})
-                stamp(ts)
-    return lines, stamps
-
-
-def encode_lines(lines: list[dict[str, Any]]) -> bytes:
-    """JSON lines (``\\n`` after each), encoded by orjson in one call for the batch.
-
-    orjson writes ``[{...},{...}]``; the lines' fields are scalars, so ``},{`` outside a
-    string is only ever between two lines: when the text holds exactly ``len - 1`` of
-    them, none is in a string, and each becomes ``}\\n{``.  Otherwise (a name holding
-    ``},{``), or where orjson refuses a value, each line is encoded on its own.
-    """
-    if not lines:
-        return b""
     try:
-        text = orjson.dumps(lines)
-    except orjson.JSONEncodeError:
-        return b"".join(map(_dumps, lines))
-    if text.count(b"},{") != len(lines) - 1:
-        return b"".join(map(_dumps, lines))
-    return text[1:-1].replace(b"},{", b"}\n{") + b"\n"
+        return _ENCODER.encode_lines(events)
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return b"".join(map(_encode_one, events))
 
 
-def _dumps(line: dict[str, Any]) -> bytes:
+def _encode_one(event: Event) -> bytes:
     try:
-        return orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE)
-    except orjson.JSONEncodeError:
-        # What orjson refuses and json writes: a lone surrogate in a string (escaped as
-        # \\udcXX, so the line stays UTF-8), an integer past 64 bits.
-        return (json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n").encode()
+        return _ENCODER.encode(event) + b"\n"
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        fields = {name: value for name, value in msgspec.structs.asdict(event).items() if value is not None}
+        return (json.dumps(fields, separators=(",", ":"), allow_nan=False) + "\n").encode()
 
 
-def metric_line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n").encode()
+#: An event line's ts: its fourth field, after ``v``, ``run`` (no quote in it) and ``seq``,
+#: so before any string that could hold ``,"ts":`` (escaped then as ``,\\"ts\\":``).
+_TS: Final = re.compile(rb'^\{"v":\d+,"run":"[^"]*","seq":\d+,"ts":(\d+),', re.MULTILINE)
 
 
-def unpack(payload: bytes) -> tuple[list[tuple[Any, ...]], list[tuple[int, dict[str, Any]]]]:
-    """A batch as ``exporter.pack`` made it."""
-    events, metrics = marshal.loads(payload)
-    return events, metrics
+def line_stamps(data: bytes) -> list[int]:
+    """The ts of each of the event lines ``data`` holds."""
+    return [int(ts) for ts in _TS.findall(data)]
+
+
+def metric_lines(rows: list[tuple[int, dict[str, Any]]]) -> tuple[list[int], bytes]:
+    """Metric rows (``(ts, fields)``) as JSON lines, and each line's ts."""
+    stamps = []
+    data = []
+    for ts, fields in rows:
+        fields["ts"] = ts
+        stamps.append(ts)
+        data.append(json.dumps(fields, separators=(",", ":"), ensure_ascii=False, allow_nan=False))
+    return stamps, ("\n".join(data) + "\n").encode("utf-8", "backslashreplace")
+
+
+class Compressor:
+    """Compresses rotated files, one after another, on a thread of its own.
+
+    The writer thread hands it a file and goes on writing; ``close`` waits until every
+    file handed over is done.  A file it cannot compress (a full disk) stays ``.jsonl``,
+    which the next start's ``finish_rotations`` compresses, and a reader reads as it is.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="stompd-export-gzip", daemon=True)
+        self._thread.start()
+
+    def __call__(self, path: Path) -> None:
+        self._queue.put(path)
+
+    def _run(self) -> None:
+        while (path := self._queue.get()) is not None:
+            try:
+                compress(path)
+            except OSError as exc:
+                log.warning("export: cannot compress %s: %s", path.name, exc)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
 
 
 class Writer:
-    def __init__(self, directory: Path, run: str, rotate_bytes: int, rotate_ms: int) -> None:
-        self.run = run
+    """The live files of one run; used by the exporter's writer thread only."""
+
+    def __init__(
+        self,
+        directory: Path,
+        run: str,
+        rotate_bytes: int,
+        rotate_ms: int,
+        compressor: Compressor | None = None,
+    ) -> None:
+        """``compressor``: where rotated files go (None: compressed on the caller's thread)."""
+        self.compressor = compressor
         self.files = {
-            kind: RotatingFile(directory, kind, run, rotate_bytes, rotate_ms)
+            kind: RotatingFile(directory, kind, run, rotate_bytes, rotate_ms, compressor or compress)
             for kind in ("events", "metrics")
         }
+        #: Event lines lost to failed writes (a full disk).
         self.lost = 0
 
-    def batch(self, events: list[tuple[Any, ...]], metrics: list[tuple[int, dict[str, Any]]]) -> None:
+    def batch(self, events: list[Event], metrics: list[tuple[int, dict[str, Any]]]) -> None:
+        """Encode and write (benchmarks and tests; the exporter encodes on the loop)."""
         if events:
-            lines, stamps = event_dicts(self.run, events)
-            self.lost += self._write("events", stamps, encode_lines(lines))
-        if metrics:
-            stamps = []
-            data = []
-            for ts, fields in metrics:
-                fields["ts"] = ts
-                stamps.append(ts)
-                data.append(metric_line(fields))
-            self._write("metrics", stamps, b"".join(data))
+            self.write_events(encode_lines(events), len(events), (events[0].ts, events[-1].ts))
+        self.write_metrics(metrics)
 
-    def _write(self, kind: str, stamps: list[int], data: bytes) -> int:
+    def write_events(self, data: bytes, count: int, ends: tuple[int, int]) -> None:
+        """``count`` encoded event lines, whose first and last lines' ts are ``ends``."""
+        # Each line's ts is read (from the text) only when the chunk does not fit the file.
+        self.lost += self._write("events", count, data, ends, lambda: line_stamps(data))
+
+    def write_metrics(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        if rows:
+            stamps, data = metric_lines(rows)
+            self._write("metrics", len(stamps), data, (stamps[0], stamps[-1]), lambda: stamps)
+
+    def _write(
+        self, kind: str, count: int, data: bytes, ends: tuple[int, int], stamps: Callable[[], list[int]]
+    ) -> int:
+        """Append ``data`` (``count`` lines); returns how many lines a failed write lost."""
         try:
-            self.files[kind].write_lines(stamps, data)
+            self.files[kind].write_lines(data, ends, stamps)
         except WriteFailed as failed:
-            lost = len(stamps) - failed.lines
+            lost = count - failed.lines
             log.warning("export: %d %s lines lost: %s", lost, kind, failed)
             return lost
         return 0
@@ -216,40 +198,5 @@ class Writer:
                 file.close()
             except OSError as exc:
                 log.warning("export: cannot compress the last %s file: %s", kind, exc)
-
-
-def _read(stream: IO[bytes], n: int) -> bytes | None:
-    data = stream.read(n)
-    if len(data) < n:
-        return None
-    return data
-
-
-def serve(writer: Writer, stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    while True:
-        ready, _, _ = select.select([stdin], [], [], IDLE_S)
-        if not ready:
-            writer.tick()
-            continue
-        header = _read(stdin, HEADER.size)
-        if header is None:
-            break
-        payload = _read(stdin, HEADER.unpack(header)[0])
-        if payload is None:
-            break
-        writer.batch(*unpack(payload))
-        writer.tick()
-        stdout.write(LOST.pack(writer.lost))
-        stdout.flush()
-    writer.close()
-
-
-def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    directory, run, rotate_bytes, rotate_ms = sys.argv[1:5]
-    writer = Writer(Path(directory), run, int(rotate_bytes), int(rotate_ms))
-    serve(writer, sys.stdin.buffer, sys.stdout.buffer)
-
-
-if __name__ == "__main__":
-    main()
+        if self.compressor is not None:
+            self.compressor.close()

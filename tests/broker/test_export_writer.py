@@ -1,7 +1,8 @@
 """The export writer's encoding: fast path and the cases it must hand to the slow one.
 
-A real ``Writer`` writes real files; each line is read back as the Spark job does
-(``check_line``) and compared with the record the schema asks for.
+A real ``Writer`` writes real files (compressed by a real ``Compressor`` thread); each
+line is read back as the Spark job does (``check_line``) and compared with the record
+the schema asks for.
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from broker.export.exporter import pack
-from broker.export.writer import DISPATCH_ACK, Writer, unpack
+from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines, line_stamps
 from spark_jobs.export_format import check_line
 
 TS = 1_700_000_000_000
 
 
-def message(seq: int, event: str, destination: str = "/queue/a", **more: Any) -> tuple[Any, ...]:
+def message(seq: int, event: str, destination: str = "/queue/a", **more: Any) -> Event:
     consumer = more.get("consumer")
-    return (
+    return Event(
+        VERSION,
+        "r.1",
         seq,
         TS + seq,
         event,
@@ -32,19 +34,19 @@ def message(seq: int, event: str, destination: str = "/queue/a", **more: Any) ->
         more.get("producer", "p-1"),
         consumer,
         "sub-0" if consumer else None,
-        (TS if consumer else None),
+        seq if consumer else None,
         more.get("redeliveries"),
         more.get("cause"),
         more.get("target"),
-        None,
     )
 
 
-def written(
-    tmp_path: Path, records: list[tuple[Any, ...]], rotate_bytes: int = 1 << 20
-) -> list[dict[str, Any]]:
-    writer = Writer(tmp_path, "r.1", rotate_bytes, 3_600_000)
-    writer.batch(*unpack(pack(records, [])))
+def written(tmp_path: Path, records: list[Event], rotate_bytes: int = 1 << 20) -> list[dict[str, Any]]:
+    writer = Writer(tmp_path, "r.1", rotate_bytes, 3_600_000, Compressor())
+    # Two batches: the second appends to the file the first began (or rotates it).
+    half = len(records) // 2
+    writer.batch(records[:half], [])
+    writer.batch(records[half:], [])
     writer.close()
     lines = []
     for path in sorted(tmp_path.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:]):
@@ -59,7 +61,8 @@ def test_message_events_come_out_in_order_with_their_fields(tmp_path: Path) -> N
         tmp_path,
         [
             message(1, "enqueue"),
-            message(2, DISPATCH_ACK, consumer="c-1"),
+            message(2, "dispatch", consumer="c-1"),
+            message(3, "ack", consumer="c-1"),
             message(4, "redeliver", redeliveries=2, cause="nack"),
             message(5, "enqueue", producer=None),
         ],
@@ -91,8 +94,8 @@ def test_message_events_come_out_in_order_with_their_fields(tmp_path: Path) -> N
     assert "producer" not in lines[4] and "consumer" not in lines[0]
 
 
-def test_names_that_look_like_the_batch_separator_or_need_escaping_survive(tmp_path: Path) -> None:
-    names = ['/queue/a},{"b', "/queue/é\n\\", "/queue/\udcff"]
+def test_names_that_need_escaping_survive(tmp_path: Path) -> None:
+    names = ['/queue/a},{"b', "/queue/é\n\\", "/queue/\udcff", "/queue/\x00\u2028"]
     lines = written(tmp_path, [message(i + 1, "enqueue", name) for i, name in enumerate(names)])
     assert [line["destination"] for line in lines] == names
 
@@ -101,3 +104,27 @@ def test_a_batch_larger_than_the_file_limit_is_split_over_rotated_files(tmp_path
     lines = written(tmp_path, [message(i, "enqueue") for i in range(1, 101)], rotate_bytes=2_000)
     assert [line["seq"] for line in lines] == list(range(1, 101))
     assert len(list(tmp_path.glob("events-*.jsonl.gz"))) > 5
+
+
+def test_a_batch_spanning_the_age_limit_rotates_where_a_line_reaches_it(tmp_path: Path) -> None:
+    # Lines 1 ms apart (TS + seq), files at most 10 ms old: every file starts at a line
+    # whose ts is a multiple of 10 past the first, and holds the 10 lines from there.
+    writer = Writer(tmp_path, "r.1", 1 << 20, 10, Compressor())
+    writer.batch([message(seq, "enqueue") for seq in range(1, 26)], [])
+    writer.batch([message(seq, "enqueue") for seq in range(26, 31)], [])
+    writer.close()
+    files = sorted(tmp_path.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:])
+    starts = [int(path.name.split("-")[1]) for path in files]
+    assert starts == [TS + 1, TS + 11, TS + 21]
+    seqs = [
+        [json.loads(line)["seq"] for line in gzip.decompress(path.read_bytes()).splitlines()]
+        for path in files
+    ]
+    assert seqs == [list(range(1, 11)), list(range(11, 21)), list(range(21, 31))]
+
+
+def test_the_ts_of_each_line_is_read_back_whatever_the_names_hold(tmp_path: Path) -> None:
+    # What a chunk that must be split at a rotation is cut by: each line's own ts.
+    names = ['/queue/a","ts":1,"x', '/queue/\n{"v":1,"run":"r","seq":1,"ts":2,']
+    events = [message(seq, "enqueue", names[seq % 2], producer=names[seq % 2]) for seq in range(1, 7)]
+    assert line_stamps(encode_lines(events)) == [TS + seq for seq in range(1, 7)]
