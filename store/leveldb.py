@@ -34,12 +34,11 @@ _REOPEN_MARGIN = 1 << 20
 
 
 # LevelDB reads its tables through mmap, and the pages a read touched stay mapped (and in
-# our RSS) while the table is open: with its defaults (up to 990 tables of 2 MB open) a
-# drained 400k-message swap left 420 MB of file pages in the broker's RSS.  So few tables
-# open (LevelDB's minimum: 64 in its table cache) and small ones bound what can be mapped
-# at once to 64 MB, whatever the backlog (``benchmarks/bench_memory.py``).
+# our RSS) while the table is open: with its defaults (up to 990 tables open) a drained
+# 400k-message swap left 420 MB of file pages in the broker's RSS, 82 MB with LevelDB's
+# minimum (64 tables in its table cache).  That bounds the tables, not their size: a
+# memtable flush makes one table of up to ``write_buffer_size`` (``bench_memory.py``).
 _OPEN_TABLES: Final = 74
-_TABLE_BYTES: Final = 1 << 20
 
 
 class LevelDB:
@@ -91,7 +90,6 @@ class LevelDB:
                 write_buffer_size=8 << 20,
                 lru_cache_size=4 << 20,
                 max_open_files=_OPEN_TABLES,
-                max_file_size=_TABLE_BYTES,
                 **self._options,
             )
         except plyvel.CorruptionError as exc:
