@@ -160,10 +160,14 @@ def main() -> int:
         peak = 0
         sampling = threading.Event()
 
+        peak_split = ""
+
         def sample() -> None:
-            nonlocal peak
+            nonlocal peak, peak_split
             while not sampling.is_set():
-                peak = max(peak, rss_kb(broker.pid))
+                rss = rss_kb(broker.pid)
+                if rss > peak:
+                    peak, peak_split = rss, rss_split(broker.pid)
                 time.sleep(0.1)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -180,7 +184,7 @@ def main() -> int:
             prober.join(10)
             rss_full = rss_kb(broker.pid)
             split_full = rss_split(broker.pid)
-            peak_fill = peak
+            peak_fill, peak_fill_split = peak, peak_split
             drain_rate = drain(port, args.messages)
             hwm = rss_kb(broker.pid, "VmHWM")
             rss_drained = rss_kb(broker.pid)
@@ -195,7 +199,7 @@ def main() -> int:
     print(f"  RSS at start              {base / 1024:8.1f} MB")
     print(f"  RSS holding the backlog   {rss_full / 1024:8.1f} MB   ({split_full})")
     print(f"  RSS after the drain       {rss_drained / 1024:8.1f} MB   ({split_drained})")
-    print(f"  peak RSS while filling    {peak_fill / 1024:8.1f} MB")
+    print(f"  peak RSS while filling    {peak_fill / 1024:8.1f} MB   (about: {peak_fill_split})")
     print(f"  peak RSS (sampled, HWM)   {peak / 1024:8.1f} MB, {hwm / 1024:.1f} MB")
     print(f"  fill rate (swapping)      {fill_rate:8,.0f} msgs/s")
     print(f"  drain rate                {drain_rate:8,.0f} msgs/s")
