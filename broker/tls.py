@@ -21,8 +21,6 @@ import ssl
 import tempfile
 from typing import TYPE_CHECKING
 
-from config.tls import TlsFileError, read_key_material
-
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -38,6 +36,10 @@ def server_context(
     settings: SslContext, *, need_client_auth: bool = False, want_client_auth: bool = False
 ) -> ssl.SSLContext:
     """A server-side context for one listener; raises TlsSetupError saying what is wrong."""
+    # Imported here, not at the top: cryptography only where TLS is configured
+    # (config/loader_security.py says why).
+    from config.tls import TlsFileError, read_key_material
+
     try:
         material = read_key_material(settings)
     except TlsFileError as exc:

@@ -16,7 +16,6 @@ from config.model import (
     User,
 )
 from config.reader import Context, Fields, boolean, groups, nonempty, path
-from config.tls import TlsFileError, read_key_material
 
 if TYPE_CHECKING:
     from config.xmltree import Node
@@ -207,6 +206,10 @@ def load_ssl(ctx: Context, node: Node, config: BrokerConfig) -> SslContext | Non
     if (ssl.certificate_file is None) != (ssl.key_file is None):
         ctx.error(target, "certificateFile and keyFile go together")
         return ssl
+    # cryptography is imported only where TLS is configured: it is ~14 MB of a broker's
+    # RSS, and most brokers have no <sslContext> (bench_memory's bound counts every MB).
+    from config.tls import TlsFileError, read_key_material
+
     try:
         read_key_material(ssl)
     except TlsFileError as exc:
