@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 from broker.core import admin  # noqa: E402
 from broker.core.message import Message  # noqa: E402
-from broker.core.message_codecs import SWAP_HEADERS, header_reader, swap_fields, swap_needle, to_swap  # noqa: E402
-from broker.core.selector import Selector, compile_selector  # noqa: E402
+from broker.core.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
+from broker.core.selector import compile_selector  # noqa: E402
 from store.leveldb import LevelDB  # noqa: E402
 from store.temp import TempStore  # noqa: E402
 
@@ -122,7 +122,7 @@ def walk(store: TempStore, n: int, text: str, matches: int) -> int:
             selector.matches,
             False,
             admin.BATCH,
-            header_reader(selector.names),
+            True,
             needle,
         )
         read += count
@@ -143,17 +143,16 @@ def read_only(store: TempStore, n: int) -> int:
     return read
 
 
-def read_decode(store: TempStore, n: int, selector: Selector | None = None) -> int:
+def read_decode(store: TempStore, n: int, match: Callable[[Any], bool] | None = None) -> int:
     read = 0
     lo, hi = FIRST, FIRST + n - 1
     while lo <= hi:
         values = store.read_values(LOG_ID, PRIORITY, lo, hi, admin.PAGE)
         read += len(values)
         decoded = [swap_fields(v) for v in values]
-        if selector is not None:
-            match, read_headers = selector.matches, header_reader(selector.names)
+        if match is not None:
             for fields in decoded:
-                match(read_headers(fields[SWAP_HEADERS]))
+                match(HeaderView(fields[SWAP_HEADERS]))
         lo = decoded[-1][1] + 1
     return read
 
@@ -207,7 +206,7 @@ def main() -> int:
             ("walk_disk, selector rare = 'yes'", lambda: walk(store, n, "rare = 'yes'", 0)),
         ]
         if args.parts:
-            selector = compile_selector(f"idx = {n - 1}")
+            selector = compile_selector(f"idx = {n - 1}").matches
             rows += [
                 ("read values only", lambda: read_only(store, n)),
                 ("read + decode", lambda: read_decode(store, n)),

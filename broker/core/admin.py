@@ -39,10 +39,9 @@ from typing import TYPE_CHECKING, Protocol
 from broker.core.message_codecs import (
     SWAP_HEADERS,
     SWAP_SEQ,
-    HeaderReader,
+    HeaderView,
     SwapRecord,
     from_fields,
-    header_reader,
     swap_fields,
     swap_needle,
 )
@@ -160,11 +159,11 @@ class QueueOperation:
         "applied",
         "backlog",
         "error",
-        "headers",
         "limit",
         "match",
         "matched",
         "needle",
+        "plain",
         "routing",
         "scanned",
         "target",
@@ -187,11 +186,9 @@ class QueueOperation:
         self.backlog = backlog
         self.action = action
         self.match: Predicate | None = selector.matches if selector is not None else None
-        # A selector that names no JMS property reads headers only: those it names, read
-        # out of a swapped record's header block, are then all it needs (``walk_disk``).
-        self.headers = (
-            header_reader(selector.names) if selector is not None and "JMS" not in selector.text else None
-        )
+        # A selector that names no JMS property reads headers only: a swapped record's
+        # decoded headers are then all it needs (``walk_disk``).
+        self.plain = selector is None or "JMS" not in selector.text
         #: Bytes a swapped record holds if it has every header the selector needs.
         self.needle = swap_needle(selector.needs) if selector is not None else None
         self.routing = routing
@@ -321,7 +318,7 @@ class QueueOperation:
             self.match,
             self.destructive,
             self._wanted(),
-            self.headers,
+            self.plain,
             self.needle,
         )
         self.waiting = True
@@ -400,15 +397,15 @@ def walk_disk(
     match: Predicate | None,
     take: bool,
     wanted: int,
-    headers: HeaderReader | None = None,
+    plain: bool = False,
     needle: bytes | None = None,
 ) -> WalkResult:
     """Worker thread: the messages ``match`` takes in the disk part, from ``starts[level]``.
 
     Reads about ``budget`` records at most, stops at ``wanted`` matches, and says where it
     stopped per level.  A swapped record becomes a ``Message`` only if it matches: the
-    selector reads its decoded fields (``headers``, for a selector that names no JMS
-    property: the headers it names, read out of the header block, are its subject; ``needle``: bytes a
+    selector reads its decoded fields (``plain``: the selector names no JMS property,
+    so the header block alone is its subject, a ``HeaderView``; ``needle``: bytes a
     record lacks if it lacks a header the selector needs, see ``_walk_swapped``).  With
     ``take``, the matching swapped records are deleted here (a page-in queued behind
     this job must not bring them back).
@@ -426,7 +423,7 @@ def walk_disk(
             positions[priority] = cut + 1
             if not stored:
                 # Only swapped records (the usual deep backlog): the tight loop.
-                looked, stopped = _walk_swapped(values, match, headers, needle, found, wanted)
+                looked, stopped = _walk_swapped(values, match, plain, needle, found, wanted)
                 read += looked
                 if stopped is not None:
                     positions[priority] = stopped + 1
@@ -454,7 +451,7 @@ def walk_disk(
 def _walk_swapped(
     values: list[bytes],
     match: Predicate | None,
-    headers: HeaderReader | None,
+    plain: bool,
     needle: bytes | None,
     found: list[tuple[Message, int]],
     wanted: int,
@@ -477,7 +474,7 @@ def _walk_swapped(
         # there, which costs a match what a loop over the decoded records would cost a
         # record.
         decoded = map(swap_fields, records)
-        subjects = map(headers, map(_block_of, decoded)) if headers else map(SwapRecord, decoded, _NO_SIZE)
+        subjects = map(HeaderView, map(_block_of, decoded)) if plain else map(SwapRecord, decoded, _NO_SIZE)
         hits = itertools.compress(indices, map(match, subjects))
     for i in hits:
         value = values[i]

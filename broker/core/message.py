@@ -155,19 +155,16 @@ _KEYS: dict[str, tuple[bytes, bytes]] = {}
 _MAX_KEYS: Final = 4096
 
 
-def line_keys(name: str) -> tuple[bytes, bytes]:
-    """What ``name``'s line starts with inside a header block, and at its very start."""
-    bare = escape(name, V1_2).encode() + b":"
-    keys = (b"\n" + bare, bare)
-    if len(_KEYS) < _MAX_KEYS:
-        _KEYS[name] = keys
-    return keys
-
-
 def find_header(block: bytes, name: str) -> str | None:
     """One header's value in a ``header_block``, without building a dict: a find, since
     values hold no raw LF, a name is found only at the start of a line."""
-    line, bare = _KEYS.get(name) or line_keys(name)
+    keys = _KEYS.get(name)
+    if keys is None:
+        bare = escape(name, V1_2).encode() + b":"
+        keys = (b"\n" + bare, bare)
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[name] = keys
+    line, bare = keys
     if block.startswith(bare):
         start = len(bare)
     else:

@@ -18,25 +18,15 @@ from __future__ import annotations
 
 import marshal
 import struct
-from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
-from broker.core.message import (
-    AS_FLAG,
-    AS_STRING,
-    FIELDS,
-    IN_HEAD,
-    Message,
-    find_header,
-    line_keys,
-    stored_as,
-)
-from protocol.escaping import unescape
+from broker.core.message import AS_FLAG, AS_STRING, FIELDS, IN_HEAD, Message, find_header, stored_as
+from protocol.escaping import escape
 from protocol.frames import V1_2
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 _SWAP_FORMAT: Final = 1
 _swap_fields = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
@@ -85,35 +75,20 @@ def swap_needle(names: Iterable[str]) -> bytes | None:
     each header starts ``name:`` (the name escaped as STOMP 1.2 escapes it, as
     ``find_header`` looks for it).  Of several names the longest, as likely the rarest."""
     name = max(names, key=len, default="")
-    return line_keys(name)[1] if name else None
+    return escape(name, V1_2).encode() + b":" if name else None
 
 
-#: A header block to the headers a selector names (``header_reader``).
-HeaderReader = Callable[[bytes], dict[str, str]]
+class HeaderView:
+    """A temp record's header block as a selector's subject that names no JMS property:
+    ``get`` finds a header in it without building a dict."""
 
+    __slots__ = ("block",)
 
-def header_reader(names: Iterable[str]) -> HeaderReader:
-    """A function reading the headers ``names`` out of a header block into a dict: the
-    subject of a selector that reads those names and no JMS property, without a
-    ``Message`` built, in a walk over a deep swapped queue.  The dict's ``get`` is C's,
-    and the one function call a record replaces a view object and a call per name."""
-    keys = tuple((name, *line_keys(name)) for name in sorted(set(names)))
+    def __init__(self, block: bytes) -> None:
+        self.block = block
 
-    def read(block: bytes) -> dict[str, str]:
-        found = {}
-        for name, line, bare in keys:
-            if block.startswith(bare):
-                start = len(bare)
-            else:
-                start = block.find(line)
-                if start < 0:
-                    continue
-                start += len(line)
-            value = block[start : block.index(b"\n", start)].decode()
-            found[name] = unescape(value, V1_2) if "\\" in value else value
-        return found
-
-    return read
+    def get(self, name: str) -> str | None:
+        return find_header(self.block, name)
 
 
 class SwapRecord:

@@ -1,5 +1,4 @@
-"""``Selector.needs``: the headers a selector cannot be TRUE without (selector/needs.py);
-``Selector.names``: every header it reads, which is all a walk reads out of a record.
+"""``Selector.needs``: the headers a selector cannot be TRUE without (selector/needs.py).
 
 The property that matters is soundness: a subject that lacks any of them never matches,
 whatever the selector; checked over random selectors and subjects.  Then that the
@@ -12,8 +11,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from broker.core.message import header_block
-from broker.core.message_codecs import header_reader
 from broker.core.selector import InvalidSelector, Selector, compile_selector
 
 NAMES = ("a", "b", "c", "JMSType")
@@ -78,22 +75,3 @@ def test_a_subject_missing_a_needed_header_never_matches(text: str, headers: dic
 )
 def test_what_a_selector_needs(text: str, needs: set[str]) -> None:
     assert compile_selector(text).needs == needs
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    selectors, st.dictionaries(st.sampled_from(("a", "b", "c", "d", "a:b", "c\\n")), st.sampled_from(VALUES))
-)
-def test_the_headers_a_selector_names_decide_as_all_of_them(text: str, headers: dict[str, str]) -> None:
-    """A walk hands a plain selector only the headers it names, read out of the block
-    (escaped names and values included): it must decide exactly as on every header."""
-    assume("JMS" not in text)
-    selector = compiled(text)
-    subject = header_reader(selector.names)(header_block(headers))
-    assert subject.keys() <= selector.names
-    assert selector.matches(subject) is selector.matches(headers)
-
-
-def test_what_a_selector_names() -> None:
-    assert compile_selector("a = 1 OR (b IS NULL AND NOT c LIKE 'x%') OR d + e > f").names == set("abcdef")
-    assert compile_selector("TRUE").names == set()

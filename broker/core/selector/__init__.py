@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from broker.core.selector.codegen import Predicate, Subject, generate
 from broker.core.selector.errors import InvalidSelector
-from broker.core.selector.needs import identifiers, needed_headers
+from broker.core.selector.needs import needed_headers
 from broker.core.selector.parser import parse
 
 __all__ = ["InvalidSelector", "Predicate", "Selector", "Subject", "compile_selector"]
@@ -17,22 +17,14 @@ __all__ = ["InvalidSelector", "Predicate", "Selector", "Subject", "compile_selec
 class Selector:
     """A compiled selector.  ``matches(subject)`` is True when the selector is TRUE for it."""
 
-    __slots__ = ("matches", "names", "needs", "text")
+    __slots__ = ("matches", "needs", "text")
 
-    def __init__(
-        self,
-        text: str,
-        matches: Predicate,
-        needs: frozenset[str] = frozenset(),
-        names: frozenset[str] = frozenset(),
-    ) -> None:
+    def __init__(self, text: str, matches: Predicate, needs: frozenset[str] = frozenset()) -> None:
         self.text = text
         #: The generated function itself, so calling it costs no extra frame.
         self.matches = matches
         #: Headers a message must have to match (``needs.needed_headers``).
         self.needs = needs
-        #: Every name it reads (``needs`` and the optional ones).
-        self.names = names
 
     def __call__(self, subject: Subject) -> bool:
         return self.matches(subject)
@@ -44,4 +36,4 @@ class Selector:
 def compile_selector(text: str) -> Selector:
     """Parses and compiles ``text``; raises InvalidSelector, with a position, if it is not valid."""
     tree = parse(text)
-    return Selector(text, generate(tree, text), needed_headers(tree), identifiers(tree))
+    return Selector(text, generate(tree, text), needed_headers(tree))

@@ -13,7 +13,6 @@ from its own fields rather than from a header.
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from functools import reduce
 
 from broker.core.selector.syntax import (
@@ -37,17 +36,6 @@ _NONE: frozenset[str] = frozenset()
 def needed_headers(tree: Expr) -> frozenset[str]:
     """Header names each of which a subject must have for ``tree`` to be TRUE."""
     return frozenset(name for name in _needed(tree, want=True) if not name.startswith("JMS"))
-
-
-def identifiers(tree: object) -> frozenset[str]:
-    """Every name ``tree`` reads, whether or not it needs it."""
-    if isinstance(tree, Identifier):
-        return frozenset((tree.name,))
-    if isinstance(tree, tuple):
-        return _union([identifiers(each) for each in tree])
-    if is_dataclass(tree) and not isinstance(tree, type):
-        return _union([identifiers(getattr(tree, each.name)) for each in fields(tree)])
-    return _NONE
 
 
 def _needed(node: Expr, *, want: bool) -> frozenset[str]:
