@@ -4,10 +4,11 @@ Starts a fresh stompd with ``--memory-limit`` (default 64mb), fills one queue wi
 non-persistent 1 KiB messages (default 1,000,000) from a pipelined producer that
 waits for a RECEIPT every 1,000 messages, while a probe connection measures SEND round
 trips (with receipt) on another queue; then drains the queue with one auto-ack
-consumer.  Prints the fill and drain rates, the probe's p50/p99, and the broker's peak
-RSS (sampled from /proc, and VmHWM at the end).
+consumer.  Prints the fill and drain rates, the broker's CPU a message, the probe's
+p50/p99, and the broker's peak RSS (sampled from /proc, and VmHWM at the end).  The
+admin server is off unless ``--http``.
 
-    python benchmarks/bench_memory.py [--messages 1000000] [--memory-limit 64mb]
+    python benchmarks/bench_memory.py [--messages 1000000] [--memory-limit 64mb] [--http]
 """
 
 from __future__ import annotations
@@ -103,6 +104,13 @@ def drain(port: int, n: int) -> float:
     return n / elapsed
 
 
+def cpu_s(pid: int) -> float:
+    """The broker's CPU time so far, all threads (user + system)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_split(pid: int) -> str:
     """Anonymous memory (the heap) against file pages mapped in (LevelDB reads its tables
     through mmap): both count in RSS."""
@@ -135,6 +143,9 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--memory-limit", default="64mb")
+    parser.add_argument(
+        "--http", action="store_true", help="with the admin server on (aiohttp loaded: about 12 MB more)"
+    )
     args = parser.parse_args()
 
     port = free_port()
@@ -153,7 +164,7 @@ def main() -> int:
                 "--log-level",
                 "WARNING",
                 "--http-port",
-                "0",
+                str(free_port()) if args.http else "0",
             ],
             cwd=ROOT,
         )
@@ -179,13 +190,16 @@ def main() -> int:
             rtts: list[float] = []
             prober = threading.Thread(target=probe, args=(port, stop_probe, rtts), daemon=True)
             prober.start()
+            cpu_start = cpu_s(broker.pid)
             fill_rate = fill(port, args.messages, args.size)
+            cpu_filled = cpu_s(broker.pid)
             stop_probe.set()
             prober.join(10)
             rss_full = rss_kb(broker.pid)
             split_full = rss_split(broker.pid)
             peak_fill, peak_fill_split = peak, peak_split
             drain_rate = drain(port, args.messages)
+            cpu_drained = cpu_s(broker.pid)
             hwm = rss_kb(broker.pid, "VmHWM")
             rss_drained = rss_kb(broker.pid)
             split_drained = rss_split(broker.pid)
@@ -195,7 +209,8 @@ def main() -> int:
             broker.wait(30)
 
     what = f"{args.messages:,} x {args.size} B non-persistent, one queue"
-    print(f"stompd, memory limit {args.memory_limit}, {what}")
+    http = "admin server on" if args.http else "admin server off"
+    print(f"stompd, memory limit {args.memory_limit}, {what}, {http}")
     print(f"  RSS at start              {base / 1024:8.1f} MB")
     print(f"  RSS holding the backlog   {rss_full / 1024:8.1f} MB   ({split_full})")
     print(f"  RSS after the drain       {rss_drained / 1024:8.1f} MB   ({split_drained})")
@@ -203,6 +218,11 @@ def main() -> int:
     print(f"  peak RSS (sampled, HWM)   {peak / 1024:8.1f} MB, {hwm / 1024:.1f} MB")
     print(f"  fill rate (swapping)      {fill_rate:8,.0f} msgs/s")
     print(f"  drain rate                {drain_rate:8,.0f} msgs/s")
+    per_message = 1e6 / args.messages
+    print(
+        f"  broker CPU a message      fill {(cpu_filled - cpu_start) * per_message:.1f} us, "
+        f"drain {(cpu_drained - cpu_filled) * per_message:.1f} us (all threads)"
+    )
     print(
         f"  SEND+RECEIPT round trip during the fill: p50 {percentile(rtts, 0.5):.2f} ms, "
         f"p99 {percentile(rtts, 0.99):.2f} ms ({len(rtts)} probes)"

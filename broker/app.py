@@ -15,11 +15,7 @@ from typing import TYPE_CHECKING
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
 from broker.export.exporter import Exporter, ExportSettings
-from broker.http import metrics
 from broker.http.auth import HttpSecurity
-from broker.http.engine_ops import EngineAdminOps
-from broker.http.server import HttpServer
-from broker.http.ws import PATH, StompWebSocketEndpoint, WebSocketListener
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
@@ -35,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.guard import Guard
+    from broker.http.server import HttpServer
+    from broker.http.ws import WebSocketListener
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -154,6 +152,12 @@ class Broker:
     async def _listen(self) -> None:
         options = self.options
         if options.http_port is not None:
+            # Here, not at the top: aiohttp is loaded only by a broker that serves HTTP.
+            from broker.http import metrics
+            from broker.http.engine_ops import EngineAdminOps
+            from broker.http.server import HttpServer
+            from broker.http.ws import PATH, StompWebSocketEndpoint
+
             self.http = HttpServer(
                 EngineAdminOps(self.engine, self.server.peers),
                 options.http_security,
@@ -173,6 +177,8 @@ class Broker:
         for index in sorted(range(len(listeners)), key=lambda i: not listeners[i].websocket):
             listener = listeners[index]
             if listener.websocket:
+                from broker.http.ws import WebSocketListener
+
                 websocket = WebSocketListener(self.server, listener)
                 self.ws.append(websocket)
                 ports[index] = await websocket.start()

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from broker.app import run
-from broker.http.server import AdminPortError
+from broker.http import AdminPortError
 from broker.io.listener import ListenError
 from broker.security.guard import Security
 from broker.security.reload import reload_security

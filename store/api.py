@@ -215,8 +215,9 @@ class TempStore(Protocol):
         """``read`` without the sequences (a record that holds its own: a walk over a deep log)."""
         ...
 
-    def delete(self, records: Iterable[tuple[int, int, int]]) -> None:
-        """Delete (log, priority, seq) records."""
+    def delete(self, records: Iterable[tuple[int, int, int]], size: int = 0) -> None:
+        """Delete (log, priority, seq) records; ``size``: the record bytes they held, if
+        known (what the store's clean-up of consumed records is paced by)."""
 
     def delete_below(self, log: int, priority: int, seq: int) -> int:
         """Delete ``log``'s records at ``priority`` below ``seq``; the record bytes freed."""

@@ -42,7 +42,8 @@ class Database(Protocol):
     def reopen(self) -> None:
         """Start afresh after a failed write (raises if that cannot be done yet)."""
 
-    def compact(self) -> None: ...
+    def compact(self, start: bytes = b"", stop: bytes = b"\xff" * 32) -> None:
+        """Compact the keys in [start, stop) (by default all of them)."""
 
     def close(self) -> None: ...
 

@@ -15,6 +15,8 @@ _MESSAGE = struct.Struct(">cIBQ")
 _LEVEL = struct.Struct(">cIB")
 _LOG = struct.Struct(">cI")
 MAX_PRIORITY: Final = 9
+#: The length of a level's prefix (``level_prefix``) at the head of its message keys.
+LEVEL_BYTES: Final = _LEVEL.size
 
 
 def message_key(log_id: int, priority: int, seq: int) -> bytes:

@@ -38,6 +38,8 @@ _REOPEN_MARGIN = 1 << 20
 # 400k-message swap left 420 MB of file pages in the broker's RSS, 82 MB with LevelDB's
 # minimum (64 tables in its table cache).  That bounds the tables, not their size: a
 # memtable flush makes one table of up to ``write_buffer_size`` (``bench_memory.py``).
+# What is left, the temp store bounds itself: it compacts away what a drain consumed
+# as it goes (``store.temp.COMPACT_AFTER``), and a table deleted is a table unmapped.
 _OPEN_TABLES: Final = 74
 
 
@@ -59,7 +61,13 @@ class LevelDB:
         # a deep swapped queue).  Big uncompressed blocks iterate about 3x faster there
         # (measured: 0.8 against 3 us a 1 KiB record), and the temp limit meters record
         # bytes anyway, not what Snappy makes of them.
-        self._options: dict[str, object] = {"block_size": 64 << 10, "compression": None} if scans else {}
+        #
+        # Its memtables are 4 MB: level-0 tables are memtable-sized, and a compaction reads
+        # four of them (plus level 1) through mmap, all of it in RSS until it is done.  With
+        # 8 MB, bench_memory.py's fill peaked 10-20 MB higher, and filled no faster.
+        self._options: dict[str, object] = (
+            {"block_size": 64 << 10, "compression": None, "write_buffer_size": 4 << 20} if scans else {}
+        )
         if not compress:
             # Records that mostly die young (the message store: written, then deleted a few
             # ms later): LevelDB still copies each one into a level-0 table when its memtable
@@ -83,14 +91,14 @@ class LevelDB:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # A small block cache (swap traffic is written once and read once, so caching
-            # buys little), 8 MB memtables: 4 MB ones stalled writes on compaction here.
+            # buys little).
+            options = {"write_buffer_size": 8 << 20, **self._options}
             return plyvel.DB(
                 str(path),
                 create_if_missing=True,
-                write_buffer_size=8 << 20,
                 lru_cache_size=4 << 20,
                 max_open_files=_OPEN_TABLES,
-                **self._options,
+                **options,
             )
         except plyvel.CorruptionError as exc:
             raise StoreCorrupt(f"the store at {path} is corrupt: {exc}") from exc
@@ -232,12 +240,13 @@ class LevelDB:
             self._leave()
         return freed
 
-    def compact(self) -> None:
+    def compact(self, start: bytes = b"", stop: bytes = _ALL_KEYS_BELOW) -> None:
+        """Compact the keys in [start, stop) (by default all of them)."""
         db = self._enter()
         try:
             # Explicit bounds: with none, plyvel hands LevelDB an empty range, and only
             # the memtable is flushed.  Every key of ours sorts below 0xff...
-            db.compact_range(start=b"", stop=_ALL_KEYS_BELOW)
+            db.compact_range(start=start, stop=stop)
         except plyvel.Error as exc:
             raise _error(f"compaction of the store at {self.path} failed", exc) from exc
         finally:

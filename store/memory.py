@@ -67,7 +67,7 @@ class MemoryDatabase:
     def reopen(self) -> None:
         return None
 
-    def compact(self) -> None:
+    def compact(self, start: bytes = b"", stop: bytes = b"\xff" * 32) -> None:
         return None
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import stomp
@@ -165,7 +165,10 @@ class Client:
 
     def close(self) -> None:
         if self.conn.is_connected():
-            self.conn.disconnect()
+            # After an ERROR frame the broker closes the connection, and stomp.py's receiver
+            # thread may close the socket between the check above and the DISCONNECT.
+            with suppress(OSError):
+                self.conn.disconnect()
 
 
 @contextmanager

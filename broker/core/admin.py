@@ -443,8 +443,8 @@ def walk_disk(
     if take and log is not None:
         deletes = [(message.priority, message.seq, size) for message, size in found if size]
         if deletes:
-            log.space.store.delete((log.id, p, seq) for p, seq, _ in deletes)
             freed = sum(size for _, _, size in deletes)
+            log.space.store.delete(((log.id, p, seq) for p, seq, _ in deletes), freed)
     return found, positions, read, freed
 
 

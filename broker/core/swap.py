@@ -220,8 +220,8 @@ def read_page(
     swapped = [from_swap(v) for _, v in rows]
     freed = 0
     if log is not None and not log.shared and rows:
-        log.space.store.delete((log.id, priority, seq) for seq, _ in rows)
         freed = sum(len(v) for _, v in rows)
+        log.space.store.delete(((log.id, priority, seq) for seq, _ in rows), freed)
     messages = list(heapq.merge(swapped, stored, key=_seq)) if stored and swapped else swapped or stored
     last = cut if full else (messages[-1].seq if messages else hi)
     return priority, messages, last, freed
@@ -279,7 +279,7 @@ def scan_disk(
                     positions[priority] = message.seq + 1
                     break
     if deletes and log is not None:
-        log.space.store.delete((log.id, priority, seq) for priority, seq in deletes)
+        log.space.store.delete(((log.id, priority, seq) for priority, seq in deletes), freed)
     return picked, positions, freed
 
 

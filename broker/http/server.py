@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
-from broker.http import api
+from broker.http import AdminPortError, api
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 
@@ -37,10 +37,6 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",
 }
-
-
-class AdminPortError(OSError):
-    """The admin server could not listen (port taken, address not ours)."""
 
 
 #: Where ``static_dir`` is served.

@@ -171,3 +171,20 @@ def test_header_limits_are_configurable(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.parametrize("http", [False, True])
+def test_a_broker_without_http_loads_neither_aiohttp_nor_cryptography(tmp_path: Path, http: bool) -> None:
+    # About 12 MB of RSS for aiohttp and 9 MB for cryptography, which only the admin
+    # server (and WebSocket listeners) and TLS need.
+    port = free_port()
+    broker = run_broker(port, tmp_path, free_port() if http else 0)
+    try:
+        wait_for_port(port)
+        with open(f"/proc/{broker.pid}/maps") as maps:
+            mapped = maps.read()
+    finally:
+        broker.terminate()
+        broker.communicate(timeout=20)
+    assert ("/aiohttp/" in mapped) is http
+    assert "/cryptography/" not in mapped

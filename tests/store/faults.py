@@ -26,6 +26,7 @@ class FaultyDB:
         self.attempts = 0
         self.failures = 0
         self.reopens = 0
+        self.compactions = 0
         self.failed = threading.Event()
 
     def write(self, puts: Iterable[tuple[bytes, bytes]] = (), deletes: Iterable[bytes] = ()) -> None:
@@ -67,8 +68,9 @@ class FaultyDB:
             raise StoreFull(f"delete in the store at {self.path} failed: No space left on device")
         return self.db.delete_range(start, stop)
 
-    def compact(self) -> None:
-        self.db.compact()
+    def compact(self, start: bytes = b"", stop: bytes = b"\xff" * 32) -> None:
+        self.compactions += 1
+        self.db.compact(start, stop)
 
     def close(self) -> None:
         self.db.close()
