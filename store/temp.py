@@ -42,7 +42,7 @@ log = logging.getLogger("stompd.store")
 #: 1M-message backlog left 143 MB of file pages there, beyond anything the memory limit
 #: sees).  Compacting a range whose records are all deleted writes nothing and deletes
 #: its tables, which unmaps them; it also gives their disk space back during the drain.
-COMPACT_AFTER: Final = 16 << 20
+COMPACT_AFTER: Final = 8 << 20
 
 
 class TempStore:
