@@ -39,8 +39,9 @@ log = logging.getLogger("stompd.store")
 #: Consumed record bytes after which the ranges they were read from are compacted.
 #: LevelDB reads its tables through mmap, and each page a read touched stays in the
 #: broker's RSS while the table is open (up to 64 tables: a drained 1M-message backlog
-#: left 124-143 MB of file pages there, beyond anything the memory limit sees).  Compacting a range whose records are all deleted writes nothing and deletes
-#: its tables, which unmaps them; it also gives their disk space back during the drain.
+#: left 124-143 MB of file pages there, beyond anything the memory limit sees).
+#: Compacting a range whose records are all deleted writes nothing and deletes its
+#: tables, which unmaps them; it also gives their disk space back during the drain.
 COMPACT_AFTER: Final = 8 << 20
 
 
