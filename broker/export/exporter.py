@@ -2,7 +2,8 @@
 
 On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
 an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields, built
-by its C constructor) and a list append; the message's fields are read there, since the
+by its C constructor; a leaner ``MessageEvent`` for enqueue, dispatch and ack) and a
+list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
 encodes what it gathered as JSON lines (schema version 1, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from broker.core.message import IdPrefix
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
-from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines
+from broker.export.writer import VERSION, Compressor, Event, MessageEvent, Writer, encode_lines, line_head
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -67,11 +68,13 @@ class Exporter(EventSink):
         self.settings = settings
         self.engine = engine
         self.run = new_run_id()
+        #: What each MessageEvent line has before its seq.
+        self._head = line_head(self.run)
         self._clock = engine.clock
         self._capacity = settings.capacity
         #: Lines not yet encoded (the loop's own: a list), and encoded chunks waiting for the
         #: writer thread: (JSON lines, how many, ts of the first and last).
-        self._events: list[Event] = []
+        self._events: list[Event | MessageEvent] = []
         self._chunk = min(CHUNK, settings.capacity)
         self._chunks: deque[tuple[bytes, int, tuple[int, int]]] = deque()
         #: Lines queued by the loop, and written (or lost) by the writer thread: each
@@ -180,8 +183,8 @@ class Exporter(EventSink):
 
     # -- events (the core's EventSink, on the loop) ------------------------------------
 
-    # enqueue, dispatch and ack happen to every message: written out, an ``Event`` built
-    # by position (its C constructor; keywords cost more), without a helper's call.
+    # enqueue, dispatch and ack happen to every message: written out, a ``MessageEvent``
+    # built by position (its C constructor; keywords cost more), without a helper's call.
 
     def _id(self, message: Message) -> str:
         """``message.id``, made once for a message's lines in a row (its enqueue, then its
@@ -210,8 +213,8 @@ class Exporter(EventSink):
         self._last_id = message_id
         events = self._events
         events.append(
-            Event(
-                VERSION, self.run, seq, self._clock.ms, "enqueue", message.destination, message_id,
+            MessageEvent(
+                self._head, seq, self._clock.ms, "enqueue", message.destination, message_id,
                 len(message.body), message.priority, message.persistent, message.origin,
             )
         )  # fmt: skip
@@ -228,7 +231,7 @@ class Exporter(EventSink):
             message_id = self._last_id
         else:
             message_id = self._id(message)
-        run = self.run
+        head = self._head
         destination = message.destination
         size = len(message.body)
         priority = message.priority
@@ -236,8 +239,8 @@ class Exporter(EventSink):
         producer = message.origin
         events = self._events
         events.append(
-            Event(
-                VERSION, run, seq, now, "dispatch", destination, message_id, size, priority,
+            MessageEvent(
+                head, seq, now, "dispatch", destination, message_id, size, priority,
                 persistent, producer, consumer, subscription, latency,
             )
         )  # fmt: skip
@@ -245,8 +248,8 @@ class Exporter(EventSink):
             # ack:auto: the dispatch and its ack, two lines with the same ts.
             seq += 1
             events.append(
-                Event(
-                    VERSION, run, seq, now, "ack", destination, message_id, size, priority,
+                MessageEvent(
+                    head, seq, now, "ack", destination, message_id, size, priority,
                     persistent, producer, consumer, subscription, latency,
                 )
             )  # fmt: skip
@@ -260,8 +263,8 @@ class Exporter(EventSink):
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
         events.append(
-            Event(
-                VERSION, self.run, seq, now, "ack", message.destination, self._id(message),
+            MessageEvent(
+                self._head, seq, now, "ack", message.destination, self._id(message),
                 len(message.body), message.priority, message.persistent, message.origin, consumer,
                 subscription, now - arrived if arrived and now > arrived else 0,
             )
