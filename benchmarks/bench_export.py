@@ -1,8 +1,10 @@
 """CPU per exported event, in isolation: every stage of the export without a broker.
 
 Feeds an ``Exporter`` (its ``EventSink`` methods, as the core calls them on the loop) the
-events of ``--messages`` queue messages (enqueue, dispatch, ack: three lines) or topic
-messages to four ack:auto subscribers (one enqueue, four dispatch+ack: nine lines), then
+events of ``--messages`` queue messages (enqueue, dispatch, ack: three lines; ``queue``
+with a client-ack consumer, ``queue-auto`` with an ack:auto one, as ``bench_observe.py``
+runs it) or topic messages to four ack:auto subscribers (one enqueue, four dispatch+ack:
+nine lines), then
 runs what the exporter's writer does with them, and compresses the rotated files.  Times
 each stage with ``time.process_time`` (CPU, not wall: the machine is shared) and prints
 µs of CPU per event line, the median of ``--repeat`` runs:
@@ -48,7 +50,7 @@ class Engine:
 
 
 def messages_for(scenario: str, messages: int, clock: Clock) -> list[Message]:
-    destination = "/queue/bench" if scenario == "queue" else "/topic/bench"
+    destination = "/topic/bench" if scenario == "topic" else "/queue/bench"
     body = b"x" * 1024
     sent = [
         Message(i, f"ID-mhz3k2a1-{i}", destination, {}, body, origin="ID-mhz3k2a1-1") for i in range(messages)
@@ -62,7 +64,7 @@ def feed(scenario: str, sent: list[Message], engine: Engine, directory: Path) ->
     """The sink's calls for the messages ``sent``; returns the exporter and the lines made."""
     exporter = Exporter(ExportSettings(directory, capacity=1 << 30), engine)  # type: ignore[arg-type]
     clock = engine.clock
-    consumers = [f"ID-mhz3k2a1-{c + 2}" for c in range(1 if scenario == "queue" else 4)]
+    consumers = [f"ID-mhz3k2a1-{c + 2}" for c in range(4 if scenario == "topic" else 1)]
     enqueued, dispatched, acked = exporter.enqueued, exporter.dispatched, exporter.acked
     for i, message in enumerate(sent):
         if not i % PER_MS:
@@ -71,12 +73,14 @@ def feed(scenario: str, sent: list[Message], engine: Engine, directory: Path) ->
         if scenario == "queue":
             dispatched(message, consumers[0], "0", False)
             acked(message, consumers[0], "0")
+        elif scenario == "queue-auto":
+            dispatched(message, consumers[0], "0", True)
         else:
             for consumer in consumers:
                 dispatched(message, consumer, "0", True)
     if hasattr(exporter, "_chunks"):
         exporter._encode()  # what the broker's next tick encodes
-    return exporter, len(sent) * (3 if scenario == "queue" else 9)
+    return exporter, len(sent) * (9 if scenario == "topic" else 3)
 
 
 def write(exporter: Exporter, directory: Path) -> tuple[Any, float]:
@@ -132,8 +136,8 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    for scenario in ("queue", "topic"):
-        count = args.messages // (1 if scenario == "queue" else 3)
+    for scenario in ("queue", "queue-auto", "topic"):
+        count = args.messages // (3 if scenario == "topic" else 1)
         runs = [run_once(scenario, count) for _ in range(args.repeat)]
         print(f"{scenario}: µs of CPU per event line, median of {args.repeat}")
         for key in runs[0]:

@@ -2,7 +2,8 @@
 
 On the loop (``Exporter`` is the core's ``EventSink``) an event costs a sequence number,
 an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields, built
-by its C constructor) and a list append; the message's fields are read there, since the
+by its C constructor; a leaner ``MessageEvent`` for enqueue, dispatch and ack) and a
+list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
 encodes what it gathered as JSON lines (schema version 1, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
@@ -26,11 +27,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from msgspec.structs import replace
-
+from broker.core.message import IdPrefix
 from broker.core.observe import EventSink
 from broker.export.files import finish_rotations, new_run_id
-from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines
+from broker.export.writer import VERSION, Compressor, Event, MessageEvent, Writer, encode_lines, line_head
 from broker.stats import broker_row, destination_rows
 
 if TYPE_CHECKING:
@@ -68,11 +68,13 @@ class Exporter(EventSink):
         self.settings = settings
         self.engine = engine
         self.run = new_run_id()
+        #: What each MessageEvent line has before its seq.
+        self._head = line_head(self.run)
         self._clock = engine.clock
         self._capacity = settings.capacity
         #: Lines not yet encoded (the loop's own: a list), and encoded chunks waiting for the
         #: writer thread: (JSON lines, how many, ts of the first and last).
-        self._events: list[Event] = []
+        self._events: list[Event | MessageEvent] = []
         self._chunk = min(CHUNK, settings.capacity)
         self._chunks: deque[tuple[bytes, int, tuple[int, int]]] = deque()
         #: Lines queued by the loop, and written (or lost) by the writer thread: each
@@ -82,6 +84,11 @@ class Exporter(EventSink):
         self._metrics: deque[tuple[int, dict[str, Any]]] = deque()
         self._event_seq = 0
         self._metric_seq = 0
+        #: The last message an event was about (kept alive until the next event, no
+        #: longer), its seq then and its id (``_id``).
+        self._id_of: Message | None = None
+        self._id_seq = 0
+        self._last_id = ""
         #: Dropped on the loop (the queue was full); the writer thread counts what it lost
         #: (``Writer.lost``: failed writes) on its own, so no count has two writers.
         self._dropped_full = 0
@@ -145,6 +152,7 @@ class Exporter(EventSink):
         """A clean stop: a last snapshot, everything queued written, the live files rotated."""
         if self.engine.observer.events is self:
             self.engine.observer.events = None
+        self._id_of = None
         self._encode()
         self.snapshot()
         self._stop.set()
@@ -175,57 +183,77 @@ class Exporter(EventSink):
 
     # -- events (the core's EventSink, on the loop) ------------------------------------
 
-    # enqueue, dispatch and ack happen to every message: written out, an ``Event`` built
-    # by position (its C constructor; keywords cost more), without a helper's call.
+    # enqueue, dispatch and ack happen to every message: written out, a ``MessageEvent``
+    # built by position (its C constructor; keywords cost more), without a helper's call.
+
+    def _id(self, message: Message) -> str:
+        """``message.id``, made once for a message's lines in a row (its enqueue, then its
+        dispatches: a queue's consumer that keeps up, a topic's subscribers).
+
+        The same message routed again (a dead letter) has a new ``seq``, so a new id.
+        """
+        seq = message.seq
+        if message is self._id_of and seq == self._id_seq:
+            return self._last_id
+        prefix = message.id_prefix
+        # Message.id, inlined (a property's call costs more than its body).
+        message_id = prefix + str(seq) if type(prefix) is IdPrefix else prefix
+        self._id_of = message
+        self._id_seq = seq
+        self._last_id = message_id
+        return message_id
 
     def enqueued(self, message: Message) -> None:
         self._event_seq = seq = self._event_seq + 1
+        prefix = message.id_prefix
+        self._id_seq = id_seq = message.seq
+        message_id = prefix + str(id_seq) if type(prefix) is IdPrefix else prefix
+        # Its dispatch may follow at once: the id is kept for it (``_id``).
+        self._id_of = message
+        self._last_id = message_id
         events = self._events
         events.append(
-            Event(
-                VERSION,
-                self.run,
-                seq,
-                self._clock.ms,
-                "enqueue",
-                message.destination,
-                message.id,
-                len(message.body),
-                message.priority,
-                message.persistent,
-                message.origin,
+            MessageEvent(
+                self._head, seq, self._clock.ms, "enqueue", message.destination, message_id,
+                len(message.body), message.priority, message.persistent, message.origin,
             )
-        )
+        )  # fmt: skip
         if len(events) >= self._chunk:
             self._encode()
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
         seq = self._event_seq + 1
-        # ack:auto: the dispatch and its ack, two lines with the same ts.
-        self._event_seq = seq + 1 if auto else seq
-        events = self._events
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
-        dispatch = Event(
-            VERSION,
-            self.run,
-            seq,
-            now,
-            "dispatch",
-            message.destination,
-            message.id,
-            len(message.body),
-            message.priority,
-            message.persistent,
-            message.origin,
-            consumer,
-            subscription,
-            # 0 when the arrival is unknown, or the wall clock stepped back.
-            now - arrived if arrived and now > arrived else 0,
-        )
-        events.append(dispatch)
+        # 0 when the arrival is unknown, or the wall clock stepped back.
+        latency = now - arrived if arrived and now > arrived else 0
+        if message is self._id_of and message.seq == self._id_seq:
+            message_id = self._last_id
+        else:
+            message_id = self._id(message)
+        head = self._head
+        destination = message.destination
+        size = len(message.body)
+        priority = message.priority
+        persistent = message.persistent
+        producer = message.origin
+        events = self._events
+        events.append(
+            MessageEvent(
+                head, seq, now, "dispatch", destination, message_id, size, priority,
+                persistent, producer, consumer, subscription, latency,
+            )
+        )  # fmt: skip
         if auto:
-            events.append(replace(dispatch, seq=seq + 1, event="ack"))
+            # ack:auto: the dispatch and its ack, two lines with the same ts.
+            seq += 1
+            events.append(
+                MessageEvent(
+                    head, seq, now, "ack", destination, message_id, size, priority,
+                    persistent, producer, consumer, subscription, latency,
+                )
+            )  # fmt: skip
+        self._event_seq = seq
         if len(events) >= self._chunk:
             self._encode()
 
@@ -235,23 +263,12 @@ class Exporter(EventSink):
         now = self._clock.ms
         arrived = message.arrived or message.timestamp
         events.append(
-            Event(
-                VERSION,
-                self.run,
-                seq,
-                now,
-                "ack",
-                message.destination,
-                message.id,
-                len(message.body),
-                message.priority,
-                message.persistent,
-                message.origin,
-                consumer,
-                subscription,
-                now - arrived if arrived and now > arrived else 0,
+            MessageEvent(
+                self._head, seq, now, "ack", message.destination, self._id(message),
+                len(message.body), message.priority, message.persistent, message.origin, consumer,
+                subscription, now - arrived if arrived and now > arrived else 0,
             )
-        )
+        )  # fmt: skip
         if len(events) >= self._chunk:
             self._encode()
 
