@@ -16,7 +16,7 @@ lines), then the body.  Format 1 (read still; stores written before it): a fixed
 (format, flags, the ``IN_HEAD`` integers, header count), the ``AS_STRING`` strings and
 each header's name and value as length-prefixed UTF-8, then the body; it cost a dict
 of the headers and an encode per string each way (4.1 us a persistent SEND's record
-against 0.8 us for format 2).  Each field's ``stored`` metadata says which part holds
+against 0.7 us for format 2).  Each field's ``stored`` metadata says which part holds
 it; priority and sequence live in the key.
 """
 
