@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import gc
 import logging
 import signal
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
@@ -290,8 +291,28 @@ def limit_malloc_arenas() -> None:
         libc.mallopt(m_arena_max, 2)
 
 
+#: Allocations of container objects between two young-generation collections (Python's
+#: default is 700).  See ``tune_gc``.
+GC_YOUNG_THRESHOLD: Final = 10_000
+
+
+def tune_gc() -> None:
+    """Collect cyclic garbage less often.  The broker makes little of it, but a queue's
+    backlog is new objects the collector keeps tracing: at Python's default threshold a
+    young collection ran every few hundred messages held, and the older generations'
+    collections traced the backlog again (persistent 8 -> 1, ``perf record`` of the
+    broker: the collector's functions 2.5 % of its CPU, 0.7 % with this).  What start-up
+    built (modules, configuration) is moved out of the collector's sight for good
+    (``gc.freeze``).  A process-wide setting: the broker's own process only, not a
+    broker embedded in another (``BrokerThread``)."""
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
+
+
 def run(options: BrokerOptions) -> None:
     limit_malloc_arenas()
+    tune_gc()
     loop = new_event_loop()
     try:
         loop.run_until_complete(serve_forever(options))

@@ -60,9 +60,9 @@ IN_KEY: Final = "key"
 IN_HEAD: Final = "head"
 #: A bit of the head's flags byte, in field order from bit 0.
 AS_FLAG: Final = "flag"
-#: A length-prefixed UTF-8 string after the head, in field order.
+#: A UTF-8 string after the head (its byte length in the head), in field order.
 AS_STRING: Final = "string"
-#: The name/value pairs after the strings; the body is the rest of the record.
+#: The header block after the strings; the body is the rest of the record.
 AS_HEADERS: Final = "headers"
 AS_BODY: Final = "body"
 #: Not written: the same for every stored message (persistent), or read back from

@@ -109,6 +109,7 @@ class StompConnection(asyncio.Protocol):
             self._close,
             self._limits.write_high_water,
             max_pending=self._limits.max_pending,
+            held_limit=self._limits.held_high_water,
             on_writable=self._writable_changed,
             meter=self._engine.usage.memory,
             traffic=self._engine.observer.traffic,

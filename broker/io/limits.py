@@ -19,6 +19,14 @@ class ConnectionLimits:
     #: Above this many bytes queued in the transport (or held for the store), dispatch
     #: to the connection stops.
     write_high_water: int = 256 * 1024
+    #: Above this many bytes held for the store (MESSAGEs waiting for their dispatch marks
+    #: to be durable), dispatch to the connection stops.  Higher than ``write_high_water``:
+    #: a consumer takes at most this much per group commit, and at 256 KB (about 230 1 KiB
+    #: messages a commit) one auto-ack consumer fell behind 8 persistent producers, so
+    #: its queue's backlog lived long enough to be flushed and compacted by LevelDB and
+    #: went through the cursor: 8 -> 1 cost 36 us of broker CPU a message, 29 at 1 MB
+    #: (``bench_persist_cpu.py --producers 8``).  Held bytes are charged to the memory limit.
+    held_high_water: int = 1024 * 1024
     #: Above this many bytes waiting to be written, the client is a slow consumer and
     #: is closed with an ERROR (nats-server's max_pending, and its default).
     max_pending: int = 64 << 20

@@ -7,8 +7,9 @@ client's pending bytes (client.go ``queueOutbound``: the producer stalls at 75 %
 
 * past ``limit`` bytes (the high-water mark) the connection stops being writable: the engine stops
   dispatching to it (messages wait in their cursors, where the memory and temp limits
-  hold producers back).  A held outbox (see ``hold``) counts too: it writes nothing,
-  so without this an auto-ack subscription would empty a whole backlog into it.
+  hold producers back).  A held outbox (see ``hold``) stops too, past ``held_limit``
+  bytes: it writes nothing, so without this an auto-ack subscription would empty a
+  whole backlog into it.
 * past ``max_pending`` bytes (output the engine cannot stop: RECEIPTs to a client
   that sends and never reads) the client is a slow consumer: an ERROR, and the
   connection is closed.
@@ -45,6 +46,7 @@ class Outbox:
         "_finish",
         "_held_bytes",
         "_held_from",
+        "_held_limit",
         "_holds",
         "_limit",
         "_loop",
@@ -70,6 +72,7 @@ class Outbox:
         limit: int = 256 * 1024,
         *,
         max_pending: int = 64 << 20,
+        held_limit: int | None = None,
         on_writable: Callable[[bool], None] | None = None,
         meter: UsageMeter | None = None,
         traffic: Traffic | None = None,
@@ -83,8 +86,10 @@ class Outbox:
         self._chunks: list[bytes] = []
         self._pending = 0
         #: The high-water mark: past this many bytes in one turn, write now (the
-        #: transport then says pause_writing); past it while held, stop dispatching.
+        #: transport then says pause_writing).
         self._limit = limit
+        #: Past this many bytes held, stop dispatching (``limit`` if not given).
+        self._held_limit = limit if held_limit is None else held_limit
         #: Past this many bytes waiting (here and in the transport), a slow consumer.
         self._max_pending = max_pending
         self._on_writable = on_writable
@@ -123,7 +128,7 @@ class Outbox:
             self._held_bytes += n
             if self._meter is not None:
                 self._meter.charge(n)
-            if self._pending > self._limit:
+            if self._pending > self._held_limit:
                 if self._pending > self._max_pending:
                     self._slow_consumer(self._pending)
                 elif not self._backlog:

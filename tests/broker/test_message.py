@@ -80,20 +80,56 @@ def test_the_store_record_carries_what_it_says_it_does() -> None:
 
 
 def test_the_store_record_format_does_not_drift() -> None:
-    """Format 1, as the first version wrote it: stores on disk must stay readable."""
-    message = Message(5, "id", "/queue/q", {"k": "v"}, b"xy", expires=2, timestamp=3, content_length=True)
+    """Format 2, as it is written now: stores on disk must stay readable."""
+    message = Message(
+        5, "id", "/queue/q", {"k": "v", "a\nb": "c:d"}, b"xy", expires=2, timestamp=3, content_length=True
+    )
     assert to_store(message) == (
-        b"\x01\x01" + (2).to_bytes(8) + (3).to_bytes(8) + (1).to_bytes(4)
-        + b"\x00\x00\x00\x02id" + b"\x00\x00\x00\x08/queue/q" + b"\x00\x00\x00\x01k" + b"\x00\x00\x00\x01v"
+        b"\x02\x01" + (2).to_bytes(8) + (3).to_bytes(8) + (2).to_bytes(4) + (8).to_bytes(4) + (14).to_bytes(4)
+        + b"id" + b"/queue/q" + b"k:v\na\\nb:c\\cd\n"
         + b"xy"
     )  # fmt: skip
 
 
+# Format 1, as the first version wrote it (each header's name and value on its own).
+FORMAT_1 = (
+    b"\x01\x01" + (2).to_bytes(8) + (3).to_bytes(8) + (3).to_bytes(4)
+    + b"\x00\x00\x00\x02id" + b"\x00\x00\x00\x08/queue/q"
+    + b"\x00\x00\x00\x01k" + b"\x00\x00\x00\x01v"
+    + b"\x00\x00\x00\x03a\nb" + b"\x00\x00\x00\x03c:d"
+    + b"\x00\x00\x00\x0bJMSXGroupID" + b"\x00\x00\x00\x01g"
+    + b"xy"
+)  # fmt: skip
+
+
+def test_a_format_1_record_is_still_read() -> None:
+    back = from_store(5, 4, FORMAT_1)
+    assert (back.seq, back.id, back.destination, back.body, back.priority) == (5, "id", "/queue/q", b"xy", 4)
+    assert (back.expires, back.timestamp, back.content_length, back.persistent) == (2, 3, True, True)
+    assert back.headers == {"k": "v", "a\nb": "c:d", "JMSXGroupID": "g"}
+    assert back.group == "g"
+    # Read back and written again, it is the same message in format 2.
+    assert state(from_store(5, 4, to_store(back))) == state(back)
+
+
+@pytest.mark.parametrize("headers", [{}, {"JMSXGroupID": "g"}, {"a": "b", "JMSXGroupID": "g\\h"}])
+def test_a_format_2_record_keeps_the_header_block_and_the_group(headers: dict[str, str]) -> None:
+    message = Message(3, "ID-é", "/queue/ü", headers, b"", persistent=True, group=headers.get("JMSXGroupID"))
+    back = from_store(3, 4, to_store(message))
+    assert state(back) == state(message)
+    assert back.header_block == message.header_block
+
+
 def test_a_record_from_another_format_is_refused() -> None:
-    with pytest.raises(BadRecord, match="format 2"):
-        from_store(1, 4, b"\x02" + to_store(sample())[1:])
-    with pytest.raises(BadRecord, match="truncated"):
-        from_store(1, 4, to_store(sample())[:30])
+    with pytest.raises(BadRecord, match="format 3"):
+        from_store(1, 4, b"\x03" + to_store(sample())[1:])
+    with pytest.raises(BadRecord, match="format None"):
+        from_store(1, 4, b"")
+    for record in (to_store(sample()), FORMAT_1):
+        with pytest.raises(BadRecord, match=r"truncated|malformed"):
+            from_store(1, 4, record[:30])
+        with pytest.raises(BadRecord, match=r"truncated|malformed"):
+            from_store(1, 4, record[:10])
 
 
 def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:

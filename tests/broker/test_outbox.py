@@ -78,7 +78,7 @@ def test_a_client_that_never_reads_its_receipts_is_cut_as_a_slow_consumer() -> N
 class Wired:
     """An ``Outbox`` alone on a mock loop and transport, recording what it reports."""
 
-    def __init__(self, limit: int = 1000, max_pending: int = 10_000) -> None:
+    def __init__(self, limit: int = 1000, max_pending: int = 10_000, held_limit: int | None = None) -> None:
         self.loop = MockLoop()
         self.transport = MockTransport()
         self.meter = UsageMeter("memory", 1 << 30)
@@ -92,6 +92,7 @@ class Wired:
             self._close,
             limit,
             max_pending=max_pending,
+            held_limit=held_limit,
             on_writable=self.writable.append,
             meter=self.meter,
         )
@@ -172,6 +173,22 @@ def test_held_past_the_high_water_mark_it_stops_dispatch_until_written() -> None
     w.outbox.release()
     assert w.writable == [False, True]
     assert w.transport.writes == [b"x" * 151]
+
+
+def test_held_it_stops_dispatch_at_its_own_mark_and_unheld_at_the_high_water_mark() -> None:
+    # A consumer takes at most the held mark per group commit: a higher one than the
+    # transport's lets one consumer keep up with many persistent producers.
+    w = Wired(limit=100, held_limit=400)
+    w.outbox.hold()
+    w.push(b"x" * 400)
+    assert w.writable == [] and w.transport.writes == []
+    w.push(b"x")
+    assert w.writable == [False]
+    w.outbox.release()
+    assert w.writable == [False, True]
+    assert w.transport.writes == [b"x" * 401]
+    w.push(b"y" * 101)  # not held: past the high-water mark it is written at once
+    assert w.transport.writes == [b"x" * 401, b"y" * 101]
 
 
 def test_pause_and_resume_writing_stop_and_restart_dispatch() -> None:
