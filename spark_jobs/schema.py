@@ -96,7 +96,7 @@ COMMON: Final = (
         "v",
         "int",
         f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} in older files, which "
-        "readers still accept (see \"v1 → v2\").",
+        'readers still accept (see "v1 → v2").',
         ALWAYS,
         minimum=OLDEST_VERSION,
         maximum=VERSION,

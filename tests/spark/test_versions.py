@@ -21,6 +21,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 T0 = 1_767_225_600_000
 AUTO_QUEUE = 30
 TOPIC = 10
+#: A table row's first column of these holds its export's tag.
+NAMED = ("destination", "consumer", "producer")
 
 
 def write_run(directory: Path, run: str, version: int, start: int, tag: str) -> int:
@@ -101,7 +103,7 @@ def test_v1_v2_and_mixed_exports_give_the_same_tables(spark: SparkSession, tmp_p
         if table.name == "input_quality":  # counts lines, which v2 has fewer of
             continue
         for row in spark.read.parquet(str(table)).collect():
-            named = next(str(v) for k, v in row.asDict().items() if k in ("destination", "consumer", "producer"))
+            named = next(str(v) for k, v in row.asDict().items() if k in NAMED)
             tag = named.split("/")[-1].split(".")[0]
             untagged = {k: _untagged(v, tag) for k, v in row.asDict().items()}
             tables[tag].setdefault(table.name, []).append(untagged)
