@@ -70,7 +70,7 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     """An enqueue, dispatch or ack line: ``Event``'s first 14 fields, the same line, and
     ``auto``.
 
-    Three lines a message, so built and encoded for less: ``v`` is the run's ``head``
+    Every message has two or three, so built and encoded for less: ``v`` is the run's ``head``
     (``line_head``: the version and the ``run`` field, encoded once, which msgspec
     writes as it is), and none of the four fields these lines never have (each field
     is set, then released, with every line).  Positional: ``MessageEvent(head, seq,
