@@ -31,6 +31,7 @@ from spark_jobs.schema import (
     FILE_NAME,
     INT_MAX,
     INT_MIN,
+    OLDEST_VERSION,
     VERSION,
     Field,
     Kind,
@@ -59,8 +60,9 @@ def new_run_id() -> str:
 
 
 def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
-    """Why a record is corrupt under schema version 1 (an empty list: it is valid)."""
+    """Why a record is corrupt under schema version 2 or 1 (an empty list: it is valid)."""
     what = record.get(DISCRIMINATOR[kind])
+    version = record.get("v")
     found: list[str] = []
     for f in fields(kind):
         value = record.get(f.name)
@@ -68,10 +70,19 @@ def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
             if is_required(f, what if isinstance(what, str) else None):
                 found.append(f"{f.name}: missing")
             continue
-        problem = _problem(f, value)
+        problem = _problem(f, value) or _misplaced(f, what, version)
         if problem:
             found.append(f"{f.name}: {problem}")
     return found
+
+
+def _misplaced(f: Field, what: object, version: object) -> str | None:
+    """Why a field is not allowed on this line (its event, its version), if it is not."""
+    if f.only_on is not None and what not in f.only_on:
+        return f"only on {', '.join(f.only_on)} lines"
+    if f.since > OLDEST_VERSION and (type(version) is not int or version < f.since):
+        return f"only on version {f.since} lines and later"
+    return None
 
 
 def _problem(f: Field, value: object) -> str | None:
@@ -130,17 +141,21 @@ def encode(kind: Kind, record: Mapping[str, Any], *, check: bool = True) -> byte
 
 
 class Records:
-    """New records of one broker run: ``v``, ``run`` and the next ``seq`` of their kind."""
+    """New records of one broker run: ``v``, ``run`` and the next ``seq`` of their kind.
 
-    __slots__ = ("_seq", "run")
+    ``version``: the ``v`` stamped (an older one to write what an older broker did).
+    """
 
-    def __init__(self, run: str | None = None) -> None:
+    __slots__ = ("_seq", "run", "version")
+
+    def __init__(self, run: str | None = None, version: int = VERSION) -> None:
         self.run = run or new_run_id()
+        self.version = version
         self._seq: dict[Kind, int] = {"events": 0, "metrics": 0}
 
     def _stamp(self, kind: Kind, ts: int, fields_: dict[str, Any]) -> dict[str, Any]:
         self._seq[kind] += 1
-        return {"v": VERSION, "run": self.run, "seq": self._seq[kind], "ts": ts, **fields_}
+        return {"v": self.version, "run": self.run, "seq": self._seq[kind], "ts": ts, **fields_}
 
     def last_seq(self, kind: Kind) -> int:
         return self._seq[kind]

@@ -26,6 +26,7 @@ from spark_jobs.schema import (
     DISCRIMINATOR,
     FILE_NAME,
     FILE_START_JAVA_REGEX,
+    OLDEST_VERSION,
     Field,
     Kind,
     fields,
@@ -100,8 +101,12 @@ def _java_pattern(pattern: str) -> str:
     return f"^(?:{pattern})\\z"
 
 
-def _field_ok(f: Field, col: Column, what: Column) -> Column:
+def _field_ok(f: Field, col: Column, what: Column, version: Column) -> Column:
     checks: list[Column] = []
+    if f.only_on is not None:
+        checks.append(what.isin(*f.only_on))
+    if f.since > OLDEST_VERSION:
+        checks.append(version >= f.since)
     if f.allowed is not None:
         checks.append(col.isin(*f.allowed))
     if f.minimum is not None:
@@ -133,7 +138,7 @@ def validity(kind: Kind, parsed: Column) -> Column:
     """True exactly when ``spark_jobs.export_format.problems`` finds nothing (strings aside)."""
     what = parsed[DISCRIMINATOR[kind]]
     checks = [parsed.isNotNull(), parsed[CORRUPT_COLUMN].isNull()]
-    checks += [_field_ok(f, parsed[f.name], what) for f in fields(kind)]
+    checks += [_field_ok(f, parsed[f.name], what, parsed["v"]) for f in fields(kind)]
     return F.coalesce(_all(checks), F.lit(False))
 
 

@@ -1,4 +1,4 @@
-"""Schema version 1 of stompd's exported files: the one source of truth.
+"""Schema version 2 of stompd's exported files (and version 1, still read): the one source of truth.
 
 The broker's exporter writes, and the Spark jobs read, two kinds of JSON-lines files
 (README.md in this package is the prose contract; its field tables are generated from
@@ -25,7 +25,10 @@ from typing import TYPE_CHECKING, Final, Literal
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-VERSION: Final = 1
+VERSION: Final = 2
+#: The oldest version a reader still accepts: v1 differs only in writing an ``ack:auto``
+#: delivery as a dispatch line and an ack line (v2: one ack line with ``auto``).
+OLDEST_VERSION: Final = 1
 
 FieldType = Literal["int", "float", "str", "bool"]
 Kind = Literal["events", "metrics"]
@@ -80,6 +83,10 @@ class Field:
     #: The value starts with this and has at least one character more.
     prefix: str | None = None
     nonempty: bool = False
+    #: The field may be present only on lines whose event/type is one of these.
+    only_on: tuple[str, ...] | None = None
+    #: The schema version that introduced the field: an older line with it is corrupt.
+    since: int = OLDEST_VERSION
 
 
 ALWAYS: Final = ("*",)
@@ -88,9 +95,10 @@ COMMON: Final = (
     Field(
         "v",
         "int",
-        f"Schema version: always {VERSION} for the files described here.",
+        f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} in older files, which "
+        'readers still accept (see "v1 → v2").',
         ALWAYS,
-        minimum=VERSION,
+        minimum=OLDEST_VERSION,
         maximum=VERSION,
     ),
     Field(
@@ -167,6 +175,15 @@ EVENT_FIELDS: Final = (
         "on expire and dead-letter its age.",
         ("dispatch", "ack"),
         minimum=0,
+    ),
+    Field(
+        "auto",
+        "bool",
+        "`true`: a delivery on an `ack:auto` subscription, this one line standing for its dispatch and "
+        "its ack (same ts, consumer, subscription and latency_ms). Absent (or `false`) otherwise.",
+        (),
+        only_on=("ack",),
+        since=2,
     ),
     Field(
         "redeliveries",
@@ -288,9 +305,12 @@ DISCRIMINATOR: Final[dict[Kind, str]] = {"events": "event", "metrics": "type"}
 EVENT_DOCS: Final = {
     "enqueue": "The broker accepted a SEND for the destination (at COMMIT for a transacted SEND). One per "
     "destination a composite SEND reaches; a topic message is one enqueue however many subscribers get it.",
-    "dispatch": "A MESSAGE frame went to a consumer (redeliveries too).",
+    "dispatch": "A MESSAGE frame went to a consumer (redeliveries too), except on an `ack:auto` "
+    "subscription in version 2 (an `ack` line with `auto` stands for both).",
     "ack": "The consumer is done with the message: an ACK (one per message a cumulative ACK covers; at "
-    "COMMIT for a transacted one), or the dispatch itself for `ack:auto`. `latency_ms` is required.",
+    "COMMIT for a transacted one). For `ack:auto`, the dispatch itself: version 2 writes one `ack` line "
+    "with `auto: true` for the dispatch and its ack, version 1 a dispatch line and an ack line with the "
+    "same ts. `latency_ms` is required.",
     "nack": "The consumer NACKed the message. A `redeliver` or a `dead-letter` follows.",
     "redeliver": "The message was put back for redelivery; `cause` says why.",
     "expire": "The message expired and was removed: dropped, or sent to `target` when it names a "
@@ -395,6 +415,10 @@ def _checks_text(f: Field) -> str:
         checks.append(f"starts with `{f.prefix}`, then at least one character")
     if f.nonempty:
         checks.append("not empty")
+    if f.only_on is not None:
+        checks.append("only on " + ", ".join(f"`{what}`" for what in f.only_on) + " lines")
+    if f.since > OLDEST_VERSION:
+        checks.append(f"only on version {f.since} lines and later")
     return " Valid: " + "; ".join(checks) + "." if checks else ""
 
 

@@ -7,6 +7,10 @@ queue in ``target``; moves and dead letters also count where they arrive
 (``moved_in``, ``dead_letters_in``). Latency percentiles are exact (Spark's
 ``percentile``, linear interpolation between closest ranks) over the ``latency_ms`` of
 ack events. Times are UTC; a minute is ``floor(ts / 60000)``.
+
+Schema v2 writes an ``ack:auto`` delivery as one ``ack`` line with ``auto``; v1 as a
+dispatch line and an ack line.  Such a line counts as a dispatch too (``_is``), so the
+same workload gives the same tables in either version, and in a mixed input.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ EVENT_COLUMNS: Final = (
     "producer",
     "consumer",
     "latency_ms",
+    "auto",
     "cause",
     "target",
     "wait_ms",
@@ -110,13 +115,21 @@ def _sum(condition: Column, value: Column) -> Column:
     return F.coalesce(F.sum(F.when(condition, value)), F.lit(0))
 
 
+def _is(event: str) -> Column:
+    """The rows that count as ``event``: a v2 ``ack`` line with ``auto`` is a dispatch too."""
+    ev = F.col("event")
+    if event == "dispatch":
+        return (ev == "dispatch") | ((ev == "ack") & F.coalesce(F.col("auto"), F.lit(False)))
+    return ev == event
+
+
 def _dead_lettered(ev: Column, target: Column) -> Column:
     return (ev == "dead-letter") | ((ev == "expire") & target.isNotNull())
 
 
 def _counts() -> list[Column]:
     ev = F.col("event")
-    cols = [_count(ev == event).alias(name) for name, event in EVENT_COUNTS]
+    cols = [_count(_is(event)).alias(name) for name, event in EVENT_COUNTS]
     cols.append(_count(_dead_lettered(ev, F.col("target"))).alias("dead_lettered"))
     cols.append(_sum(ev == "enqueue", F.col("size")).alias("enqueued_bytes"))
     cols.append(_sum(ev == "ack", F.col("size")).alias("dequeued_bytes"))
@@ -345,7 +358,7 @@ def consumers(events: DataFrame, top: int) -> DataFrame:
         .agg(
             _count(ev == "ack").alias("acked"),
             _sum(ev == "ack", F.col("size")).alias("acked_bytes"),
-            _count(ev == "dispatch").alias("dispatched"),
+            _count(_is("dispatch")).alias("dispatched"),
             _count(ev == "nack").alias("nacked"),
             F.count_distinct("destination").alias("destinations"),
             F.avg(F.when(ev == "ack", F.col("latency_ms"))).alias("mean_latency_ms"),

@@ -1,7 +1,7 @@
 """The export's lines and their writing: JSON lines encoded in C, a chunk at a time.
 
 An event line is an ``Event`` (or, for enqueue, dispatch and ack, a leaner
-``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 1,
+``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 2,
 spark_jobs/README.md) in its order.  The exporter builds one on the event
 loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``, never
 looked at by the garbage collector) and encodes a chunk of them with one
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.export")
 
-VERSION: Final = 1
+VERSION: Final = 2
 
 
 class Event(msgspec.Struct, omit_defaults=True, gc=False):
@@ -67,14 +67,17 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
-    """An enqueue, dispatch or ack line: ``Event``'s first 14 fields, the same line.
+    """An enqueue, dispatch or ack line: ``Event``'s first 14 fields, the same line, and
+    ``auto``.
 
-    Three lines a message, so built and encoded for less: ``v`` is the run's ``head``
+    Every message has two or three, so built and encoded for less: ``v`` is the run's ``head``
     (``line_head``: the version and the ``run`` field, encoded once, which msgspec
     writes as it is), and none of the four fields these lines never have (each field
     is set, then released, with every line).  Positional: ``MessageEvent(head, seq,
     ts, event, destination, message_id, size, priority, persistent, producer,
-    consumer, subscription, latency_ms)``.
+    consumer, subscription, latency_ms[, auto])``.  ``auto=True`` on an ``ack`` line:
+    an ``ack:auto`` delivery, the one line for its dispatch and its ack (schema v2; left
+    False, it is not written).
     """
 
     v: msgspec.Raw
@@ -90,6 +93,7 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     consumer: str | None = None
     subscription: str | None = None
     latency_ms: int | None = None
+    auto: bool = False
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -118,6 +122,9 @@ def _encode_one(event: Event | MessageEvent) -> bytes:
         return _ENCODER.encode(event) + b"\n"
     except (UnicodeEncodeError, msgspec.EncodeError):
         fields = {name: value for name, value in msgspec.structs.asdict(event).items() if value is not None}
+        # As omit_defaults does: ``auto`` only when true.
+        if fields.get("auto") is False:
+            del fields["auto"]
         head = fields.pop("v")
         # ``{"v":`` and the version (a MessageEvent's head: the run too), then the rest.
         text = json.dumps(fields, separators=(",", ":"), allow_nan=False)

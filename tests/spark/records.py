@@ -37,6 +37,12 @@ def _value_st(f: Field) -> st.SearchStrategy[Any]:
     return st.text(min_size=1 if f.nonempty else 0, max_size=16)
 
 
+def fits(f: Field, what: str, record: dict[str, Any]) -> bool:
+    """Whether a valid line with this event/type and version may carry ``f`` (``auto``: v2 acks)."""
+    version = record.get("v", f.since)
+    return (f.only_on is None or what in f.only_on) and f.since <= version
+
+
 @st.composite
 def records_st(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     """A valid record: ("events" | "metrics", fields), optional fields sometimes left out."""
@@ -48,7 +54,7 @@ def records_st(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     for f in schema.fields(kind):
         if f.name == disc.name:
             record[f.name] = what
-        elif is_required(f, what) or draw(st.booleans()):
+        elif is_required(f, what) or (fits(f, what, record) and draw(st.booleans())):
             record[f.name] = draw(_value_st(f))
     return kind, record
 
@@ -110,7 +116,12 @@ BAD_EVENT_LINES: Final = (
     ("null", "not a JSON object"),
     (_line().replace('"size": 10', '"size": NaN'), "not JSON"),
     (_line().replace('"', "'"), "not JSON"),
-    (_line(v=2), "v: 2 > 1"),
+    (_line(v=3), "v: 3 > 2"),
+    (_line(v=0), "v: 0 < 1"),
+    (_line(auto=True), "auto: only on version 2 lines"),
+    (_line(v=2, auto="true"), "auto: not a boolean"),
+    (_line(v=2, auto=True, event="dispatch"), "auto: only on ack lines"),
+    (_line(v=2, auto=True, event="enqueue"), "auto: only on ack lines"),
     (_line(event="teleport"), "event: 'teleport' is not one of"),
     (_line(latency_ms=None), "latency_ms: missing"),
     (_line(consumer=None), "consumer: missing"),

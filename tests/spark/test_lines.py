@@ -12,7 +12,7 @@ from spark_jobs import schema
 from spark_jobs.export_format import check_line, encode
 from spark_jobs.lines import CORRUPT, LATE, OK, InputError, classify, list_inputs, load
 from spark_jobs.schema import DISCRIMINATOR, Field, Kind, is_required
-from tests.spark.records import BAD_EVENT_LINES, DESTINATIONS, mutations
+from tests.spark.records import BAD_EVENT_LINES, DESTINATIONS, fits, mutations
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +53,9 @@ def corpus(kind: Kind) -> list[str]:
         for _ in range(3):
             record = {f.name: valid_value(f, rnd) for f in schema.fields(kind)}
             record[disc.name] = what
+            for f in schema.fields(kind):
+                if not fits(f, what, record):
+                    del record[f.name]
             lines.append(encode(kind, record).decode().rstrip("\n"))
         for f in schema.fields(kind):
             if f.name == disc.name:
