@@ -18,7 +18,7 @@ from store.api import Stores
 from store.memory import memory_temp_store
 from store.persistent import MessageStore
 from store.worker import InlineWorker
-from tests.broker.harness import Peer
+from tests.broker.harness import ListOutbox, Peer
 from tests.broker.test_swap import bodies, send
 
 KB = 1024
@@ -73,6 +73,38 @@ def test_a_message_goes_out_only_once_its_dispatch_is_recorded(stored: StoredEng
     assert consumer.received() == []
     stored.settle()
     assert [f.body for f in consumer.received()] == [b"x"]
+
+
+class StoreUsageAtRelease(ListOutbox):
+    """Notes the store's usage each time the store releases this outbox."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self.engine = engine
+        self.store_used: list[int] = []
+
+    def release(self) -> None:
+        self.store_used.append(self.engine.usage.store.used)
+        super().release()
+
+
+def test_a_durable_batch_releases_the_receipt_before_deleting_the_auto_acked(stored: StoredEngine) -> None:
+    # The producer of a persistent 1 -> 1 waits for this RECEIPT before it sends again:
+    # the auto-acked message's delete (it goes into the next batch anyway) comes after.
+    consumer, producer = Peer(stored.engine), Peer(stored.engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "auto"})
+    consumer.received()
+    recorder = StoreUsageAtRelease(stored.engine)
+    recorder.parser.version = producer.outbox.parser.version
+    producer.outbox = producer.session.outbox = recorder
+    producer.send_frame("SEND", {"destination": "/queue/a", "persistent": "true", "receipt": "r1"}, b"x")
+    assert producer.received() == []
+    stored.settle()
+    (receipt,) = producer.received()
+    assert receipt.headers["receipt-id"] == "r1"
+    assert [f.body for f in consumer.messages()] == [b"x"]
+    assert recorder.store_used[0] > 0
+    assert stored.engine.usage.store.used == 0
 
 
 def test_a_persistent_backlog_past_the_high_water_mark_costs_no_ram_and_no_temp(stored: StoredEngine) -> None:
