@@ -198,3 +198,12 @@ def test_bad_arguments_exit_2(sink: SinkThread) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--destination", "/topic/x", "--backlog"])
     assert exc.value.code == 2
+
+
+def test_fixed_rate_with_the_producer_in_a_process_of_its_own(sink: SinkThread, run_tool: RunTool) -> None:
+    # The producer alone in its worker waits for each message in time.sleep (Producer._pace).
+    code, s = run_tool(
+        sink.port, "--rate", "2000", "--duration", "0.5", "--warmup", "0.25", "--processes", "2", *FAST
+    )
+    assert code == 0
+    assert s["sent"] == s["received"] == 1500
