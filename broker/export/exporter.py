@@ -387,13 +387,17 @@ class Exporter(EventSink):
         chunks = self._chunks
         metrics = self._metrics
         rows = [metrics.popleft() for _ in range(len(metrics))]
-        for _ in range(len(chunks)):
-            data, count, ends = chunks.popleft()
+        batch = [chunks.popleft() for _ in range(len(chunks))]
+        if batch:
+            # What the wake found, in one system call: each call gives the GIL up and
+            # takes it back, which the loop pays for too (a switch), so not one a chunk.
+            count = sum(chunk[1] for chunk in batch)
+            ends = (batch[0][2][0], max(chunk[2][1] for chunk in batch))
             try:
-                writer.write_events(data, count, ends)
+                writer.write_chunks([chunk[0] for chunk in batch], count, ends)
             except Exception:
                 # A bug here must not end the thread (the queue would fill for good): the
-                # chunk is counted lost, and the next one tried.
+                # lines are counted lost, and the next batch tried.
                 log.exception("export: cannot write %d event lines", count)
                 writer.lost += count
             self._written += count

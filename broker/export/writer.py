@@ -210,20 +210,30 @@ class Writer:
 
     def write_events(self, data: bytes, count: int, ends: tuple[int, int]) -> None:
         """``count`` encoded event lines, whose first and last lines' ts are ``ends``."""
-        # Each line's ts is read (from the text) only when the chunk does not fit the file.
-        self.lost += self._write("events", count, data, ends, lambda: line_stamps(data))
+        self.write_chunks((data,), count, ends)
+
+    def write_chunks(self, parts: Sequence[bytes], count: int, ends: tuple[int, int]) -> None:
+        """Encoded chunks of ``count`` event lines in all, in one system call: ``ends``, the
+        ts of the first line and the latest of the last lines'."""
+        # Each line's ts is read (from the text) only when the chunks do not fit the file.
+        self.lost += self._write("events", count, parts, ends, lambda: line_stamps(b"".join(parts)))
 
     def write_metrics(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
         if rows:
             stamps, data = metric_lines(rows)
-            self._write("metrics", len(stamps), data, (stamps[0], stamps[-1]), lambda: stamps)
+            self._write("metrics", len(stamps), (data,), (stamps[0], stamps[-1]), lambda: stamps)
 
     def _write(
-        self, kind: str, count: int, data: bytes, ends: tuple[int, int], stamps: Callable[[], list[int]]
+        self,
+        kind: str,
+        count: int,
+        parts: Sequence[bytes],
+        ends: tuple[int, int],
+        stamps: Callable[[], list[int]],
     ) -> int:
-        """Append ``data`` (``count`` lines); returns how many lines a failed write lost."""
+        """Append ``parts`` (``count`` lines); returns how many lines a failed write lost."""
         try:
-            self.files[kind].write_lines(data, ends, stamps)
+            self.files[kind].write_lines(parts, ends, stamps)
         except WriteFailed as failed:
             lost = count - failed.lines
             log.warning("export: %d %s lines lost: %s", lost, kind, failed)

@@ -174,3 +174,23 @@ def test_the_exporter_says_each_message_id_as_it_is_at_the_event(tmp_path: Path)
     assert [line.get("auto") for line in lines] == [None, True, None, None, None, None, True, None]
     assert lines[1] == {**lines[4], "seq": 2, "consumer": "c-1", "subscription": "s-1", "auto": True}
     assert "producer" not in lines[6] and lines[6]["destination"] == '/queue/"\udcff'
+
+
+def test_chunks_written_together_come_out_whole_and_in_order(tmp_path: Path) -> None:
+    # What the writer thread does with the chunks a wake found: one writev for them all,
+    # and, where they do not fit the live file, the same split at rotation as one chunk.
+    events = [message(seq, "enqueue") for seq in range(1, 61)]
+    chunks = [encode_lines(events[i : i + 7]) for i in range(0, 60, 7)]
+    size = sum(map(len, chunks))
+    for rotate_bytes, files in ((1 << 20, 1), (size // 3, 4)):
+        directory = tmp_path / str(files)
+        directory.mkdir()
+        writer = Writer(directory, "r.1", rotate_bytes, 3_600_000, Compressor())
+        writer.write_chunks(chunks[:2], 14, (TS + 1, TS + 14))
+        writer.write_chunks(chunks[2:], 46, (TS + 15, TS + 60))
+        writer.close()
+        paths = sorted(directory.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:])
+        raw = b"".join(gzip.decompress(path.read_bytes()) for path in paths)
+        seqs = [json.loads(line)["seq"] for line in raw.splitlines()]
+        assert seqs == list(range(1, 61))
+        assert len(paths) == files
