@@ -295,14 +295,14 @@ def tune_malloc(export: bool = False) -> None:
     record; capping the arenas keeps that memory reusable by the main thread instead
     of stranded in a per-thread arena.  Must run before any thread starts.
 
-    ``export``: the loop encodes the event lines in chunks of about half a MB, which the
-    export's writer thread frees once written, a few MB a second.  Under glibc's dynamic
-    thresholds each batch freed went back to the kernel at once (the heap trimmed, or
-    the chunk its own mapping), and the loop took page faults to map it in again: 17,000
-    a 200,000-message run, 0.09 a message, plus the writer's unmapping stalling the loop
-    (its context switches 130 -> 1,400; benchmarks/README.md, "export").  Fixed
-    thresholds keep up to ``EXPORT_TRIM_THRESHOLD`` of them for the next chunks; the
-    broker's ``malloc_trim`` every second still gives back what stays free.
+    ``export``: the loop encodes the event lines in chunks of up to half a MB, which the
+    export's writer thread frees once written, several MB a second.  Under glibc's
+    dynamic thresholds what it freed went back to the kernel at once (the heap trimmed,
+    or a chunk its own mapping), and the loop took a page fault for each 4 KB of the
+    next chunks: 17,000 in a 200,000-message run against 440 with the export off
+    (benchmarks/README.md, "export").  Fixed thresholds keep up to
+    ``EXPORT_TRIM_THRESHOLD`` of it for the next chunks; the broker's ``malloc_trim``
+    every second still gives back what stays free.
     """
     libc = _libc()
     if libc is not None:
