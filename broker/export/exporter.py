@@ -44,9 +44,11 @@ log = logging.getLogger("stompd.export")
 
 #: How often the writer looks for new lines.
 WAKE_S: Final = 0.05
-#: Lines the loop gathers before it encodes them (about 0.5 ms of C); the rest are
-#: encoded at the broker's next tick (every 50 ms).
-CHUNK: Final = 2_000
+#: Lines the loop gathers before it encodes them (about 60 µs of C, 64 KB of lines); the
+#: rest are encoded at the broker's next tick (every 50 ms).  Few enough that their
+#: Structs are still in the core's L2 cache when encoded: 2,000 took twice the L2 misses
+#: a message (cachegrind with a 1 MB L2, benchmarks/README.md, "export").
+CHUNK: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
