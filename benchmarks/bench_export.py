@@ -97,9 +97,7 @@ def write(exporter: Exporter, directory: Path) -> tuple[Any, float]:
             # What a wake of the writer thread finds (about BATCH lines), in one writev.
             step = max(1, BATCH // max(1, chunks[0][1])) if chunks else 1
             for i in range(0, len(chunks), step):
-                group = chunks[i : i + step]
-                ends = (group[0][2][0], max(chunk[2][1] for chunk in group))
-                writer.write_chunks([chunk[0] for chunk in group], sum(chunk[1] for chunk in group), ends)
+                writer.write_chunks(chunks[i : i + step])
         else:
             for data, count, ends in chunks:
                 writer.write_events(data, count, ends)

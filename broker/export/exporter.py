@@ -394,9 +394,8 @@ class Exporter(EventSink):
             # What the wake found, in one system call: each call gives the GIL up and
             # takes it back, which the loop pays for too (a switch), so not one a chunk.
             count = sum(chunk[1] for chunk in batch)
-            ends = (batch[0][2][0], max(chunk[2][1] for chunk in batch))
             try:
-                writer.write_chunks([chunk[0] for chunk in batch], count, ends)
+                writer.write_chunks(batch)
             except Exception:
                 # A bug here must not end the thread (the queue would fill for good): the
                 # lines are counted lost, and the next batch tried.

@@ -171,15 +171,11 @@ class RotatingFile:
         size = sum(map(len, parts))
         if not size:
             return
-        first, last = ends
-        file = self._file
-        start = first if file is None else self._start
-        size += 0 if file is None else self._size
-        if size <= self.max_bytes and max(first, last) - start < self.max_age_ms:
-            if file is None:
-                self._open(first)
+        if self.fits(size, ends):
+            if self._file is None:
+                self._open(ends[0])
             try:
-                self._size = size
+                self._size += size
                 self._put_parts(parts)
             except WriteFailed:
                 self._abandon()
@@ -187,6 +183,14 @@ class RotatingFile:
             return
         lines = [line + b"\n" for line in b"".join(parts).split(b"\n")[:-1]]
         self.write(list(zip(stamps(), lines, strict=True)))
+
+    def fits(self, size: int, ends: tuple[int, int]) -> bool:
+        """Whether ``size`` bytes of lines whose first and last ts are ``ends`` go in the
+        live file (or a new one) as they are, without a rotation."""
+        first, last = ends
+        if self._file is None:
+            return size <= self.max_bytes and max(first, last) - first < self.max_age_ms
+        return self._size + size <= self.max_bytes and max(first, last) - self._start < self.max_age_ms
 
     def _open(self, ts: int) -> None:
         self.index += 1

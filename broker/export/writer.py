@@ -210,13 +210,23 @@ class Writer:
 
     def write_events(self, data: bytes, count: int, ends: tuple[int, int]) -> None:
         """``count`` encoded event lines, whose first and last lines' ts are ``ends``."""
-        self.write_chunks((data,), count, ends)
+        # Each line's ts is read (from the text) only when the chunk does not fit the file.
+        self.lost += self._write("events", count, (data,), ends, lambda: line_stamps(data))
 
-    def write_chunks(self, parts: Sequence[bytes], count: int, ends: tuple[int, int]) -> None:
-        """Encoded chunks of ``count`` event lines in all, in one system call: ``ends``, the
-        ts of the first line and the latest of the last lines'."""
-        # Each line's ts is read (from the text) only when the chunks do not fit the file.
-        self.lost += self._write("events", count, parts, ends, lambda: line_stamps(b"".join(parts)))
+    def write_chunks(self, chunks: Sequence[tuple[bytes, int, tuple[int, int]]]) -> None:
+        """Encoded chunks (``write_events``' arguments each) in one system call when they
+        all fit the live file: the usual case.  Otherwise one by one, so that only the
+        chunk a rotation falls in is split into lines."""
+        if not chunks:
+            return
+        ends = (chunks[0][2][0], max(chunk[2][1] for chunk in chunks))
+        parts = [chunk[0] for chunk in chunks]
+        if self.files["events"].fits(sum(map(len, parts)), ends):
+            count = sum(chunk[1] for chunk in chunks)
+            self.lost += self._write("events", count, parts, ends, lambda: [])
+            return
+        for data, count, chunk_ends in chunks:
+            self.write_events(data, count, chunk_ends)
 
     def write_metrics(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
         if rows:

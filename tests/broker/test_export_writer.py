@@ -186,8 +186,12 @@ def test_chunks_written_together_come_out_whole_and_in_order(tmp_path: Path) -> 
         directory = tmp_path / str(files)
         directory.mkdir()
         writer = Writer(directory, "r.1", rotate_bytes, 3_600_000, Compressor())
-        writer.write_chunks(chunks[:2], 14, (TS + 1, TS + 14))
-        writer.write_chunks(chunks[2:], 46, (TS + 15, TS + 60))
+        batch = [
+            (chunk, chunk.count(b"\n"), (TS + 1 + i, TS + min(i + 7, 60)))
+            for chunk, i in zip(chunks, range(0, 60, 7), strict=True)
+        ]
+        writer.write_chunks(batch[:2])
+        writer.write_chunks(batch[2:])
         writer.close()
         paths = sorted(directory.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:])
         raw = b"".join(gzip.decompress(path.read_bytes()) for path in paths)
