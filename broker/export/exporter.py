@@ -7,8 +7,8 @@ list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
 encodes what it gathered as JSON lines (schema version 2, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
-asked to stop) and appends them to the live file, one ``write`` a chunk, which releases
-the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
+asked to stop) and appends them to the live file, what it found in one ``writev``, which
+releases the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
 rotated file is compressed on a thread of its own.
 
 Bounded: at most ``capacity`` lines wait for the writer.  Past that an event is dropped

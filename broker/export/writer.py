@@ -7,7 +7,7 @@ loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``
 looked at by the garbage collector) and encodes a chunk of them with one
 ``Encoder.encode_lines`` call (C, about 0.2 µs a line; fields left at their default
 None are omitted, as the schema wants).  The exporter's writer thread hands the bytes to
-``Writer``, which appends them to the live file in one ``write``.  No per-line Python
+``Writer``, which appends them to the live file in one ``writev``.  No per-line Python
 runs after the loop's constructor: no dict, no second process, no pipe.
 
 A rotated file is compressed by a ``Compressor`` (its own thread: ISA-L's gzip and the
@@ -223,7 +223,7 @@ class Writer:
         parts = [chunk[0] for chunk in chunks]
         if self.files["events"].fits(sum(map(len, parts)), ends):
             count = sum(chunk[1] for chunk in chunks)
-            self.lost += self._write("events", count, parts, ends, lambda: [])
+            self.lost += self._write("events", count, parts, ends, lambda: line_stamps(b"".join(parts)))
             return
         for data, count, chunk_ends in chunks:
             self.write_events(data, count, chunk_ends)
