@@ -8,7 +8,8 @@ checked (broker/security).  ``--persistent``: ``persistent:true`` SENDs, every s
 built as for LevelDB and then dropped by a committer that says each batch is durable at
 once (the core's own cost of persistence; the writer thread's is ``bench_persist_cpu.py``'s).
 ``--export``: the event export on (broker/export, into a temporary directory, its
-writer thread running; ticked as the broker ticks, every 50 ms of the run's CPU), and
+writer thread running; ticked as the broker ticks, every 50 ms of the run's CPU; malloc
+tuned as ``broker.app.tune_malloc`` tunes the broker's process for it), and
 the engine's thread's CPU printed beside the process's (the writer's threads included,
 and an older checkout's writer process).
 Prints SEND->MESSAGE/s and microseconds each (best of 5), in CPU time: on a machine
@@ -164,6 +165,13 @@ def main() -> None:
     arguments.add_argument("--persistent", action="store_true")
     arguments.add_argument("--export", action="store_true")
     options = arguments.parse_args()
+    if options.export:
+        # As the broker's process does with the export on (an older checkout may not).
+        from broker import app
+
+        tune = getattr(app, "tune_malloc", None)
+        if tune is not None:
+            tune(export=True)
     runs = [
         run(options.destination, options.messages, options.secured, options.export, options.persistent)
         for _ in range(REPEATS)

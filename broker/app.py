@@ -278,17 +278,38 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def limit_malloc_arenas() -> None:
+#: glibc's ``mallopt`` parameters (malloc.h).
+M_TRIM_THRESHOLD: Final = -1
+M_MMAP_THRESHOLD: Final = -3
+M_ARENA_MAX: Final = -8
+#: With the export on: freed memory kept at the top of the heap before it goes back to
+#: the kernel, and the size from which an allocation is a mapping of its own.
+EXPORT_TRIM_THRESHOLD: Final = 8 << 20
+EXPORT_MMAP_THRESHOLD: Final = 4 << 20
+
+
+def tune_malloc(export: bool = False) -> None:
     """One glibc malloc arena per thread lets freed swap buffers pile up as RSS.
 
     The store's worker thread allocates and frees a message's worth of bytes per
     record; capping the arenas keeps that memory reusable by the main thread instead
     of stranded in a per-thread arena.  Must run before any thread starts.
+
+    ``export``: the loop encodes the event lines in chunks of up to half a MB, which the
+    export's writer thread frees once written, several MB a second.  Under glibc's
+    dynamic thresholds what it freed went back to the kernel at once (the heap trimmed,
+    or a chunk its own mapping), and the loop took a page fault for each 4 KB of the
+    next chunks: 17,000 in a 200,000-message run against 440 with the export off
+    (benchmarks/README.md, "export").  Fixed thresholds keep up to
+    ``EXPORT_TRIM_THRESHOLD`` of it for the next chunks; the broker's ``malloc_trim``
+    every second still gives back what stays free.
     """
     libc = _libc()
     if libc is not None:
-        m_arena_max = -8
-        libc.mallopt(m_arena_max, 2)
+        libc.mallopt(M_ARENA_MAX, 2)
+        if export:
+            libc.mallopt(M_MMAP_THRESHOLD, EXPORT_MMAP_THRESHOLD)
+            libc.mallopt(M_TRIM_THRESHOLD, EXPORT_TRIM_THRESHOLD)
 
 
 #: Allocations of container objects between two young-generation collections (Python's
@@ -311,7 +332,7 @@ def tune_gc() -> None:
 
 
 def run(options: BrokerOptions) -> None:
-    limit_malloc_arenas()
+    tune_malloc(export=options.export is not None)
     tune_gc()
     loop = new_event_loop()
     try:

@@ -7,8 +7,8 @@ list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
 encodes what it gathered as JSON lines (schema version 2, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
-asked to stop) and appends them to the live file, one ``write`` a chunk, which releases
-the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
+asked to stop) and appends them to the live file, what it found in one ``writev``, which
+releases the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
 rotated file is compressed on a thread of its own.
 
 Bounded: at most ``capacity`` lines wait for the writer.  Past that an event is dropped
@@ -44,9 +44,11 @@ log = logging.getLogger("stompd.export")
 
 #: How often the writer looks for new lines.
 WAKE_S: Final = 0.05
-#: Lines the loop gathers before it encodes them (about 0.5 ms of C); the rest are
-#: encoded at the broker's next tick (every 50 ms).
-CHUNK: Final = 2_000
+#: Lines the loop gathers before it encodes them (about 60 µs of C, 64 KB of lines); the
+#: rest are encoded at the broker's next tick (every 50 ms).  Few enough that their
+#: Structs are still in the core's L2 cache when encoded: 2,000 took twice the L2 misses
+#: a message (cachegrind with a 1 MB L2, benchmarks/README.md, "export").
+CHUNK: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,13 +389,16 @@ class Exporter(EventSink):
         chunks = self._chunks
         metrics = self._metrics
         rows = [metrics.popleft() for _ in range(len(metrics))]
-        for _ in range(len(chunks)):
-            data, count, ends = chunks.popleft()
+        batch = [chunks.popleft() for _ in range(len(chunks))]
+        if batch:
+            # What the wake found, in one system call: each call gives the GIL up and
+            # takes it back, which the loop pays for too (a switch), so not one a chunk.
+            count = sum(chunk[1] for chunk in batch)
             try:
-                writer.write_events(data, count, ends)
+                writer.write_chunks(batch)
             except Exception:
                 # A bug here must not end the thread (the queue would fill for good): the
-                # chunk is counted lost, and the next one tried.
+                # lines are counted lost, and the next batch tried.
                 log.exception("export: cannot write %d event lines", count)
                 writer.lost += count
             self._written += count

@@ -7,7 +7,7 @@ loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``
 looked at by the garbage collector) and encodes a chunk of them with one
 ``Encoder.encode_lines`` call (C, about 0.2 µs a line; fields left at their default
 None are omitted, as the schema wants).  The exporter's writer thread hands the bytes to
-``Writer``, which appends them to the live file in one ``write``.  No per-line Python
+``Writer``, which appends them to the live file in one ``writev``.  No per-line Python
 runs after the loop's constructor: no dict, no second process, no pipe.
 
 A rotated file is compressed by a ``Compressor`` (its own thread: ISA-L's gzip and the
@@ -211,19 +211,39 @@ class Writer:
     def write_events(self, data: bytes, count: int, ends: tuple[int, int]) -> None:
         """``count`` encoded event lines, whose first and last lines' ts are ``ends``."""
         # Each line's ts is read (from the text) only when the chunk does not fit the file.
-        self.lost += self._write("events", count, data, ends, lambda: line_stamps(data))
+        self.lost += self._write("events", count, (data,), ends, lambda: line_stamps(data))
+
+    def write_chunks(self, chunks: Sequence[tuple[bytes, int, tuple[int, int]]]) -> None:
+        """Encoded chunks (``write_events``' arguments each) in one system call when they
+        all fit the live file: the usual case.  Otherwise one by one, so that only the
+        chunk a rotation falls in is split into lines."""
+        if not chunks:
+            return
+        ends = (chunks[0][2][0], max(chunk[2][1] for chunk in chunks))
+        parts = [chunk[0] for chunk in chunks]
+        if self.files["events"].fits(sum(map(len, parts)), ends):
+            count = sum(chunk[1] for chunk in chunks)
+            self.lost += self._write("events", count, parts, ends, lambda: line_stamps(b"".join(parts)))
+            return
+        for data, count, chunk_ends in chunks:
+            self.write_events(data, count, chunk_ends)
 
     def write_metrics(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
         if rows:
             stamps, data = metric_lines(rows)
-            self._write("metrics", len(stamps), data, (stamps[0], stamps[-1]), lambda: stamps)
+            self._write("metrics", len(stamps), (data,), (stamps[0], stamps[-1]), lambda: stamps)
 
     def _write(
-        self, kind: str, count: int, data: bytes, ends: tuple[int, int], stamps: Callable[[], list[int]]
+        self,
+        kind: str,
+        count: int,
+        parts: Sequence[bytes],
+        ends: tuple[int, int],
+        stamps: Callable[[], list[int]],
     ) -> int:
-        """Append ``data`` (``count`` lines); returns how many lines a failed write lost."""
+        """Append ``parts`` (``count`` lines); returns how many lines a failed write lost."""
         try:
-            self.files[kind].write_lines(data, ends, stamps)
+            self.files[kind].write_lines(parts, ends, stamps)
         except WriteFailed as failed:
             lost = count - failed.lines
             log.warning("export: %d %s lines lost: %s", lost, kind, failed)

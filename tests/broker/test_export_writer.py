@@ -174,3 +174,27 @@ def test_the_exporter_says_each_message_id_as_it_is_at_the_event(tmp_path: Path)
     assert [line.get("auto") for line in lines] == [None, True, None, None, None, None, True, None]
     assert lines[1] == {**lines[4], "seq": 2, "consumer": "c-1", "subscription": "s-1", "auto": True}
     assert "producer" not in lines[6] and lines[6]["destination"] == '/queue/"\udcff'
+
+
+def test_chunks_written_together_come_out_whole_and_in_order(tmp_path: Path) -> None:
+    # What the writer thread does with the chunks a wake found: one writev for them all,
+    # and, where they do not fit the live file, the same split at rotation as one chunk.
+    events = [message(seq, "enqueue") for seq in range(1, 61)]
+    chunks = [encode_lines(events[i : i + 7]) for i in range(0, 60, 7)]
+    size = sum(map(len, chunks))
+    for rotate_bytes, files in ((1 << 20, 1), (size // 3, 4)):
+        directory = tmp_path / str(files)
+        directory.mkdir()
+        writer = Writer(directory, "r.1", rotate_bytes, 3_600_000, Compressor())
+        batch = [
+            (chunk, chunk.count(b"\n"), (TS + 1 + i, TS + min(i + 7, 60)))
+            for chunk, i in zip(chunks, range(0, 60, 7), strict=True)
+        ]
+        writer.write_chunks(batch[:2])
+        writer.write_chunks(batch[2:])
+        writer.close()
+        paths = sorted(directory.glob("events-*.jsonl.gz"), key=lambda p: p.name[-15:])
+        raw = b"".join(gzip.decompress(path.read_bytes()) for path in paths)
+        seqs = [json.loads(line)["seq"] for line in raw.splitlines()]
+        assert seqs == list(range(1, 61))
+        assert len(paths) == files
