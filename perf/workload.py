@@ -8,8 +8,6 @@ touch only local variables in their loops.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import os
 import random
 import time
@@ -34,18 +32,8 @@ if TYPE_CHECKING:
 BATCH = 64
 # The bitmap of seen sequences grows in steps of this many bytes (32768 sequences).
 SEEN_GROWTH = 4096
-# Below this, a producer alone on its loop waits for its next message in time.sleep.
-BLOCKING_WAIT_NS = 2_000_000
-PR_SET_TIMERSLACK = 29  # prctl(2)
 TICK_S = 0.02  # how often a worker publishes its counters and looks at the board
 QUEUE_GROUP = -1  # queue consumers of a worker share one "seen" map (any may get any message)
-
-
-def fine_timers() -> None:
-    """Ask Linux to wake this process's sleeps on time (its default timer slack is 50 µs,
-    a quarter of the gap between two messages at 5,000 msgs/s).  Best effort elsewhere."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +65,7 @@ class WorkerResult:
 
 
 class Producer:
-    def __init__(
-        self, number: int, settings: Settings, run_id: int, conn: StompConnection, *, alone: bool = False
-    ) -> None:
+    def __init__(self, number: int, settings: Settings, run_id: int, conn: StompConnection) -> None:
         self.number = number
         self.settings = settings
         self.run_id = run_id
@@ -89,9 +75,6 @@ class Producer:
         self.sent_in_window = 0
         self.done_ns = 0
         self._tx = 0
-        #: Alone on its loop (no consumer, no other producer): a wait for the next message
-        #: due may block the loop (``pace``).
-        self._alone = alone
         version = conn.version
         head = [b"SEND\ndestination:", escape(settings.destination, version).encode()]
         head.append(b"\ncontent-length:%d" % max(settings.size, STAMP_SIZE))
@@ -127,7 +110,13 @@ class Producer:
                     if end_ns is not None and due >= end_ns:
                         break
                     if due > now:
-                        await self._pace(due - now)
+                        # The loop's timers count whole ms, so a shorter wait returns at once
+                        # and the producer spins (77 % of a CPU at 5,000 msgs/s).  On purpose:
+                        # waiting in time.sleep instead cost 27 %, but on this VM a sleeping
+                        # producer wakes late, and latency counts from when a message was
+                        # due: p50 0.18 against 0.08-0.11 ms with the bare forwarder
+                        # (benchmarks/README.md, "latency").
+                        await asyncio.sleep((due - now) / 1e9)
                         continue
                     # Catching up after a late wake-up: never past what falls due before the end.
                     upto = now if end_ns is None else min(now, end_ns - 1)
@@ -178,18 +167,6 @@ class Producer:
             close_quietly(conn)
         finally:
             self.done_ns = time.monotonic_ns()
-
-    async def _pace(self, wait_ns: int) -> None:
-        """Wait until the next message is due.  The loop's timers count whole milliseconds,
-        so a shorter ``asyncio.sleep`` returns at once: at 5,000 msgs/s the producer
-        spun 77 % of a CPU waiting, on a 2-CPU host half of what the broker and the
-        consumer it measures have (27 % in ``time.sleep``).  A producer alone on its loop
-        blocks it in ``time.sleep`` instead (a timer of microseconds; see ``fine_timers``);
-        one that shares its loop still spins, so that its neighbours keep their turns."""
-        if self._alone and wait_ns < BLOCKING_WAIT_NS:
-            time.sleep(wait_ns / 1e9)
-        else:
-            await asyncio.sleep(wait_ns / 1e9)
 
     def _send_batch(self, seq: int, count: int, interval: int, base: int, receipt: bytes) -> None:
         head = self._head
@@ -411,11 +388,7 @@ class Worker:
     async def _add_producer(self, number: int) -> None:
         conn = await self._connect(f"producer {number}")
         if conn is not None:
-            plan = self.plan
-            alone = not plan.consumers and len(plan.producers) == 1
-            self.producers.append(Producer(number, plan.settings, plan.run_id, conn, alone=alone))
-            if alone and plan.settings.rate:
-                fine_timers()
+            self.producers.append(Producer(number, self.plan.settings, self.plan.run_id, conn))
 
     def _publish(self) -> None:
         self._cell(B.SENT, sum(p.sent for p in self.producers))

@@ -200,8 +200,9 @@ def test_bad_arguments_exit_2(sink: SinkThread) -> None:
     assert exc.value.code == 2
 
 
-def test_fixed_rate_with_the_producer_in_a_process_of_its_own(sink: SinkThread, run_tool: RunTool) -> None:
-    # The producer alone in its worker waits for each message in time.sleep (Producer._pace).
+def test_fixed_rate_with_producer_and_consumer_in_processes_of_their_own(
+    sink: SinkThread, run_tool: RunTool
+) -> None:
     code, s = run_tool(
         sink.port, "--rate", "2000", "--duration", "0.5", "--warmup", "0.25", "--processes", "2", *FAST
     )
