@@ -111,11 +111,10 @@ class Producer:
                         break
                     if due > now:
                         # The loop's timers count whole ms, so a shorter wait returns at once
-                        # and the producer spins (77 % of a CPU at 5,000 msgs/s).  On purpose:
-                        # waiting in time.sleep instead cost 27 %, but on this VM a sleeping
-                        # producer wakes late, and latency counts from when a message was
-                        # due: p50 0.18 against 0.08-0.11 ms with the bare forwarder
-                        # (benchmarks/README.md, "latency").
+                        # and the producer spins (77 % of a CPU at 5,000 msgs/s).  Waiting in
+                        # time.sleep instead took 27 % and bought no latency: a sleeping
+                        # producer may wake late, and latency counts from when a message
+                        # was due (benchmarks/README.md, "the tool's producer spins").
                         await asyncio.sleep((due - now) / 1e9)
                         continue
                     # Catching up after a late wake-up: never past what falls due before the end.
