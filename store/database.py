@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from store import keys
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from pathlib import Path
@@ -42,7 +44,7 @@ class Database(Protocol):
     def reopen(self) -> None:
         """Start afresh after a failed write (raises if that cannot be done yet)."""
 
-    def compact(self, start: bytes = b"", stop: bytes = b"\xff" * 32) -> None:
+    def compact(self, start: bytes = b"", stop: bytes = keys.ALL_KEYS_BELOW) -> None:
         """Compact the keys in [start, stop) (by default all of them)."""
 
     def close(self) -> None: ...

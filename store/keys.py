@@ -15,6 +15,9 @@ _MESSAGE = struct.Struct(">cIBQ")
 _LEVEL = struct.Struct(">cIB")
 _LOG = struct.Struct(">cI")
 MAX_PRIORITY: Final = 9
+#: Above every key of ours: a ``compact``'s default end.  (With no bounds, plyvel hands
+#: LevelDB an empty range, and only the memtable is flushed.)
+ALL_KEYS_BELOW: Final = b"\xff" * 32
 #: The length of a level's prefix (``level_prefix``) at the head of its message keys.
 LEVEL_BYTES: Final = _LEVEL.size
 

@@ -21,14 +21,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import plyvel
 
-from store import space
+from store import keys, space
 from store.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable, no_space
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from pathlib import Path
 
-_ALL_KEYS_BELOW = b"\xff" * 32
 #: Room asked for beyond the log's size before a reopen replays it into a table.
 _REOPEN_MARGIN = 1 << 20
 
@@ -240,12 +239,10 @@ class LevelDB:
             self._leave()
         return freed
 
-    def compact(self, start: bytes = b"", stop: bytes = _ALL_KEYS_BELOW) -> None:
+    def compact(self, start: bytes = b"", stop: bytes = keys.ALL_KEYS_BELOW) -> None:
         """Compact the keys in [start, stop) (by default all of them)."""
         db = self._enter()
         try:
-            # Explicit bounds: with none, plyvel hands LevelDB an empty range, and only
-            # the memtable is flushed.  Every key of ours sorts below 0xff...
             db.compact_range(start=start, stop=stop)
         except plyvel.Error as exc:
             raise _error(f"compaction of the store at {self.path} failed", exc) from exc

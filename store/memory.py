@@ -12,6 +12,7 @@ import bisect
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from store import keys
 from store.api import Stores
 from store.database import split
 from store.persistent import MessageStore
@@ -67,7 +68,7 @@ class MemoryDatabase:
     def reopen(self) -> None:
         return None
 
-    def compact(self, start: bytes = b"", stop: bytes = b"\xff" * 32) -> None:
+    def compact(self, start: bytes = b"", stop: bytes = keys.ALL_KEYS_BELOW) -> None:
         return None
 
     def close(self) -> None:
