@@ -23,15 +23,10 @@ import threading
 import time
 from pathlib import Path
 
+from peers import cpu_seconds, free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 1000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def rss_kb(pid: int, field: str = "VmRSS") -> int:
@@ -102,13 +97,6 @@ def drain(port: int, n: int) -> float:
     elapsed = time.perf_counter() - start
     sock.close()
     return n / elapsed
-
-
-def cpu_s(pid: int) -> float:
-    """The broker's CPU time so far, all threads (user + system)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_split(pid: int) -> str:
@@ -190,16 +178,16 @@ def main() -> int:
             rtts: list[float] = []
             prober = threading.Thread(target=probe, args=(port, stop_probe, rtts), daemon=True)
             prober.start()
-            cpu_start = cpu_s(broker.pid)
+            cpu_start = cpu_seconds(broker.pid)
             fill_rate = fill(port, args.messages, args.size)
-            cpu_filled = cpu_s(broker.pid)
+            cpu_filled = cpu_seconds(broker.pid)
             stop_probe.set()
             prober.join(10)
             rss_full = rss_kb(broker.pid)
             split_full = rss_split(broker.pid)
             peak_fill, peak_fill_split = peak, peak_split
             drain_rate = drain(port, args.messages)
-            cpu_drained = cpu_s(broker.pid)
+            cpu_drained = cpu_seconds(broker.pid)
             hwm = rss_kb(broker.pid, "VmHWM")
             rss_drained = rss_kb(broker.pid)
             split_drained = rss_split(broker.pid)

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import multiprocessing
-import os
 import signal
 import socket
 import statistics
@@ -43,6 +42,8 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from peers import cpu_seconds, free_port  # noqa: E402
 
 from protocol.encoder import encode_frame  # noqa: E402
 from protocol.frames import Frame  # noqa: E402
@@ -152,11 +153,6 @@ def _run(coro_fn: Any, *args: Any) -> None:
     uvloop.run(coro_fn(*args))
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def one_run(
     kind: str, ports: dict[str, int], broker_pid: int, count: int, size: int, rate: float, tag: str
 ) -> dict[str, Any]:
@@ -181,13 +177,6 @@ def one_run(
         "p99_ms": latencies[int(len(latencies) * 0.99)],
         "max_ms": latencies[-1],
     }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int) -> None:

@@ -56,6 +56,12 @@ def stomp_ready(port: int, timeout: float, vhost: str = "/") -> bool:
     return False
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, all its threads (user + system; Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def memory_kb(pid: int) -> tuple[int, int]:
     """(VmRSS, VmHWM) of a process in KiB; (0, 0) if it is gone."""
     rss = hwm = 0
