@@ -29,15 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from peers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 PERF = str(Path(sys.executable).with_name("stompd-perf"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def start_broker(code: Path, data: Path, export: bool) -> tuple[subprocess.Popen[bytes], int]:
