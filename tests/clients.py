@@ -166,8 +166,10 @@ class Client:
     def close(self) -> None:
         if self.conn.is_connected():
             # After an ERROR frame the broker closes the connection, and stomp.py's receiver
-            # thread may close the socket between the check above and the DISCONNECT.
-            with suppress(OSError):
+            # thread may close the socket between the check above and the DISCONNECT: the
+            # send then fails with OSError, or with NotConnectedException when the
+            # receiver has already dropped the socket.
+            with suppress(OSError, stomp.exception.NotConnectedException):
                 self.conn.disconnect()
 
 
