@@ -3,9 +3,9 @@
 Feeds an ``Exporter`` (its ``EventSink`` methods, as the core calls them on the loop) the
 events of ``--messages`` queue messages (``queue``: a client-ack consumer, enqueue,
 dispatch, ack: three lines; ``queue-auto``: an ack:auto one, as ``bench_observe.py``
-runs it, enqueue and one ack line with ``auto``, schema v2: two lines, three before) or
-topic messages to four ack:auto subscribers (one enqueue, four acks: five lines, nine
-before), then
+runs it, an enqueue line whose ``auto_acked`` holds the consumer, schema v3: one line,
+two in v2, three in v1) or topic messages to four ack:auto subscribers (one enqueue line
+with all four in ``auto_acked``: one line, five in v2, nine in v1), then
 runs what the exporter's writer does with them, and compresses the rotated files.  Times
 each stage with ``time.process_time`` (CPU, not wall: the machine is shared) and prints
 µs of CPU per event line and the total per message, the median of ``--repeat`` runs:

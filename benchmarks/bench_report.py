@@ -2,7 +2,7 @@
 
     python benchmarks/bench_report.py [--events N] [--data DIR] [--master local[*]] [--driver-memory 4g]
 
-Generates a workload in schema version 2 (spark_jobs/README.md; client acks) with
+Generates a workload in the current schema version (spark_jobs/README.md; client acks) with
 ``spark_jobs.export_format`` (rotated ``.jsonl.gz`` files plus one live ``.jsonl`` per
 kind, as a running broker leaves them), then times ``stompd-report`` on it in a
 subprocess, exactly as a user runs it, and prints the figures. The workload: messages

@@ -60,7 +60,7 @@ def new_run_id() -> str:
 
 
 def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
-    """Why a record is corrupt under schema version 2 or 1 (an empty list: it is valid)."""
+    """Why a record is corrupt under schema version 3, 2 or 1 (an empty list: it is valid)."""
     what = record.get(DISCRIMINATOR[kind])
     version = record.get("v")
     found: list[str] = []
@@ -102,6 +102,8 @@ def _problem(f: Field, value: object) -> str | None:
         return None
     if f.type == "bool":
         return None if isinstance(value, bool) else "not a boolean"
+    if f.type == "pairs":
+        return _pairs_problem(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return "not a number"
     if f.type == "int" and (not isinstance(value, int) or not INT_MIN <= value <= INT_MAX):
@@ -112,6 +114,17 @@ def _problem(f: Field, value: object) -> str | None:
         return f"{value} < {f.minimum}"
     if f.maximum is not None and value > f.maximum:
         return f"{value} > {f.maximum}"
+    return None
+
+
+def _pairs_problem(value: object) -> str | None:
+    if not isinstance(value, list):
+        return "not an array"
+    if not value:
+        return "empty"
+    for pair in value:
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s for s in pair)):
+            return f"{pair!r} is not a pair of non-empty strings"
     return None
 
 

@@ -117,7 +117,10 @@ def _field_ok(f: Field, col: Column, what: Column, version: Column) -> Column:
         checks.append(col.rlike(_java_pattern(f.pattern)))
     if f.prefix is not None:
         checks.append(col.startswith(f.prefix) & (F.length(col) > len(f.prefix)))
-    if f.nonempty:
+    if f.type == "pairs":
+        checks.append(F.forall(col, _is_pair))
+        checks.append(F.size(col) > 0)
+    elif f.nonempty:
         checks.append(F.length(col) > 0)
     ok = col.isNull() | _all(checks) if checks else F.lit(True)
     if f.required == ALWAYS:
@@ -125,6 +128,18 @@ def _field_ok(f: Field, col: Column, what: Column, version: Column) -> Column:
     if f.required:
         return (col.isNotNull() | ~what.isin(*f.required)) & ok
     return ok
+
+
+def _is_pair(pair: Column) -> Column:
+    first, second = pair[0], pair[1]
+    return (
+        pair.isNotNull()
+        & (F.size(pair) == 2)
+        & first.isNotNull()
+        & second.isNotNull()
+        & (F.length(first) > 0)
+        & (F.length(second) > 0)
+    )
 
 
 def _all(columns: Sequence[Column]) -> Column:

@@ -97,7 +97,8 @@ def run_report(
     progress(_quality_line("metrics", metrics.quality))
     try:
         quality: dict[str, Quality] = {"events": events.quality, "metrics": metrics.quality}
-        written = _write_tables(spark, out, events.rows, metrics.rows, settings, progress, quality)
+        rows = tables.with_auto_acks(events.rows)
+        written = _write_tables(spark, out, rows, metrics.rows, settings, progress, quality)
         dests = [row.asDict() for row in written["destinations"].collect()]
         summary = _summary(dests, events.quality, metrics.quality)
         progress("writing report.html")

@@ -1,4 +1,4 @@
-"""Schema version 2 of stompd's exported files (and version 1, still read): the one source of truth.
+"""Schema version 3 of stompd's exported files (and versions 1 and 2, still read): the one source of truth.
 
 The broker's exporter writes, and the Spark jobs read, two kinds of JSON-lines files
 (README.md in this package is the prose contract; its field tables are generated from
@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, Final, Literal
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
-VERSION: Final = 2
+VERSION: Final = 3
 #: The oldest version a reader still accepts: v1 differs only in writing an ``ack:auto``
-#: delivery as a dispatch line and an ack line (v2: one ack line with ``auto``).
+#: delivery as a dispatch line and an ack line (v2: one ack line with ``auto``; v3: the
+#: deliveries made as the message was enqueued, in its enqueue line's ``auto_acked``).
 OLDEST_VERSION: Final = 1
 
-FieldType = Literal["int", "float", "str", "bool"]
+#: ``pairs``: a non-empty JSON array of two-string arrays (``[["consumer", "subscription"]]``).
+FieldType = Literal["int", "float", "str", "bool", "pairs"]
 Kind = Literal["events", "metrics"]
 KINDS: Final[tuple[Kind, ...]] = ("events", "metrics")
 
@@ -95,8 +97,8 @@ COMMON: Final = (
     Field(
         "v",
         "int",
-        f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} in older files, which "
-        'readers still accept (see "v1 → v2").',
+        f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} or 2 in older files, which "
+        'readers still accept (see "Older versions").',
         ALWAYS,
         minimum=OLDEST_VERSION,
         maximum=VERSION,
@@ -172,7 +174,8 @@ EVENT_FIELDS: Final = (
         "int",
         "Milliseconds since the message's enqueue (its arrival at the broker, "
         "wherever it is now): on ack the end-to-end latency, on dispatch the time it waited; "
-        "on expire and dead-letter its age.",
+        "on expire and dead-letter its age; on an enqueue with `auto_acked`, those deliveries' "
+        "latency (the time since the SEND arrived, which a transaction's COMMIT can make more than 0).",
         ("dispatch", "ack"),
         minimum=0,
     ),
@@ -184,6 +187,18 @@ EVENT_FIELDS: Final = (
         (),
         only_on=("ack",),
         since=2,
+    ),
+    Field(
+        "auto_acked",
+        "pairs",
+        "The deliveries on `ack:auto` subscriptions made as the message was enqueued (a queue's "
+        "consumer that keeps up, a topic's subscribers): `[consumer, subscription]` for each, in "
+        "the order they went out. Each stands for a dispatch and its ack at this line's ts with "
+        "its `latency_ms`, written instead of an `ack` line with `auto`. Absent when there were none.",
+        (),
+        nonempty=True,
+        only_on=("enqueue",),
+        since=3,
     ),
     Field(
         "redeliveries",
@@ -306,11 +321,13 @@ EVENT_DOCS: Final = {
     "enqueue": "The broker accepted a SEND for the destination (at COMMIT for a transacted SEND). One per "
     "destination a composite SEND reaches; a topic message is one enqueue however many subscribers get it.",
     "dispatch": "A MESSAGE frame went to a consumer (redeliveries too), except on an `ack:auto` "
-    "subscription in version 2 (an `ack` line with `auto` stands for both).",
+    "subscription from version 2 on (an `ack` line with `auto`, or an entry of an enqueue's "
+    "`auto_acked`, stands for both).",
     "ack": "The consumer is done with the message: an ACK (one per message a cumulative ACK covers; at "
-    "COMMIT for a transacted one). For `ack:auto`, the dispatch itself: version 2 writes one `ack` line "
-    "with `auto: true` for the dispatch and its ack, version 1 a dispatch line and an ack line with the "
-    "same ts. `latency_ms` is required.",
+    "COMMIT for a transacted one). For `ack:auto`, the dispatch itself: version 3 lists the deliveries "
+    "made as the message was enqueued in the enqueue line's `auto_acked` and writes one `ack` line with "
+    "`auto: true` for each later one (a backlog's), version 2 such an `ack` line for every one, version "
+    "1 a dispatch line and an ack line with the same ts. `latency_ms` is required.",
     "nack": "The consumer NACKed the message. A `redeliver` or a `dead-letter` follows.",
     "redeliver": "The message was put back for redelivery; `cause` says why.",
     "expire": "The message expired and was removed: dropped, or sent to `target` when it names a "
@@ -364,6 +381,7 @@ def spark_struct(kind: Kind, corrupt_column: str | None = None) -> StructType:
         "float": t.DoubleType(),
         "str": t.StringType(),
         "bool": t.BooleanType(),
+        "pairs": t.ArrayType(t.ArrayType(t.StringType())),
     }
     struct = t.StructType([t.StructField(f.name, spark_types[f.type], True) for f in FIELDS[kind]])
     if corrupt_column is not None:
@@ -413,6 +431,8 @@ def _checks_text(f: Field) -> str:
         checks.append(f"matches `^{f.pattern}$`")
     if f.prefix is not None:
         checks.append(f"starts with `{f.prefix}`, then at least one character")
+    if f.type == "pairs":
+        checks.append("an array of `[string, string]`, none of the strings empty")
     if f.nonempty:
         checks.append("not empty")
     if f.only_on is not None:

@@ -9,8 +9,10 @@ queue in ``target``; moves and dead letters also count where they arrive
 ack events. Times are UTC; a minute is ``floor(ts / 60000)``.
 
 Schema v2 writes an ``ack:auto`` delivery as one ``ack`` line with ``auto``; v1 as a
-dispatch line and an ack line.  Such a line counts as a dispatch too (``_is``), so the
-same workload gives the same tables in either version, and in a mixed input.
+dispatch line and an ack line; v3 lists those made as the message was enqueued in the
+enqueue line's ``auto_acked``, which ``with_auto_acks`` turns into v2's ack rows.  Such a
+row counts as a dispatch too (``_is``), so the same workload gives the same tables in
+every version, and in a mixed input.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ EVENT_COLUMNS: Final = (
     "consumer",
     "latency_ms",
     "auto",
+    "auto_acked",
     "cause",
     "target",
     "wait_ms",
@@ -115,8 +118,23 @@ def _sum(condition: Column, value: Column) -> Column:
     return F.coalesce(F.sum(F.when(condition, value)), F.lit(0))
 
 
+def with_auto_acks(events: DataFrame) -> DataFrame:
+    """The kept event rows, each entry of a v3 enqueue's ``auto_acked`` an ``ack`` row with
+    ``auto`` (as version 2 wrote it: the line's ts, latency and message fields, its
+    ``consumer``), and ``auto_acked`` itself gone."""
+    acks = (
+        events.where(F.col("auto_acked").isNotNull())
+        .withColumn("pair", F.explode("auto_acked"))
+        .withColumn("event", F.lit("ack"))
+        .withColumn("consumer", F.col("pair")[0])
+        .withColumn("auto", F.lit(True))
+        .drop("pair", "auto_acked")
+    )
+    return events.drop("auto_acked").unionByName(acks)
+
+
 def _is(event: str) -> Column:
-    """The rows that count as ``event``: a v2 ``ack`` line with ``auto`` is a dispatch too."""
+    """The rows that count as ``event``: an ``ack`` row with ``auto`` (v2, v3) is a dispatch too."""
     ev = F.col("event")
     if event == "dispatch":
         return (ev == "dispatch") | ((ev == "ack") & F.coalesce(F.col("auto"), F.lit(False)))

@@ -5,7 +5,7 @@ an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields
 by its C constructor; a leaner ``MessageEvent`` for enqueue, dispatch and ack) and a
 list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
-encodes what it gathered as JSON lines (schema version 2, spark_jobs/README.md) in one
+encodes what it gathered as JSON lines (schema version 3, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
 asked to stop) and appends them to the live file, what it found in one ``writev``, which
 releases the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
@@ -89,6 +89,9 @@ class Exporter(EventSink):
         #: The last message an event was about (kept alive until the next event, no
         #: longer), its seq then and its id (``_id``).
         self._id_of: Message | None = None
+        #: The last line if it is an enqueue, not yet encoded: its message's ack:auto
+        #: deliveries that follow at once (the same ms) go into its ``auto_acked``.
+        self._open: MessageEvent | None = None
         self._id_seq = 0
         self._last_id = ""
         #: Dropped on the loop (the queue was full); the writer thread counts what it lost
@@ -206,6 +209,9 @@ class Exporter(EventSink):
         return message_id
 
     def enqueued(self, message: Message) -> None:
+        # Encoded before, not after, the line goes in: it stays open for its deliveries.
+        if len(self._events) >= self._chunk:
+            self._encode()
         self._event_seq = seq = self._event_seq + 1
         prefix = message.id_prefix
         self._id_seq = id_seq = message.seq
@@ -213,19 +219,30 @@ class Exporter(EventSink):
         # Its dispatch may follow at once: the id is kept for it (``_id``).
         self._id_of = message
         self._last_id = message_id
-        events = self._events
-        events.append(
-            MessageEvent(
-                self._head, seq, self._clock.ms, "enqueue", message.destination, message_id,
-                len(message.body), message.priority, message.persistent, message.origin,
-            )
+        self._open = line = MessageEvent(
+            self._head, seq, self._clock.ms, "enqueue", message.destination, message_id,
+            len(message.body), message.priority, message.persistent, message.origin,
         )  # fmt: skip
-        if len(events) >= self._chunk:
-            self._encode()
+        self._events.append(line)
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
-        self._event_seq = seq = self._event_seq + 1
         now = self._clock.ms
+        line = self._open
+        if auto and line is not None and message is self._id_of and line.ts == now:
+            # An ack:auto delivery as the message is enqueued (a queue's consumer that
+            # keeps up, a topic's subscribers): an entry of the enqueue line's
+            # ``auto_acked`` (schema v3), not a line of its own.  A topic 1->4 message is
+            # one line instead of five, a queue's one instead of two.
+            auto_acked = line.auto_acked
+            if auto_acked is None:
+                arrived = message.arrived or message.timestamp
+                line.latency_ms = now - arrived if arrived and now > arrived else 0
+                line.auto_acked = [(consumer, subscription)]
+            else:
+                auto_acked.append((consumer, subscription))
+            return
+        self._open = None
+        self._event_seq = seq = self._event_seq + 1
         arrived = message.arrived or message.timestamp
         # 0 when the arrival is unknown, or the wall clock stepped back.
         latency = now - arrived if arrived and now > arrived else 0
@@ -234,9 +251,8 @@ class Exporter(EventSink):
         else:
             message_id = self._id(message)
         events = self._events
-        # ack:auto: one ``ack`` line with ``auto`` stands for the dispatch and its ack
-        # (schema v2), which happen together: a third fewer lines a queue message to
-        # build, encode, write and compress than a dispatch line and an ack line.
+        # A later ack:auto delivery (a backlog's): one ``ack`` line with ``auto`` stands
+        # for the dispatch and its ack, which happen together.
         events.append(
             MessageEvent(
                 self._head, seq, now, "ack" if auto else "dispatch", message.destination, message_id,
@@ -248,6 +264,7 @@ class Exporter(EventSink):
             self._encode()
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
+        self._open = None
         self._event_seq = seq = self._event_seq + 1
         events = self._events
         now = self._clock.ms
@@ -274,6 +291,7 @@ class Exporter(EventSink):
         cause: str | None = None,
         target: str | None = None,
     ) -> None:
+        self._open = None
         self._event_seq = seq = self._event_seq + 1
         self._put(
             Event(
@@ -358,6 +376,7 @@ class Exporter(EventSink):
         if not events:
             return
         self._events = []
+        self._open = None
         room = self._capacity - (self._queued - self._written)
         if room < len(events):
             keep = max(room, 0)

@@ -1,7 +1,7 @@
 """The export's lines and their writing: JSON lines encoded in C, a chunk at a time.
 
 An event line is an ``Event`` (or, for enqueue, dispatch and ack, a leaner
-``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 2,
+``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 3,
 spark_jobs/README.md) in its order.  The exporter builds one on the event
 loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``, never
 looked at by the garbage collector) and encodes a chunk of them with one
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.export")
 
-VERSION: Final = 2
+VERSION: Final = 3
 
 
 class Event(msgspec.Struct, omit_defaults=True, gc=False):
@@ -76,8 +76,10 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     is set, then released, with every line).  Positional: ``MessageEvent(head, seq,
     ts, event, destination, message_id, size, priority, persistent, producer,
     consumer, subscription, latency_ms[, auto])``.  ``auto=True`` on an ``ack`` line:
-    an ``ack:auto`` delivery, the one line for its dispatch and its ack (schema v2; left
-    False, it is not written).
+    an ``ack:auto`` delivery, the one line for its dispatch and its ack (left False, it is
+    not written).  ``auto_acked`` on an ``enqueue`` line: the ``ack:auto`` deliveries
+    made as the message was enqueued, ``(consumer, subscription)`` each, with the line's
+    ``latency_ms`` (schema v3: no line of their own).
     """
 
     v: msgspec.Raw
@@ -94,6 +96,7 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     subscription: str | None = None
     latency_ms: int | None = None
     auto: bool = False
+    auto_acked: list[tuple[str, str]] | None = None
 
 
 _ENCODER: Final = msgspec.json.Encoder()

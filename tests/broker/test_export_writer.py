@@ -80,7 +80,7 @@ def test_message_events_come_out_in_order_with_their_fields(tmp_path: Path) -> N
         (5, "enqueue"),
     ]
     assert lines[1] == {
-        "v": 2,
+        "v": VERSION,
         "run": "r.1",
         "seq": 2,
         "ts": TS + 2,
@@ -161,19 +161,66 @@ def test_the_exporter_says_each_message_id_as_it_is_at_the_event(tmp_path: Path)
     lines = [json.loads(line) for line in raw]
     assert [(line["seq"], line["event"], line["message_id"], line["size"]) for line in lines] == [
         (1, "enqueue", "ID:b-5", 1),
-        (2, "ack", "ID:b-5", 1),
-        (3, "enqueue", "ID:b-6", 2),
-        (4, "dispatch", "ID:b-5", 1),
-        (5, "ack", "ID:b-5", 1),
-        (6, "dispatch", "ID:b-9", 1),
-        (7, "ack", "an-id-of-its-own", 0),
-        (8, "dispatch", "an-id-of-its-own", 0),
+        (2, "enqueue", "ID:b-6", 2),
+        (3, "dispatch", "ID:b-5", 1),
+        (4, "ack", "ID:b-5", 1),
+        (5, "dispatch", "ID:b-9", 1),
+        (6, "ack", "an-id-of-its-own", 0),
+        (7, "dispatch", "an-id-of-its-own", 0),
     ]
-    # ack:auto: one line for the dispatch and its ack (schema v2), ``auto`` on it alone,
-    # also when json writes the line (the name msgspec refuses).
-    assert [line.get("auto") for line in lines] == [None, True, None, None, None, None, True, None]
-    assert lines[1] == {**lines[4], "seq": 2, "consumer": "c-1", "subscription": "s-1", "auto": True}
-    assert "producer" not in lines[6] and lines[6]["destination"] == '/queue/"\udcff'
+    # ack:auto as the message is enqueued: in the enqueue line (schema v3); without an
+    # enqueue before it, one line for the dispatch and its ack with ``auto``, also when
+    # json writes the line (the name msgspec refuses).
+    assert lines[0]["auto_acked"] == [["c-1", "s-1"]] and lines[0]["latency_ms"] == 0
+    assert [line.get("auto") for line in lines] == [None, None, None, None, None, True, None]
+    assert lines[5] == {**lines[6], "seq": 6, "event": "ack", "auto": True}
+    assert "producer" not in lines[5] and lines[5]["destination"] == '/queue/"\udcff'
+
+
+def test_auto_acks_as_a_message_is_enqueued_go_into_its_enqueue_line(tmp_path: Path) -> None:
+    """A topic's ack:auto subscribers, or a queue's consumer that keeps up: one line.
+
+    Only while the enqueue is the last line and its millisecond lasts: a delivery after
+    another line, or a millisecond later, is an ``ack`` line with ``auto`` of its own.
+    """
+    clock = Clock(TS)
+    engine = Engine(clock=clock, stores=memory_stores())
+    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter.start()
+    # m[2]'s enqueue fills a chunk: it is encoded with the next line, not at once.
+    exporter._chunk = 2
+    m = [Message(seq, f"ID:f-{seq}", "/topic/t", {}, b"body", origin="p-1") for seq in range(4)]
+    for each in m:
+        each.arrived = TS
+    m[0].arrived = TS - 3  # sent in a transaction, enqueued at its COMMIT
+    exporter.enqueued(m[0])
+    for sub in ("s-1", "s-2", "s-3"):
+        exporter.dispatched(m[0], f"c-{sub}", sub, True)
+    exporter.enqueued(m[1])
+    exporter.dispatched(m[1], "c-x", "x", False)  # ack:client closes the line
+    exporter.dispatched(m[1], "c-s-1", "s-1", True)
+    exporter.enqueued(m[2])
+    exporter.dispatched(m[2], "c-s-1", "s-1", True)
+    exporter.enqueued(m[3])
+    clock.ms += 1
+    exporter.dispatched(m[3], "c-s-1", "s-1", True)
+    exporter.close()
+    (path,) = tmp_path.glob("events-*.jsonl.gz")
+    raw = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+    assert [check_line("events", line) for line in raw] == [[]] * len(raw)
+    lines = [json.loads(line) for line in raw]
+    assert [(line["seq"], line["event"], line["message_id"], line.get("auto_acked")) for line in lines] == [
+        (1, "enqueue", "ID:f-0", [["c-s-1", "s-1"], ["c-s-2", "s-2"], ["c-s-3", "s-3"]]),
+        (2, "enqueue", "ID:f-1", None),
+        (3, "dispatch", "ID:f-1", None),
+        (4, "ack", "ID:f-1", None),
+        (5, "enqueue", "ID:f-2", [["c-s-1", "s-1"]]),
+        (6, "enqueue", "ID:f-3", None),
+        (7, "ack", "ID:f-3", None),
+    ]
+    assert lines[0]["latency_ms"] == 3 and lines[0]["ts"] == TS
+    assert "latency_ms" not in lines[1] and lines[3]["auto"] is True
+    assert (lines[6]["ts"], lines[6]["latency_ms"], lines[6]["auto"]) == (TS + 1, 1, True)
 
 
 def test_chunks_written_together_come_out_whole_and_in_order(tmp_path: Path) -> None:

@@ -88,12 +88,14 @@ def test_the_exporter_writes_the_expected_events_for_a_known_workload(tmp_path: 
     for e in events:
         by_message.setdefault(e.get("message_id", ""), []).append(e["event"])
     topic = next(e for e in events if e["destination"] == "/topic/t")
-    # ack:auto: one ack line with ``auto`` a subscriber (schema v2), no dispatch line.
-    assert by_message[topic["message_id"]] == ["enqueue", "ack", "ack"]
-    auto = [e for e in events if e["destination"] == "/topic/t" and e["event"] == "ack"]
-    assert {e["subscription"] for e in auto} == {"t1", "t2"}
-    assert all(e["auto"] is True and e["latency_ms"] >= 0 and e["v"] == 2 for e in auto)
-    assert all("auto" not in e for e in events if e["destination"] != "/topic/t")
+    # ack:auto subscribers as the message is enqueued: in its enqueue line (schema v3),
+    # no dispatch or ack line of their own.
+    assert by_message[topic["message_id"]] == ["enqueue"] and topic["v"] == 3
+    assert [pair[1] for pair in topic["auto_acked"]] == ["t1", "t2"]
+    (consumer_session,) = {pair[0] for pair in topic["auto_acked"]}  # one connection, two subscriptions
+    assert consumer_session != topic["producer"]
+    assert topic["latency_ms"] >= 0
+    assert all("auto_acked" not in e and "auto" not in e for e in events if e is not topic)
     queued = [e for e in events if e["destination"] == "/queue/q" and e["event"] == "enqueue"]
     first, second = (e["message_id"] for e in queued)
     assert by_message[first] == ["enqueue", "dispatch", "ack"]

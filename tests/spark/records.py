@@ -19,6 +19,9 @@ DESTINATIONS: Final = ("/queue/a", "/topic/prices.eu", "/temp-queue/x", "/queue/
 
 
 def _value_st(f: Field) -> st.SearchStrategy[Any]:
+    if f.type == "pairs":
+        name = st.text(min_size=1, max_size=12)
+        return st.lists(st.lists(name, min_size=2, max_size=2), min_size=1, max_size=4)
     if f.type == "bool":
         return st.booleans()
     if f.type == "float":
@@ -38,7 +41,8 @@ def _value_st(f: Field) -> st.SearchStrategy[Any]:
 
 
 def fits(f: Field, what: str, record: dict[str, Any]) -> bool:
-    """Whether a valid line with this event/type and version may carry ``f`` (``auto``: v2 acks)."""
+    """Whether a valid line with this event/type and version may carry ``f`` (``auto``: v2
+    and v3 acks; ``auto_acked``: v3 enqueues)."""
     version = record.get("v", f.since)
     return (f.only_on is None or what in f.only_on) and f.since <= version
 
@@ -74,6 +78,9 @@ def mutations(f: Field, required: bool) -> list[Any]:
         bad += ["1.5", False]
     elif f.type == "bool":
         bad += [1, "yes"]
+    elif f.type == "pairs":
+        bad += ["c1", [], ["c1", "s1"], [["c1"]], [["c1", "s1", "x"]]]
+        bad += [[["c1", ""]], [["", "s1"]], [[None, "s1"]]]
     if f.minimum is not None:
         bad.append(f.minimum - 1)
     if f.maximum is not None and f.maximum < schema.INT_MAX:
@@ -84,7 +91,7 @@ def mutations(f: Field, required: bool) -> list[Any]:
         bad += ["", "bad!chars"]
     if f.prefix is not None:
         bad += ["", f.prefix, "queue/no-slash"]
-    if f.nonempty:
+    if f.nonempty and f.type != "pairs":
         bad.append("")
     return bad
 
@@ -116,12 +123,17 @@ BAD_EVENT_LINES: Final = (
     ("null", "not a JSON object"),
     (_line().replace('"size": 10', '"size": NaN'), "not JSON"),
     (_line().replace('"', "'"), "not JSON"),
-    (_line(v=3), "v: 3 > 2"),
+    (_line(v=4), "v: 4 > 3"),
     (_line(v=0), "v: 0 < 1"),
-    (_line(auto=True), "auto: only on version 2 lines"),
+    (_line(auto=True), "auto: only on version 2 lines and later"),
     (_line(v=2, auto="true"), "auto: not a boolean"),
     (_line(v=2, auto=True, event="dispatch"), "auto: only on ack lines"),
     (_line(v=2, auto=True, event="enqueue"), "auto: only on ack lines"),
+    (_line(v=2, event="enqueue", auto_acked=[["c1", "s1"]]), "auto_acked: only on version 3 lines"),
+    (_line(v=3, auto_acked=[["c1", "s1"]]), "auto_acked: only on enqueue lines"),
+    (_line(v=3, event="enqueue", auto_acked=[]), "auto_acked: empty"),
+    (_line(v=3, event="enqueue", auto_acked=[["c1", "s1"], ["c2"]]), "auto_acked: ['c2'] is not a pair"),
+    (_line(v=3, event="enqueue", auto_acked={"c1": "s1"}), "auto_acked: not an array"),
     (_line(event="teleport"), "event: 'teleport' is not one of"),
     (_line(latency_ms=None), "latency_ms: missing"),
     (_line(consumer=None), "consumer: missing"),

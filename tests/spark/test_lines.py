@@ -25,6 +25,8 @@ T0 = 1_767_225_600_000
 
 
 def valid_value(f: Field, rnd: random.Random) -> Any:
+    if f.type == "pairs":
+        return [[rnd.choice(["ID-x-1", "c-7"]), rnd.choice(["0", "sub-ü"])] for _ in range(rnd.randint(1, 4))]
     if f.allowed is not None:
         return rnd.choice(f.allowed)
     if f.type == "bool":

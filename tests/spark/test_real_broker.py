@@ -53,9 +53,10 @@ def test_the_report_on_a_real_brokers_export_counts_the_workload(tmp_path: Path,
     summary = run_report(spark, ReportSettings((str(export),), str(tmp_path / "report")))
     assert len(summary["runs"]) == 1
     assert (summary["bad_lines"], summary["lost_events"]) == (0, 0)
-    # enqueue 28; queue: 22 dispatches, 20 acks, 2 nacks, 2 redeliveries; topic (ack:auto):
-    # 10 ack lines with ``auto``, each a dispatch and its ack (schema v2).
-    assert summary["events"] == 28 + 22 + 20 + 2 + 2 + 10
+    # enqueue 28; queue: 22 dispatches, 20 acks, 2 nacks, 2 redeliveries; topic (ack:auto,
+    # as each message was enqueued): no line of their own, 10 entries in the 5 enqueue
+    # lines' ``auto_acked`` (schema v3), each counted a dispatch and an ack.
+    assert summary["events"] == 28 + 22 + 20 + 2 + 2
     d = summary["destinations"]
     orders = d["/queue/orders"]
     assert (orders["enqueued"], orders["dispatched"], orders["dequeued"]) == (20, 22, 20)

@@ -1,7 +1,8 @@
-"""Schema v1 and v2 files of the same workload give the same report (spark_jobs/README.md,
-"v1 → v2"): v2 writes an ``ack:auto`` delivery as one ``ack`` line with ``auto``, v1 as
-a dispatch line and an ack line with the same ts; an operator's old exports, and a
-directory that holds both, are still read."""
+"""Schema v1, v2 and v3 files of the same workload give the same report
+(spark_jobs/README.md, "Older versions"): v2 writes an ``ack:auto`` delivery as one
+``ack`` line with ``auto``, v1 as a dispatch line and an ack line with the same ts, v3
+those made as the message is enqueued in its enqueue line's ``auto_acked``; an
+operator's old exports, and a directory that holds several, are still read."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ NAMED = ("destination", "consumer", "producer")
 def write_run(directory: Path, run: str, version: int, start: int, tag: str) -> int:
     """One broker run's events, as a broker of ``version`` writes them; returns the line count.
 
-    ``ack:auto`` on /queue/auto (one consumer) and /topic/t (two subscribers), a client ack
-    and a NACKed-then-redelivered message on /queue/client.  Every destination, consumer
+    ``ack:auto`` on /queue/auto (one consumer, later than the enqueue) and /topic/t (two
+    subscribers, as the message is enqueued: in a transaction, so with a latency), a
+    client ack and a NACKed-then-redelivered message on /queue/client.  Every destination, consumer
     and producer is named ``{tag}.`` something: one report reads every variant at once.
     """
     rec = Records(run, version=version)
@@ -59,9 +61,13 @@ def write_run(directory: Path, run: str, version: int, start: int, tag: str) -> 
     for i in range(TOPIC):
         ts = start + 500 + i * 1_000
         message = {"message_id": f"{run}-t-{i}", "size": 10, "priority": 4, "persistent": False}
+        if version >= 3:
+            acked = [[f"{tag}.{consumer}", consumer] for consumer in ("C1", "C2")]
+            emit(ts, "enqueue", "fanout", producer="P2", latency_ms=2 + i, auto_acked=acked, **message)
+            continue
         emit(ts, "enqueue", "fanout", producer="P2", **message)
         for consumer in ("C1", "C2"):
-            auto(ts + 2, "fanout", consumer, 2 + i, **message)
+            auto(ts, "fanout", consumer, 2 + i, **message)
     for i in range(3):
         ts = start + 900 + i * 1_000
         message = {"message_id": f"{run}-c-{i}", "size": 50, "priority": 4, "persistent": True}
@@ -81,17 +87,20 @@ def _untagged(value: Any, tag: str) -> Any:
     return value.replace(f"{tag}.", "") if isinstance(value, str) else value
 
 
-def test_v1_v2_and_mixed_exports_give_the_same_tables(spark: SparkSession, tmp_path: Path) -> None:
-    """Three exports of the same workload in one directory: two runs of v1, two of v2, and
-    one of each (a mixed directory); each export's rows, its tag taken off, are the same."""
-    versions = {"v1": (1, 1), "v2": (2, 2), "mixed": (1, 2)}
+def test_every_version_and_a_mix_give_the_same_tables(spark: SparkSession, tmp_path: Path) -> None:
+    """Four exports of the same workload in one directory: two runs of v1, two of v2, two
+    of v3, and a v1 run and a v3 one (a mixed directory); each export's rows, its tag
+    taken off, are the same."""
+    versions = {"v1": (1, 1), "v2": (2, 2), "v3": (3, 3), "mixed": (1, 3)}
     lines = {
         tag: write_run(tmp_path / "in", f"{tag}a", first, T0, tag)
         + write_run(tmp_path / "in", f"{tag}b", second, T0 + 600_000, tag)
         for tag, (first, second) in versions.items()
     }
-    # v2 writes one line fewer an ack:auto delivery: (30 + 10 * 2) a run.
+    # v2 writes one line fewer an ack:auto delivery: (30 + 10 * 2) a run; v3 none for the
+    # topic's, made as each message was enqueued (10 * 2 a run).
     assert lines["v1"] - lines["v2"] == 2 * (AUTO_QUEUE + 2 * TOPIC)
+    assert lines["v2"] - lines["v3"] == 2 * 2 * TOPIC
     output = tmp_path / "report"
     summary = run_report(spark, ReportSettings((str(tmp_path / "in"),), str(output)))
     assert summary["corrupt_lines"] == 0 and summary["events"] == sum(lines.values())
@@ -116,7 +125,7 @@ def test_v1_v2_and_mixed_exports_give_the_same_tables(spark: SparkSession, tmp_p
     assert [v2["/queue/fanout"][k] for k in ("enqueued", "dispatched", "dequeued")] == [20, 40, 40]
     assert [v2["/queue/client"][k] for k in ("dispatched", "dequeued", "nacked")] == [8, 6, 2]
     assert {"summary", "destinations", "consumers", "throughput_per_minute"} <= tables["v2"].keys()
-    assert tables["v1"] == tables["v2"] == tables["mixed"]
+    assert tables["v1"] == tables["v2"] == tables["v3"] == tables["mixed"]
 
 
 def test_auto_is_a_v2_ack_field() -> None:
