@@ -5,12 +5,16 @@ show that the counters and the event hooks cost nothing measurable with export o
 (``--base-export``: the older checkout with its export on too, to compare exporters).
 
 Each round starts a fresh broker per variant (its own data directory) and runs each
-scenario once; variants take turns within a round, so a neighbour's load on a shared
-machine spreads over all of them.  Prints every run, then the median per variant and
-scenario, and on/off and off/base ratios.  Beside each rate, the broker's CPU per message
-sent (its process and its children, such as an older checkout's export writer process,
-from /proc: µs of user + system time over the run, divided by the messages the producer
-sent): a figure the machine's other load moves far less than the rate.
+scenario once; variants take turns within a round, in reverse order every other round
+(a variant's place in the round matters on this host: up to 5 % between two builds of
+the same code), so a neighbour's load on a shared machine spreads over all of them.
+Prints every run, then the median per variant and scenario, and on/off and off/base
+ratios: the ratio of the medians, and the median of each round's own on/off (a round's
+runs are a minute apart at most, so the host's slow drift cancels out of it).  Beside
+each rate, the broker's CPU per message sent (its process and its children, such as an
+older checkout's export writer process, from /proc: µs of user + system time over the
+run, divided by the messages the producer sent): a figure the machine's other load
+moves far less than the rate.
 
 Run: ``python benchmarks/bench_observe.py [--base DIR [--base-export]] [--rounds 5] [--messages 100000]``.
 """
@@ -116,7 +120,7 @@ def main() -> None:
     results: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}
     for round_ in range(1, args.rounds + 1):
-        for name, code, export in variants:
+        for name, code, export in variants if round_ % 2 else variants[::-1]:
             with tempfile.TemporaryDirectory(prefix="bench-observe-") as tmp:
                 proc, port = start_broker(code, Path(tmp), export)
                 try:
@@ -140,7 +144,9 @@ def main() -> None:
     for scenario in scenarios:
         line = "  ".join(f"{name}: {medians[(name, scenario)]:>9,.0f}" for name, _, _ in variants)
         on_off = medians[("export on", scenario)] / medians[("export off", scenario)]
-        extra = f"  on/off {on_off:.3f}"
+        ons, offs = results[("export on", scenario)], results[("export off", scenario)]
+        paired = statistics.median(on / off for on, off in zip(ons, offs, strict=True))
+        extra = f"  on/off {on_off:.3f} (round by round {paired:.3f})"
         if args.base is not None:
             extra += f"  off/base {medians[('export off', scenario)] / medians[('base', scenario)]:.3f}"
         if ("base on", scenario) in medians:
