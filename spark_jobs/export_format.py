@@ -70,18 +70,21 @@ def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
             if is_required(f, what if isinstance(what, str) else None):
                 found.append(f"{f.name}: missing")
             continue
-        problem = _problem(f, value) or _misplaced(f, what, version)
+        problem = _problem(f, value) or _misplaced(f, record, what, version)
         if problem:
             found.append(f"{f.name}: {problem}")
     return found
 
 
-def _misplaced(f: Field, what: object, version: object) -> str | None:
-    """Why a field is not allowed on this line (its event, its version), if it is not."""
+def _misplaced(f: Field, record: Mapping[str, Any], what: object, version: object) -> str | None:
+    """Why a field is not allowed on this line (its event, its version, a field it needs
+    missing), if it is not."""
     if f.only_on is not None and what not in f.only_on:
         return f"only on {', '.join(f.only_on)} lines"
     if f.since > OLDEST_VERSION and (type(version) is not int or version < f.since):
         return f"only on version {f.since} lines and later"
+    if f.needs is not None and record.get(f.needs) is None:
+        return f"only with {f.needs}"
     return None
 
 

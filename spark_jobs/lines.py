@@ -101,8 +101,11 @@ def _java_pattern(pattern: str) -> str:
     return f"^(?:{pattern})\\z"
 
 
-def _field_ok(f: Field, col: Column, what: Column, version: Column) -> Column:
+def _field_ok(f: Field, parsed: Column, what: Column, version: Column) -> Column:
+    col = parsed[f.name]
     checks: list[Column] = []
+    if f.needs is not None:
+        checks.append(parsed[f.needs].isNotNull())
     if f.only_on is not None:
         checks.append(what.isin(*f.only_on))
     if f.since > OLDEST_VERSION:
@@ -153,7 +156,7 @@ def validity(kind: Kind, parsed: Column) -> Column:
     """True exactly when ``spark_jobs.export_format.problems`` finds nothing (strings aside)."""
     what = parsed[DISCRIMINATOR[kind]]
     checks = [parsed.isNotNull(), parsed[CORRUPT_COLUMN].isNull()]
-    checks += [_field_ok(f, parsed[f.name], what, parsed["v"]) for f in fields(kind)]
+    checks += [_field_ok(f, parsed, what, parsed["v"]) for f in fields(kind)]
     return F.coalesce(_all(checks), F.lit(False))
 
 

@@ -89,6 +89,8 @@ class Field:
     only_on: tuple[str, ...] | None = None
     #: The schema version that introduced the field: an older line with it is corrupt.
     since: int = OLDEST_VERSION
+    #: Another field a line with this one must carry (not null).
+    needs: str | None = None
 
 
 ALWAYS: Final = ("*",)
@@ -199,6 +201,7 @@ EVENT_FIELDS: Final = (
         nonempty=True,
         only_on=("enqueue",),
         since=3,
+        needs="latency_ms",
     ),
     Field(
         "redeliveries",
@@ -439,6 +442,8 @@ def _checks_text(f: Field) -> str:
         checks.append("only on " + ", ".join(f"`{what}`" for what in f.only_on) + " lines")
     if f.since > OLDEST_VERSION:
         checks.append(f"only on version {f.since} lines and later")
+    if f.needs is not None:
+        checks.append(f"only with `{f.needs}`")
     return " Valid: " + "; ".join(checks) + "." if checks else ""
 
 

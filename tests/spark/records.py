@@ -44,7 +44,8 @@ def fits(f: Field, what: str, record: dict[str, Any]) -> bool:
     """Whether a valid line with this event/type and version may carry ``f`` (``auto``: v2
     and v3 acks; ``auto_acked``: v3 enqueues)."""
     version = record.get("v", f.since)
-    return (f.only_on is None or what in f.only_on) and f.since <= version
+    needed = f.needs is None or record.get(f.needs) is not None
+    return (f.only_on is None or what in f.only_on) and f.since <= version and needed
 
 
 @st.composite
@@ -134,6 +135,10 @@ BAD_EVENT_LINES: Final = (
     (_line(v=3, event="enqueue", auto_acked=[]), "auto_acked: empty"),
     (_line(v=3, event="enqueue", auto_acked=[["c1", "s1"], ["c2"]]), "auto_acked: ['c2'] is not a pair"),
     (_line(v=3, event="enqueue", auto_acked={"c1": "s1"}), "auto_acked: not an array"),
+    (
+        _line(v=3, event="enqueue", auto_acked=[["c1", "s1"]], latency_ms=None),
+        "auto_acked: only with latency_ms",
+    ),
     (_line(event="teleport"), "event: 'teleport' is not one of"),
     (_line(latency_ms=None), "latency_ms: missing"),
     (_line(consumer=None), "consumer: missing"),
