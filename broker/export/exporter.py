@@ -291,7 +291,6 @@ class Exporter(EventSink):
         cause: str | None = None,
         target: str | None = None,
     ) -> None:
-        self._open = None
         self._event_seq = seq = self._event_seq + 1
         self._put(
             Event(
@@ -359,6 +358,8 @@ class Exporter(EventSink):
         )
 
     def _put(self, event: Event) -> None:
+        # Any other line closes the enqueue line: a delivery after it gets a line of its own.
+        self._open = None
         events = self._events
         events.append(event)
         if len(events) >= self._chunk:

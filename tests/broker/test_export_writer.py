@@ -245,3 +245,24 @@ def test_chunks_written_together_come_out_whole_and_in_order(tmp_path: Path) -> 
         seqs = [json.loads(line)["seq"] for line in raw.splitlines()]
         assert seqs == list(range(1, 61))
         assert len(paths) == files
+
+
+def test_a_line_between_closes_the_enqueue_line(tmp_path: Path) -> None:
+    """A producer's flow line after the enqueue: the delivery that follows is not folded
+    into a line that is no longer the last one."""
+    engine = Engine(clock=Clock(TS), stores=memory_stores())
+    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter.start()
+    message = Message(1, "ID:g-1", "/topic/t", {}, b"body", origin="p-1")
+    message.arrived = TS
+    exporter.enqueued(message)
+    exporter.flow_released("/topic/t", 4, "p-2", "space", 7)
+    exporter.dispatched(message, "c-1", "s-1", True)
+    exporter.close()
+    (path,) = tmp_path.glob("events-*.jsonl.gz")
+    lines = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    assert [(line["event"], "auto_acked" in line, line.get("auto")) for line in lines] == [
+        ("enqueue", False, None),
+        ("flow-release", False, None),
+        ("ack", False, True),
+    ]
