@@ -295,14 +295,15 @@ def tune_malloc(export: bool = False) -> None:
     record; capping the arenas keeps that memory reusable by the main thread instead
     of stranded in a per-thread arena.  Must run before any thread starts.
 
-    ``export``: the loop encodes the event lines in chunks of up to half a MB, which the
-    export's writer thread frees once written, several MB a second.  Under glibc's
-    dynamic thresholds what it freed went back to the kernel at once (the heap trimmed,
-    or a chunk its own mapping), and the loop took a page fault for each 4 KB of the
-    next chunks: 17,000 in a 200,000-message run against 440 with the export off
-    (benchmarks/README.md, "export").  Fixed thresholds keep up to
-    ``EXPORT_TRIM_THRESHOLD`` of it for the next chunks; the broker's ``malloc_trim``
-    every second still gives back what stays free.
+    ``export``: the loop encodes the event lines in chunks (``CHUNK`` lines: tens of KB;
+    half a MB when this was measured), which the export's writer thread frees once
+    written, several MB a second.  Under glibc's dynamic thresholds what it freed went
+    back to the kernel at once (the heap trimmed, or a chunk its own mapping), and the
+    loop took a page fault for each 4 KB of the next chunks: 17,000 in a 200,000-message
+    run against 440 with the export off (benchmarks/README.md, "export"; with schema v3's
+    chunks, 15 faults a 1,000 queue messages untuned against 10 tuned).  Fixed
+    thresholds keep up to ``EXPORT_TRIM_THRESHOLD`` of it for the next chunks; the
+    broker's ``malloc_trim`` every second still gives back what stays free.
     """
     libc = _libc()
     if libc is not None:
