@@ -155,7 +155,7 @@ class MessageStore(Protocol):
     ) -> None: ...
 
     def remove_messages(
-        self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, int]]
+        self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, int]], *, marks: bool = True
     ) -> None: ...
 
     def mark_dispatched(

@@ -20,7 +20,9 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
     b"x" dest  9-p seq     -> deliveries so far (big-endian, 1 byte or more; empty: 1):
                               the message has been dispatched (so it comes back
                               ``redelivered``, its count kept, after a restart); deleted
-                              with the message
+                              with the message.  The store's owner may say a first
+                              delivery in the message's own (opaque) value instead, and
+                              remove it with ``marks=False``
 
 Destination and subscription ids come from one counter, starting at 1; counter id 0
 is the scheduler's (``t`` records, all counted at priority 0).
@@ -474,8 +476,12 @@ class MessageStore:
         self._count(batch, dest_id, counters, added)
         self._stamp(batch)
 
-    def remove_messages(self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, int]]) -> None:
+    def remove_messages(
+        self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, int]], *, marks: bool = True
+    ) -> None:
         """Delete (priority, seq, size) messages; size is ``len(value)`` as stored.
+        ``marks=False``: none of them was given a dispatch mark (``mark_dispatched``), so
+        there is none to delete.
 
         Each must be stored (or submitted) and removed once: the counters trust it.
         """
@@ -485,7 +491,8 @@ class MessageStore:
         ops, pack, top = batch.ops, _ENTRY.pack, keys.MAX_PRIORITY
         for priority, seq, size in messages:
             ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = None
-            ops[pack(DISPATCHED, dest_id, top - priority, seq)] = None
+            if marks:
+                ops[pack(DISPATCHED, dest_id, top - priority, seq)] = None
             counts[priority] -= 1
             freed += size
         self._count(batch, dest_id, counters, -freed)

@@ -80,7 +80,8 @@ _CONTENT_LENGTH: Final = 1
 _IN_LOG: Final = 2
 _REDELIVERED: Final = 4
 _GROUPED: Final = 8
-_STORE_DEST_SHIFT: Final = 4
+_UNMARKED: Final = 16
+_STORE_DEST_SHIFT: Final = 5
 #: What a copy to another destination keeps (its deliveries and storage start afresh).
 _PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 
@@ -300,6 +301,16 @@ class Message:
     @in_log.setter
     def in_log(self, value: bool) -> None:
         self._flags = self._flags | _IN_LOG if value else self._flags & ~_IN_LOG
+
+    @property
+    def unmarked(self) -> bool:
+        """Its record in the message store says its one delivery (``dispatched_record``):
+        it has no dispatch mark beside it to delete."""
+        return bool(self._flags & _UNMARKED)
+
+    @unmarked.setter
+    def unmarked(self, value: bool) -> None:
+        self._flags = self._flags | _UNMARKED if value else self._flags & ~_UNMARKED
 
     @property
     def store_dest(self) -> int:

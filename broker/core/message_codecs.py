@@ -12,12 +12,14 @@ Python version that wrote it, so the format is our own and versioned.  Format 2 
 now): a fixed head (format, flags, the ``IN_HEAD`` integers, the byte length of each
 ``AS_STRING`` string and of the header block), then the strings as UTF-8, the header
 block as the message holds it (``header_block``: STOMP 1.2 escaped ``name:value``
-lines), then the body.  Format 1 (read still; stores written before it): a fixed head
-(format, flags, the ``IN_HEAD`` integers, header count), the ``AS_STRING`` strings and
-each header's name and value as length-prefixed UTF-8, then the body; it cost a dict
-of the headers and an encode per string each way (4.1 us a persistent SEND's record
-against 0.7 us for format 2).  Each field's ``stored`` metadata says which part holds
-it; priority and sequence live in the key.
+lines), then the body.  The flags: bit 0, the producer sent a content-length; bit 1,
+the message went to a consumer in the same batch that stored it (``dispatched_record``),
+so it counts one delivery without a dispatch mark.  Format 1 (read still; stores
+written before it): a fixed head (format, flags, the ``IN_HEAD`` integers, header
+count), the ``AS_STRING`` strings and each header's name and value as length-prefixed
+UTF-8, then the body; it cost a dict of the headers and an encode per string each way
+(4.1 us a persistent SEND's record against 0.7 us for format 2).  Each field's
+``stored`` metadata says which part holds it; priority and sequence live in the key.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ _HEAD = struct.Struct(">BB" + "q" * len(_HEAD_INTS) + "I" * (len(_STRINGS) + 1))
 # Format 1: format, flags, the head's integers, header count; then length-prefixed strings.
 _HEAD_1 = struct.Struct(">BB" + "q" * len(_HEAD_INTS) + "I")
 _LEN = struct.Struct(">I")
+#: Format 2's flags: a content-length; dispatched once, in the batch that stored it.
+_CONTENT_LENGTH_FLAG: Final = 1
+_DISPATCHED_FLAG: Final = 2
 
 
 class BadRecord(ValueError):
@@ -147,7 +152,7 @@ def to_store(message: Message) -> bytes:
     block = message.header_block
     head = _HEAD.pack(
         STORE_FORMAT,
-        1 if message.content_length else 0,
+        _CONTENT_LENGTH_FLAG if message.content_length else 0,
         message.expires,
         message.timestamp,
         len(message_id),
@@ -155,6 +160,21 @@ def to_store(message: Message) -> bytes:
         len(block),
     )
     return b"".join((head, message_id, destination, block, message.body))
+
+
+def dispatched_record(record: bytes) -> bytes:
+    """A format 2 record that also says its message has been dispatched once.
+
+    A message stored and dispatched in one batch needs no dispatch mark of its own (a
+    key written, then deleted with the message): both reach the disk together or not at
+    all, so the record can say it.
+    """
+    return b"%c%c%s" % (record[0], record[1] | _DISPATCHED_FLAG, record[2:])
+
+
+def stored_deliveries(record: bytes) -> int:
+    """The deliveries a record says its message had (``dispatched_record``): 0 or 1."""
+    return 1 if len(record) > 1 and record[0] == STORE_FORMAT and record[1] & _DISPATCHED_FLAG else 0
 
 
 def from_store(seq: int, priority: int, data: bytes) -> Message:
@@ -194,7 +214,7 @@ def from_store(seq: int, priority: int, data: bytes) -> Message:
         timestamp,
         True,
         find_header(block, GROUP_HEADER) if block else None,
-        bool(flags & 1),
+        bool(flags & _CONTENT_LENGTH_FLAG),
     )
 
 

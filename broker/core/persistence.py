@@ -36,7 +36,7 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Final
 
-from broker.core.message_codecs import BadRecord, from_store, to_store
+from broker.core.message_codecs import BadRecord, dispatched_record, from_store, stored_deliveries, to_store
 from store.api import Batch, Failed
 
 if TYPE_CHECKING:
@@ -69,10 +69,13 @@ class Persistence:
         "_drain_failures",
         "_durable_batches",
         "_failing",
+        "_fresh",
+        "_fresh_adds",
         "_held",
         "_later",
         "_later_shared",
         "_removes",
+        "_removes_unmarked",
         "_waiting",
         "disk",
         "failed",
@@ -91,6 +94,12 @@ class Persistence:
         # Per destination, gathered until ``submit``: one counters update per batch, not per message.
         self._adds: dict[int, list[tuple[int, int, bytes]]] = {}
         self._removes: dict[int, list[tuple[int, int, int]]] = {}
+        #: Removals of messages with no dispatch mark to delete (``Message.unmarked``).
+        self._removes_unmarked: dict[int, list[tuple[int, int, int]]] = {}
+        #: The message added last while its record is still in ``_adds``: the last of
+        #: ``_fresh_adds``, its queue's list there.
+        self._fresh: Message | None = None
+        self._fresh_adds: list[tuple[int, int, bytes]] = []
         self._held: list[Outbox] = []
         self._later: list[Message] = []
         self._later_shared: list[tuple[int, Message]] = []
@@ -121,7 +130,7 @@ class Persistence:
     def forget_destination(self, dest_id: int) -> None:
         """A deleted queue: its record goes with the next batch, so that a restart does
         not make it again (it holds nothing by now)."""
-        if self._adds or self._removes:
+        if self._adds or self._removes or self._removes_unmarked:
             # Its last removals may still be gathered here: the store must count them.
             self._gather()
         try:
@@ -184,6 +193,8 @@ class Persistence:
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
+        self._fresh = message
+        self._fresh_adds = adds
         if sender is not None:
             self.hold(sender)
 
@@ -217,9 +228,19 @@ class Persistence:
     def dispatched(self, message: Message, consumer: Outbox, auto: bool) -> None:
         """``message`` is about to be written to ``consumer`` (its delivery count is about to
         go up): record that first, with the count it is about to have."""
-        self.store.mark_dispatched(
-            self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
-        )
+        if message is self._fresh and not message.delivery_count:
+            # Its record is still to be written, with this batch: the record says it,
+            # and no mark is written, nor later deleted.  A persistent 1 -> 1 batch is
+            # half the keys: records and their deletes (benchmarks/README.md).
+            adds = self._fresh_adds
+            priority, seq, value = adds[-1]
+            adds[-1] = (priority, seq, dispatched_record(value))
+            message.unmarked = True
+        else:
+            self.store.mark_dispatched(
+                self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
+            )
+            message.unmarked = False
         self.hold(consumer)
         if auto:
             # Deleted only once this batch (and so its mark) is durable: ``submit`` passes
@@ -232,9 +253,10 @@ class Persistence:
         if not size:
             return
         message.store_size = 0
-        removes = self._removes.get(message.store_dest)
+        gathered = self._removes_unmarked if message.unmarked else self._removes
+        removes = gathered.get(message.store_dest)
         if removes is None:
-            removes = self._removes[message.store_dest] = []
+            removes = gathered[message.store_dest] = []
         removes.append((message.priority, message.seq, size))
         self.meter.release(size)
 
@@ -288,7 +310,7 @@ class Persistence:
 
     def submit(self) -> None:
         """Hand what was built so far to the store (from then on its reads see it)."""
-        if self._adds or self._removes:
+        if self._adds or self._removes or self._removes_unmarked:
             self._gather()
         if not self._batch and not self._held:
             return
@@ -317,8 +339,13 @@ class Persistence:
             store.add_messages(batch, dest_id, adds)
         for dest_id, removes in self._removes.items():
             store.remove_messages(batch, dest_id, removes)
+        for dest_id, removes in self._removes_unmarked.items():
+            store.remove_messages(batch, dest_id, removes, marks=False)
         self._adds = {}
         self._removes = {}
+        self._removes_unmarked = {}
+        self._fresh = None
+        self._fresh_adds = []
 
     def settle(self) -> bool:
         """Release what waited for batches that are durable now, and fail what waited for a
@@ -384,6 +411,9 @@ class _StoreReader:
 
 def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:
     message = from_store(seq, priority, value)
+    if not deliveries:
+        # No mark: the record may say it was dispatched once (``dispatched_record``).
+        deliveries = stored_deliveries(value)
     message.store_size = len(value)
     message.store_dest = dest_id
     if deliveries:

@@ -9,7 +9,16 @@ import pytest
 
 from broker.core import message as m
 from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
-from broker.core.message_codecs import BadRecord, from_store, from_swap, swap_needle, to_store, to_swap
+from broker.core.message_codecs import (
+    BadRecord,
+    dispatched_record,
+    from_store,
+    from_swap,
+    stored_deliveries,
+    swap_needle,
+    to_store,
+    to_swap,
+)
 
 PLACES = {m.IN_KEY, m.IN_HEAD, m.AS_FLAG, m.AS_STRING, m.AS_HEADERS, m.AS_BODY}
 PLACES |= {m.IMPLIED, m.IN_MARK, m.NOT_STORED}
@@ -118,6 +127,21 @@ def test_a_format_2_record_keeps_the_header_block_and_the_group(headers: dict[st
     back = from_store(3, 4, to_store(message))
     assert state(back) == state(message)
     assert back.header_block == message.header_block
+
+
+@pytest.mark.parametrize("content_length", [False, True])
+def test_a_record_that_says_its_dispatch_reads_back_the_same_message(content_length: bool) -> None:
+    message = Message(
+        3, "ID-x-3", "/queue/a", {"k": "v"}, b"b", persistent=True, content_length=content_length
+    )
+    record = to_store(message)
+    marked = dispatched_record(record)
+    # One bit of the flags byte, nothing else.
+    assert len(marked) == len(record)
+    assert [i for i, (a, b) in enumerate(zip(record, marked, strict=True)) if a != b] == [1]
+    assert state(from_store(3, 4, marked)) == state(from_store(3, 4, record))
+    assert (stored_deliveries(record), stored_deliveries(marked)) == (0, 1)
+    assert stored_deliveries(FORMAT_1) == stored_deliveries(b"") == 0
 
 
 def test_a_record_from_another_format_is_refused() -> None:

@@ -15,8 +15,9 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
 from store.api import Stores
+from store.keys import prefix_end
 from store.memory import memory_temp_store
-from store.persistent import MessageStore
+from store.persistent import DISPATCHED, MessageStore
 from store.worker import InlineWorker
 from tests.broker.harness import ListOutbox, Peer
 from tests.broker.test_swap import bodies, send
@@ -73,6 +74,60 @@ def test_a_message_goes_out_only_once_its_dispatch_is_recorded(stored: StoredEng
     assert consumer.received() == []
     stored.settle()
     assert [f.body for f in consumer.received()] == [b"x"]
+
+
+def dispatch_marks(stored: StoredEngine) -> list[bytes]:
+    stored.settle()
+    return [key for key, _ in stored.store.db.range(DISPATCHED, prefix_end(DISPATCHED), keys_only=True)]
+
+
+def test_a_message_dispatched_in_the_batch_that_stores_it_needs_no_mark_and_comes_back_redelivered(
+    tmp_path: Path,
+) -> None:
+    stored = StoredEngine(tmp_path / "store")
+    consumer, producer = Peer(stored.engine), Peer(stored.engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client"})
+    producer.send_frame("SEND", {"destination": "/queue/a", "persistent": "true"}, b"fresh")
+    # Its record says it went out: no mark beside it.
+    assert dispatch_marks(stored) == []
+    assert [(f.body, f.headers.get("redelivered")) for f in consumer.messages()] == [(b"fresh", None)]
+    # Stored first, dispatched in a later batch: the mark is written, as before.
+    producer.send_frame("SEND", {"destination": "/queue/b", "persistent": "true"}, b"backlog")
+    stored.settle()
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/b", "id": "2", "ack": "client"})
+    assert len(dispatch_marks(stored)) == 1
+    stored.close()
+
+    # Never acked: both come back after a restart, each counted as delivered once.
+    again = StoredEngine(tmp_path / "store")
+    consumer = Peer(again.engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client"})
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/b", "id": "2", "ack": "client"})
+    again.settle()
+    got = consumer.messages()
+    assert [(f.body, f.headers.get("redelivered")) for f in got] == [(b"fresh", "true"), (b"backlog", "true")]
+    for frame in got:
+        consumer.send_frame("ACK", {"id": frame.headers["ack"]})
+    assert dispatch_marks(again) == []
+    assert again.engine.usage.store.used == 0
+    again.close()
+
+
+def test_a_message_redelivered_in_the_batch_that_stores_it_gets_a_mark(stored: StoredEngine) -> None:
+    first, second, producer = Peer(stored.engine), Peer(stored.engine), Peer(stored.engine)
+    first.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client"})
+    producer.send_frame("SEND", {"destination": "/queue/a", "persistent": "true"}, b"x")
+    # Gone before the batch is durable: its message goes to the next consumer, in the
+    # same batch, as its second delivery.
+    first.send_frame("UNSUBSCRIBE", {"id": "1"})
+    second.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "2", "ack": "client"})
+    (mark,) = dispatch_marks(stored)
+    assert stored.store.db.get(mark) == bytes((2,))
+    (message,) = second.messages()
+    assert message.headers.get("redelivered") == "true"
+    second.send_frame("ACK", {"id": message.headers["ack"]})
+    assert dispatch_marks(stored) == []
+    assert stored.engine.usage.store.used == 0
 
 
 class StoreUsageAtRelease(ListOutbox):
