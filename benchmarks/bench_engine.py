@@ -2,8 +2,10 @@
 one auto-ack consumer on a queue (or topic), MESSAGE bytes built.  The hot path minus the
 event loop and the kernel, so that a change to it shows above the noise of a shared machine.
 
-Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x] [--secured]
-[--persistent] [--export]``.  ``--secured``: a user logs in and authorization entries are
+Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x]
+[--subscribers N] [--secured] [--persistent] [--export]``.  ``--subscribers``: that many
+auto-ack consumers (a topic's fan-out: ``--destination /topic/x --subscribers 4`` is
+topic 1->4).  ``--secured``: a user logs in and authorization entries are
 checked (broker/security).  ``--persistent``: ``persistent:true`` SENDs, every store write
 built as for LevelDB and then dropped by a committer that says each batch is durable at
 once (the core's own cost of persistence; the writer thread's is ``bench_persist_cpu.py``'s).
@@ -109,7 +111,12 @@ def cpu_with_children() -> float:
 
 
 def run(
-    destination: str, count: int, secured: bool = False, export: bool = False, persistent: bool = False
+    destination: str,
+    count: int,
+    secured: bool = False,
+    export: bool = False,
+    persistent: bool = False,
+    subscribers: int = 1,
 ) -> tuple[float, float]:
     """CPU seconds of the process and of this thread (the engine's) for ``count`` messages."""
     clock = Clock(int(time.time() * 1000))
@@ -122,11 +129,14 @@ def run(
         tmp = tempfile.TemporaryDirectory(prefix="bench-engine-")
         exporter = Exporter(ExportSettings(Path(tmp.name)), engine)
         exporter.start()
-    producer, consumer = CountingOutbox(), CountingOutbox()
-    sender, receiver = engine.open_session(producer), engine.open_session(consumer)
-    for session in (sender, receiver):
+    producer = CountingOutbox()
+    consumers = [CountingOutbox() for _ in range(subscribers)]
+    sender = engine.open_session(producer)
+    receivers = [engine.open_session(consumer) for consumer in consumers]
+    for session in (sender, *receivers):
         engine.handle(session, Frame("CONNECT", {"accept-version": "1.2", "login": "app", "passcode": "pw"}))
-    engine.handle(receiver, Frame("SUBSCRIBE", {"destination": destination, "id": "1"}))
+    for receiver in receivers:
+        engine.handle(receiver, Frame("SUBSCRIBE", {"destination": destination, "id": "1"}))
     engine.flush()
     headers = {"destination": destination, "content-length": "1024"}
     if persistent:
@@ -153,7 +163,9 @@ def run(
         tmp.cleanup()
     elapsed = cpu_with_children() - start
     elapsed_thread = time.thread_time() - start_thread
-    assert consumer.frames >= count // BATCH * BATCH, consumer.frames
+    delivered = sum(consumer.frames for consumer in consumers)
+    expected = count // BATCH * BATCH * (subscribers if destination.startswith("/topic/") else 1)
+    assert delivered >= expected, delivered
     return elapsed, elapsed_thread
 
 
@@ -161,6 +173,7 @@ def main() -> None:
     arguments = argparse.ArgumentParser(description=__doc__)
     arguments.add_argument("--messages", type=int, default=100_000)
     arguments.add_argument("--destination", default="/queue/bench")
+    arguments.add_argument("--subscribers", type=int, default=1)
     arguments.add_argument("--secured", action="store_true")
     arguments.add_argument("--persistent", action="store_true")
     arguments.add_argument("--export", action="store_true")
@@ -173,7 +186,14 @@ def main() -> None:
         if tune is not None:
             tune(export=True)
     runs = [
-        run(options.destination, options.messages, options.secured, options.export, options.persistent)
+        run(
+            options.destination,
+            options.messages,
+            options.secured,
+            options.export,
+            options.persistent,
+            options.subscribers,
+        )
         for _ in range(REPEATS)
     ]
     best, best_thread = min(runs)
@@ -183,7 +203,8 @@ def main() -> None:
     persistent = ", persistent" if options.persistent else ""
     export = ", export on" if options.export else ""
     thread = f"; engine thread {best_thread / options.messages * 1e6:.2f} us" if options.export else ""
-    what = f"{options.destination} SEND->MESSAGE, 1 KiB{secured}{persistent}{export}"
+    fan_out = f" to {options.subscribers} subscribers" if options.subscribers > 1 else ""
+    what = f"{options.destination} SEND->MESSAGE{fan_out}, 1 KiB{secured}{persistent}{export}"
     print(f"{what}: {rate:>10,.0f} msgs/s ({each:.2f} us each{thread})")
 
 

@@ -21,9 +21,12 @@ after the message has left ``source`` and before it is enqueued at ``target``.
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from broker.core.channel import Channel
     from broker.core.message import Message
 
 #: Upper bounds (inclusive, milliseconds) of the latency buckets; one more bucket (+Inf) follows.
@@ -47,6 +50,16 @@ class Latency:
         self.sum_ms += ms
 
 
+class Subscriber(Protocol):
+    """What a sink reads of a subscription (``subscription.Subscription``, a layer above)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def session(self) -> Channel: ...
+
+
 class EventSink:
     """Receives the core's message events; this base ignores them all (subclasses override).
 
@@ -58,6 +71,18 @@ class EventSink:
 
     def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
         """A MESSAGE frame went out; ``auto``: ack mode auto, so this is its ack too."""
+
+    def fanned_out(self, message: Message, subscriptions: Sequence[Subscriber]) -> None:
+        """A topic's ``message`` went out at once, as it was published, to each of
+        ``subscriptions`` (all ``ack:auto``), in that order: a ``dispatched`` each.
+
+        One call for the fan-out rather than one a subscriber, so that a sink can record
+        them together (the exporter: a topic 1->4 message's deliveries cost it one call).
+        ``subscriptions`` is the topic's own tuple when all of its subscribers took the
+        message, and the same object while they do not change.
+        """
+        for sub in subscriptions:
+            self.dispatched(message, sub.session.id, sub.id, True)
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
         """The consumer ACKed ``message`` (once per message a cumulative ACK covers)."""

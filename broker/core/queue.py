@@ -363,7 +363,7 @@ class Queue:
             stats.dequeued += 1
         if message.store_size:
             self.persistence.dispatched(message, sub.session.outbox, sub.auto)
-        sub.deliver(message)
+        sub.deliver(message, True)
 
     def _expire(self, message: Message) -> None:
         """An expired message taken from the cursor (with its hold)."""

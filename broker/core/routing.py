@@ -85,7 +85,7 @@ class Routing:
             target.enqueue(message)
         elif not self.durables.records:
             assert isinstance(target, Topic)
-            self.router.publish(target, message)
+            self.router.publish(target, message, self.observer.events)
         else:
             assert isinstance(target, Topic)
             durables = self.durables.matching(target.kind, target.bare)
@@ -94,7 +94,7 @@ class Routing:
                 if owed:
                     outbox = sender.outbox if sender is not None else None
                     self.persistence.add_shared(target.name, message, owed, outbox)
-            self.router.publish(target, message)
+            self.router.publish(target, message, self.observer.events)
             for durable in durables:
                 cursor = durable.keeping(message)
                 if cursor is not None:

@@ -17,6 +17,7 @@ DEFAULT_POLICY = DestinationPolicy()
 
 if TYPE_CHECKING:
     from broker.core.message import Message
+    from broker.core.observe import EventSink
     from broker.core.subscription import Subscription
     from broker.core.swap import Log
     from broker.core.usage import UsageMeter
@@ -112,11 +113,25 @@ class TopicRouter:
             topic._generation = self._generation
         return topic._subscribers
 
-    def publish(self, topic: Topic, message: Message) -> None:
+    def publish(self, topic: Topic, message: Message, events: EventSink | None = None) -> None:
+        """``message`` to every subscriber that accepts it: at once where it can take it, else
+        into its cursor.
+
+        ``events``: told of what went out at once after the fan-out, the ``ack:auto``
+        deliveries in one call (``EventSink.fanned_out``), then the others, so that the
+        event log has them together after the message's enqueue.
+        """
         stats = topic.stats
         stats.enqueued += 1
         message.meter = topic.meter
-        for sub in self.subscribers(topic):
+        subs = self.subscribers(topic)
+        went: list[Subscription] | None
+        acking: list[Subscription] | None
+        if events is None:
+            went = acking = None
+        else:
+            went, acking = [], []
+        for sub in subs:
             if not sub.accepts(message):
                 continue
             stats.dispatched += 1
@@ -124,9 +139,25 @@ class TopicRouter:
                 stats.dequeued += 1
             cursor = sub.cursor
             if not cursor.count and sub.ready:
-                sub.deliver(message)
+                if went is None:
+                    sub.deliver(message, True)
+                else:
+                    sub.deliver(message, False)
+                    if sub.auto:
+                        went.append(sub)
+                    else:
+                        assert acking is not None
+                        acking.append(sub)
             else:
                 cursor.push(message)
+        if events is not None:
+            if went:
+                # The topic's tuple when every subscriber took it: the sink may keep what
+                # it made of that (the same object until the subscriptions change).
+                events.fanned_out(message, subs if len(went) == len(subs) else went)
+            if acking:
+                for sub in acking:
+                    events.dispatched(message, sub.session.id, sub.id, False)
 
 
 def _order(sub: Subscription) -> tuple[str, int]:

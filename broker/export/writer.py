@@ -79,7 +79,8 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     an ``ack:auto`` delivery, the one line for its dispatch and its ack (left False, it is
     not written).  ``auto_acked`` on an ``enqueue`` line: the ``ack:auto`` deliveries
     made as the message was enqueued, ``(consumer, subscription)`` each, with the line's
-    ``latency_ms`` (schema v3: no line of their own).
+    ``latency_ms`` (schema v3: no line of their own); or that list's JSON, as the
+    exporter keeps it for a topic's subscribers (``msgspec.Raw``: written as it is).
     """
 
     v: msgspec.Raw
@@ -96,7 +97,7 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     subscription: str | None = None
     latency_ms: int | None = None
     auto: bool = False
-    auto_acked: list[tuple[str, str]] | None = None
+    auto_acked: list[tuple[str, str]] | msgspec.Raw | None = None
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -106,6 +107,14 @@ def line_head(run: str) -> msgspec.Raw:
     """A ``MessageEvent``'s ``v``: what follows ``"v":`` up to ``"seq"`` on each of the
     run's lines (``1,"run":"..."``)."""
     return msgspec.Raw(b"%d,%s:%s" % (VERSION, _ENCODER.encode("run"), _ENCODER.encode(run)))
+
+
+def encode_json(value: object) -> bytes | None:
+    """``value`` as JSON; None if msgspec refuses it (a lone surrogate: not UTF-8)."""
+    try:
+        return _ENCODER.encode(value)
+    except (UnicodeEncodeError, msgspec.EncodeError):
+        return None
 
 
 def encode_lines(events: Sequence[Event | MessageEvent]) -> bytes:
@@ -128,6 +137,10 @@ def _encode_one(event: Event | MessageEvent) -> bytes:
         # As omit_defaults does: ``auto`` only when true.
         if fields.get("auto") is False:
             del fields["auto"]
+        auto_acked = fields.get("auto_acked")
+        if type(auto_acked) is msgspec.Raw:
+            # Encoded already (always UTF-8 then): json writes it as the list it holds.
+            fields["auto_acked"] = msgspec.json.decode(auto_acked)
         head = fields.pop("v")
         # ``{"v":`` and the version (a MessageEvent's head: the run too), then the rest.
         text = json.dumps(fields, separators=(",", ":"), allow_nan=False)
