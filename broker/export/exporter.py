@@ -60,9 +60,6 @@ WAKE_S: Final = 0.05
 #: Structs are still in the core's L2 cache when encoded: 2,000 took twice the L2 misses
 #: a message (cachegrind with a 1 MB L2, benchmarks/README.md, "export").
 CHUNK: Final = 256
-#: Topics' subscriber tuples whose ``auto_acked`` the exporter keeps encoded; past this,
-#: it forgets them all (a tuple lasts until the broker's subscriptions change).
-FAN_OUTS: Final = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +105,10 @@ class Exporter(EventSink):
         self._open: MessageEvent | None = None
         self._id_seq = 0
         self._last_id = ""
-        #: A topic's subscriber tuple (``fanned_out``) -> (it, its ``auto_acked`` encoded);
-        #: and the last one used, looked at first.
-        self._fan_outs: dict[int, tuple[Sequence[Subscriber], msgspec.Raw]] = {}
+        #: The last topic subscriber tuple ``fanned_out`` was given, and its ``auto_acked``
+        #: encoded.  One only: it may hold subscriptions that have ended since (a tuple
+        #: lives until the topic's next publish after its subscriptions change), and one
+        #: is what a busy topic needs.
         self._fan_out: tuple[Sequence[Subscriber] | None, msgspec.Raw] = (None, msgspec.Raw(b""))
         #: Dropped on the loop (the queue was full); the writer thread counts what it lost
         #: (``Writer.lost``: failed writes) on its own, so no count has two writers.
@@ -284,8 +282,8 @@ class Exporter(EventSink):
 
     def fanned_out(self, message: Message, subscriptions: Sequence[Subscriber]) -> None:
         # A topic's ack:auto subscribers, as the message is published: its enqueue line's
-        # ``auto_acked``, encoded once for the topic's subscriber tuple and reused for
-        # every message until the subscriptions change (the pairs' JSON is the same), in
+        # ``auto_acked``, encoded once for the topic's subscriber tuple and reused while
+        # its messages follow each other and the subscriptions do not change, in
         # one call rather than a ``dispatched`` each: a topic 1->4 message's export cost
         # 28 % fewer instructions (benchmarks/README.md, "A topic's fan-out told once").
         line = self._open
@@ -303,10 +301,6 @@ class Exporter(EventSink):
 
     def _encoded_fan_out(self, subscriptions: Sequence[Subscriber]) -> msgspec.Raw | list[tuple[str, str]]:
         """``subscriptions`` as an ``auto_acked`` field's value, kept for a tuple."""
-        kept = self._fan_outs.get(id(subscriptions))
-        if kept is not None and kept[0] is subscriptions:
-            self._fan_out = kept
-            return kept[1]
         pairs = [(sub.session.id, sub.id) for sub in subscriptions]
         encoded = encode_json(pairs)
         if encoded is None:
@@ -314,9 +308,7 @@ class Exporter(EventSink):
             return pairs
         raw = msgspec.Raw(encoded)
         if type(subscriptions) is tuple:
-            if len(self._fan_outs) >= FAN_OUTS:
-                self._fan_outs.clear()
-            self._fan_out = self._fan_outs[id(subscriptions)] = (subscriptions, raw)
+            self._fan_out = (subscriptions, raw)
         return raw
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
