@@ -6,6 +6,8 @@ import inspect
 import sys
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from broker.core import message as m
 from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
@@ -195,6 +197,19 @@ def test_a_held_message_is_charged_no_less_than_the_objects_it_keeps() -> None:
     # Shared, not its own: the id's prefix (one per boot), the destination's name.
     assert type(message.id_prefix) is m.IdPrefix and message.id == "ID-boot-123456"
     assert Message(7, "ID-boot-7", "/queue/q", {}, b"").id_prefix is message.id_prefix
+
+
+# Names and values that need escaping (':', LF, CR, backslash) as often as not.
+_TEXT = st.text(alphabet=st.sampled_from("ab:\n\r\\é日"), max_size=6)
+
+
+@given(st.dictionaries(_TEXT, _TEXT, max_size=5))
+def test_any_headers_come_back_from_their_block(headers: dict[str, str]) -> None:
+    block = header_block(headers)
+    assert headers_of(block) == headers
+    assert block.count(b"\n") == len(headers)
+    for name, value in headers.items():
+        assert find_header(block, name) == value
 
 
 def test_the_header_block_reads_back_every_header_as_sent() -> None:
