@@ -80,7 +80,8 @@ class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):
     not written).  ``auto_acked`` on an ``enqueue`` line: the ``ack:auto`` deliveries
     made as the message was enqueued, ``(consumer, subscription)`` each, with the line's
     ``latency_ms`` (schema v3: no line of their own); or that list's JSON, as the
-    exporter keeps it for a topic's subscribers (``msgspec.Raw``: written as it is).
+    exporter keeps it for a topic's subscribers or a queue's consumer (``msgspec.Raw``:
+    written as it is).
     """
 
     v: msgspec.Raw

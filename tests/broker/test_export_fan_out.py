@@ -93,6 +93,26 @@ def test_a_topics_ack_auto_deliveries_are_its_enqueue_line_and_what_waits_a_line
     assert got == [["1", "2", "3", "4"]] * 3 + [["2", "3", "4"], ["3", "4"]]
 
 
+def test_a_queues_consumers_each_have_their_own_pair_in_the_enqueue_line(tmp_path: Path) -> None:
+    # A consumer's pair is kept encoded from one message to the next (the same ids);
+    # another consumer's is not taken for it.
+    engine, exporter = exporting(tmp_path)
+    producer, first, second = Peer(engine), Peer(engine), Peer(engine)
+    a = subscribe(first, "a", "/queue/q")
+    for n in range(4):
+        if n == 2:
+            b = subscribe(second, "b", "/queue/q")
+        producer.send_frame("SEND", {"destination": "/queue/q"}, b"x")
+    lines = event_lines(tmp_path, exporter)
+    took = {
+        frame.headers["message-id"]: pair
+        for peer, pair in ((first, a), (second, b))
+        for frame in peer.messages()
+    }
+    assert [line["auto_acked"] for line in lines] == [[took[line["message_id"]]] for line in lines]
+    assert sorted(map(tuple, took.values())) == [tuple(a)] * 3 + [tuple(b)]
+
+
 def test_a_fan_out_not_right_after_its_enqueue_is_a_line_for_each_delivery(tmp_path: Path) -> None:
     engine, exporter = exporting(tmp_path)
     first, second = Peer(engine), Peer(engine)
