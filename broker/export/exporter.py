@@ -294,15 +294,12 @@ class Exporter(EventSink):
     def _encoded_one(self, consumer: str, subscription: str) -> msgspec.Raw | list[tuple[str, str]]:
         """``auto_acked`` for one delivery, kept for the next message's (7 % of the export's
         instructions a queue 1->1 message, benchmarks/README.md)."""
-        pairs = [(consumer, subscription)]
-        encoded = encode_json(pairs)
-        if encoded is None:
-            # Not UTF-8 (a lone surrogate in an id): the line is written by ``json``.
-            return pairs
-        self._one_consumer = consumer
-        self._one_subscription = subscription
-        self._one = raw = msgspec.Raw(encoded)
-        return raw
+        value = _auto_acked([(consumer, subscription)])
+        if type(value) is msgspec.Raw:
+            self._one_consumer = consumer
+            self._one_subscription = subscription
+            self._one = value
+        return value
 
     def fanned_out(self, message: Message, subscriptions: Sequence[Subscriber]) -> None:
         # A topic's ack:auto subscribers, as the message is published: its enqueue line's
@@ -325,15 +322,10 @@ class Exporter(EventSink):
 
     def _encoded_fan_out(self, subscriptions: Sequence[Subscriber]) -> msgspec.Raw | list[tuple[str, str]]:
         """``subscriptions`` as an ``auto_acked`` field's value, kept for a tuple."""
-        pairs = [(sub.session.id, sub.id) for sub in subscriptions]
-        encoded = encode_json(pairs)
-        if encoded is None:
-            # Not UTF-8 (a lone surrogate in an id): the line is written by ``json``.
-            return pairs
-        raw = msgspec.Raw(encoded)
-        if type(subscriptions) is tuple:
-            self._fan_out = (subscriptions, raw)
-        return raw
+        value = _auto_acked([(sub.session.id, sub.id) for sub in subscriptions])
+        if type(value) is msgspec.Raw and type(subscriptions) is tuple:
+            self._fan_out = (subscriptions, value)
+        return value
 
     def acked(self, message: Message, consumer: str, subscription: str) -> None:
         self._open = None
@@ -499,3 +491,11 @@ class Exporter(EventSink):
             writer.tick()
         except Exception:
             log.exception("export: cannot write %d metric lines", len(rows))
+
+
+def _auto_acked(pairs: list[tuple[str, str]]) -> msgspec.Raw | list[tuple[str, str]]:
+    """``pairs`` as an ``auto_acked`` field's value: encoded (written as it is), or as they
+    are where msgspec refuses them (a lone surrogate in an id: the line is then written
+    by ``json``), and not to be kept."""
+    encoded = encode_json(pairs)
+    return pairs if encoded is None else msgspec.Raw(encoded)
