@@ -27,9 +27,9 @@ import bisect
 import functools
 import itertools
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
-from broker.core.swap import NOTHING, read_page
+from broker.core.swap import LEVELS, NOTHING, read_page
 from store.api import Failed
 
 if TYPE_CHECKING:
@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from broker.core.usage import UsageMeter
     from store.api import Outcome
 
-LEVELS = 10
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
+#: The disk arrays of a cursor that has never used the disk: shared, so a tuple, which
+#: fails loudly if anything writes to it before ``Cursor._disk_levels``.
+ZEROS = cast("list[int]", (0,) * LEVELS)
 #: Page the next batch in once memory holds fewer than this many, so dispatch rarely waits.
 PREFETCH_BELOW = 64
 
@@ -87,8 +89,10 @@ class Cursor:
         accepts: Callable[[Message], bool] | None = None,
         owner: CursorOwner | None = None,
     ) -> None:
-        self._levels: list[deque[Message]] = [deque() for _ in range(LEVELS)]
-        self._removed: set[int] = set()
+        # Made as they are first needed: an idle destination's cursor costs a few hundred
+        # bytes, not ten deques (issue 26: 100,000 destinations).
+        self._levels: list[deque[Message] | None] = [None] * LEVELS
+        self._removed: set[int] | None = None
         self.mem_count = 0
         self.mem_bytes = 0
         self.meter = meter
@@ -98,9 +102,11 @@ class Cursor:
         self.page_size: int | None = None
         #: For a topic subscription reading a shared log: which records are its own.
         self.accepts = accepts
-        self.disk_count = [0] * LEVELS
-        self.disk_lo = [0] * LEVELS
-        self.disk_hi = [0] * LEVELS
+        #: Per level: messages on disk and their sequence range (``ZEROS``, shared, until the
+        #: first goes there: ``_disk_levels``).
+        self.disk_count: list[int] = ZEROS
+        self.disk_lo: list[int] = ZEROS
+        self.disk_hi: list[int] = ZEROS
         self.disk_total = 0
         #: Bytes of the messages counted in ``disk_total`` that this cursor put there
         #: (what recovery found in the store is counted, not sized: it adds none).
@@ -150,9 +156,25 @@ class Cursor:
                 self._swapped_out(message)
                 return
         message.hold()
-        self._levels[priority].append(message)
+        level = self._levels[priority]
+        if level is None:
+            level = self._levels[priority] = deque()
+        level.append(message)
         self.mem_count += 1
         self.mem_bytes += message.size
+
+    def _level(self, priority: int) -> deque[Message]:
+        level = self._levels[priority]
+        if level is None:
+            level = self._levels[priority] = deque()
+        return level
+
+    def _disk_levels(self) -> None:
+        """The per-level disk arrays, made on the first use of the disk."""
+        if self.disk_count is ZEROS:
+            self.disk_count = [0] * LEVELS
+            self.disk_lo = [0] * LEVELS
+            self.disk_hi = [0] * LEVELS
 
     def _swapped_out(self, message: Message) -> None:
         size = message.size
@@ -172,12 +194,13 @@ class Cursor:
         return meter is None or meter.fits(message.size, self.high_water)
 
     def _on_disk(self, message: Message) -> None:
+        self._disk_levels()
         priority = message.priority
         seq = message.seq
         if not self.disk_count[priority]:
             self.disk_lo[priority] = seq
             if self._reader is not None:
-                self._reader.floors[priority] = seq
+                self._reader.set(priority, seq)
         elif seq < self.disk_lo[priority]:
             # Routing hands out sequences in order, so this is a bug: fail loudly
             # rather than lose track of what is on disk.
@@ -196,6 +219,8 @@ class Cursor:
     def recovered(self, source: StoreSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
         """Start with what the message store holds: counts per level, sequences up to ``hi``."""
         self.store_source = source
+        if any(counts):
+            self._disk_levels()
         for priority, n in enumerate(counts):
             if n:
                 self.disk_count[priority] = n
@@ -203,7 +228,7 @@ class Cursor:
                 self.disk_hi[priority] = hi
                 self.disk_total += n
                 if self._reader is not None:
-                    self._reader.floors[priority] = 0
+                    self._reader.set(priority, 0)
 
     def can_take(self, message: Message, temp: UsageMeter | None) -> bool:
         """Could ``push`` place this message now without passing a hard limit?"""
@@ -219,25 +244,25 @@ class Cursor:
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""
-        level = self._levels[message.priority]
+        level = self._level(message.priority)
         seq = message.seq
         self.mem_count += 1
         self.mem_bytes += message.size
-        if seq in self._removed:
+        # A level is in sequence order, so its place is found by bisection: a consumer with
+        # 10,000 messages in flight gives them back in O(n log n), not O(n^2).
+        if level and level[0].seq > seq:
+            # The usual case: older than everything pending.
+            level.appendleft(message)
+            return
+        removed = self._removed
+        if removed and seq in removed:
             # Taken lazily and never popped: its old slot is still in place, in order.
-            self._removed.discard(seq)
-            for i, pending in enumerate(level):
-                if pending.seq == seq:
-                    level[i] = message
-                    return
-        index = 0
-        # Returned messages are almost always older than everything pending, so this
-        # stops at once; it walks further only after selector-driven dispatch.
-        for pending in level:
-            if pending.seq > seq:
-                break
-            index += 1
-        level.insert(index, message)
+            removed.discard(seq)
+            index = bisect.bisect_left(level, seq, key=_seq)
+            if index < len(level) and level[index].seq == seq:
+                level[index] = message
+                return
+        level.insert(bisect.bisect_right(level, seq, key=_seq), message)
 
     # -- taking ------------------------------------------------------------------
 
@@ -264,8 +289,9 @@ class Cursor:
         removed = self._removed
         disk_count = self.disk_count
         disk_total = self.disk_total
+        levels = self._levels
         for priority in _TOP_DOWN:
-            level = self._levels[priority]
+            level = levels[priority]
             while level:
                 message = level.popleft()
                 if removed and message.seq in removed:
@@ -282,6 +308,8 @@ class Cursor:
 
     def remove(self, message: Message) -> None:
         """Take out a message met while iterating (lazy; its hold passes to the caller)."""
+        if self._removed is None:
+            self._removed = set()
         self._removed.add(message.seq)
         self.mem_count -= 1
         self.mem_bytes -= message.size
@@ -290,8 +318,11 @@ class Cursor:
         """Pending messages in memory, best first.  Safe against ``remove`` of the current one."""
         removed = self._removed
         for priority in _TOP_DOWN:
-            for message in tuple(self._levels[priority]):
-                if message.seq not in removed:
+            level = self._levels[priority]
+            if not level:
+                continue
+            for message in tuple(level):
+                if not removed or message.seq not in removed:
                     yield message
 
     def pending_after(self, priority: int, after: int, limit: int) -> list[Message]:
@@ -302,6 +333,8 @@ class Cursor:
         inserted in order), so the walk resumes by bisection, not from the head.
         """
         level = self._levels[priority]
+        if not level:
+            return []
         start = bisect.bisect_right(level, after, key=_seq)
         removed = self._removed
         out: list[Message] = []
@@ -316,17 +349,16 @@ class Cursor:
     def clear(self) -> list[Message]:
         """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
-        for level in self._levels:
-            level.clear()
-        self._removed.clear()
+        self._levels = [None] * LEVELS
+        self._removed = None
         self.skip = None
         self.mem_count = 0
         self.mem_bytes = 0
-        self.disk_count = [0] * LEVELS
+        self.disk_count = self.disk_lo = self.disk_hi = ZEROS
         self.disk_total = 0
         self.disk_bytes = 0
         if self._reader is not None:
-            self._reader.floors = [NOTHING] * LEVELS
+            self._reader.clear()
         return messages
 
     def close(self) -> list[Message]:
@@ -335,9 +367,10 @@ class Cursor:
         self.owner = None
         messages = self.clear()
         log = self.log
-        if self._reader is not None:
-            assert log is not None
-            log.remove_reader(self._reader)
+        reader = self._reader
+        if reader is not None:
+            self._reader = None
+            reader.log.remove_reader(reader)
         elif log is not None:
             log.drop()
         return messages
@@ -410,7 +443,8 @@ class Cursor:
         if self.closed:
             return
         accepts = self.accepts
-        level = self._levels[priority]
+        level = self._level(priority)
+        self._disk_levels()
         meter = self.meter
         skip = self.skip[priority] if self.skip is not None else None
         taken = taken_bytes = 0
@@ -441,7 +475,7 @@ class Cursor:
         reader = self._reader
         if reader is not None:
             assert log is not None
-            reader.floors[priority] = self.disk_lo[priority] if left else NOTHING
+            reader.set(priority, self.disk_lo[priority] if left else NOTHING)
             log.gc()
 
     def _wake(self) -> None:
@@ -471,7 +505,7 @@ class Cursor:
             self.disk_count[priority] -= 1
             self.disk_total -= 1
             if self._reader is not None and not self.disk_count[priority]:
-                self._reader.floors[priority] = NOTHING
+                self._reader.set(priority, NOTHING)
         self._swapped_in(1, message.size)
         return True
 

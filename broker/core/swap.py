@@ -40,6 +40,8 @@ ScanResult = tuple[list[tuple["Message", object]], list[int], int]
 
 #: A reader's floor at a priority where it has nothing on disk.
 NOTHING = 1 << 63
+#: Priority levels, 0-9 (JMS).
+LEVELS = 10
 
 
 class StoreSource(Protocol):
@@ -93,27 +95,102 @@ class SwapSpace:
 
 class LogReader:
     """One cursor of a shared log: the sequence its disk part starts at, per priority
-    (``NOTHING`` where it has none), as the cursor last reported it."""
+    (``NOTHING`` where it has none), as the cursor last reported it (``set``)."""
 
-    __slots__ = ("floors",)
+    __slots__ = ("floors", "log")
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.floors = [NOTHING] * LEVELS
+
+    def set(self, priority: int, floor: int) -> None:
+        old = self.floors[priority]
+        if old != floor:
+            self.floors[priority] = floor
+            self.log.floors_at(priority).move(old, floor)
+
+    def clear(self) -> None:
+        for priority in range(LEVELS):
+            self.set(priority, NOTHING)
+
+
+class Floors:
+    """The floors of one priority level over every reader of a shared log, and their
+    minimum, in O(log readers) per change: a count per floor value and a heap of the
+    values, whose stale entries go when they reach the top (or at a compaction)."""
+
+    __slots__ = ("counts", "heap")
 
     def __init__(self) -> None:
-        self.floors = [NOTHING] * 10
+        self.counts: dict[int, int] = {}
+        self.heap: list[int] = []
+
+    def move(self, old: int, new: int) -> None:
+        counts = self.counts
+        if old != NOTHING:
+            left = counts[old] - 1
+            if left:
+                counts[old] = left
+            else:
+                del counts[old]
+        if new != NOTHING:
+            had = counts.get(new, 0)
+            counts[new] = had + 1
+            if not had:
+                heap = self.heap
+                heapq.heappush(heap, new)
+                if len(heap) > 2 * len(counts) + 16:
+                    # Stale values above the minimum never reach the top while a slow
+                    # reader holds it down: rebuild from the live ones.
+                    self.heap = heap = list(counts)
+                    heapq.heapify(heap)
+
+    def lowest(self) -> int:
+        """The lowest floor any reader has (``NOTHING`` if none has one)."""
+        heap = self.heap
+        counts = self.counts
+        while heap and heap[0] not in counts:
+            heapq.heappop(heap)
+        return heap[0] if heap else NOTHING
 
 
 class Log:
-    __slots__ = ("_gc_floor", "_pending", "_pending_bytes", "_readers", "id", "shared", "space", "written_hi")
+    __slots__ = (
+        "_gc_floor",
+        "_pending",
+        "_pending_bytes",
+        "floors",
+        "id",
+        "readers",
+        "shared",
+        "space",
+        "written_hi",
+    )
 
     def __init__(self, space: SwapSpace, log_id: int, shared: bool) -> None:
         self.space = space
         self.id = log_id
         self.shared = shared
-        self._readers: list[LogReader] = []
+        #: How many cursors read this shared log.
+        self.readers = 0
+        #: Per priority, where its readers' disk parts start (a shared log's; made when
+        #: first needed, so an idle topic costs little).
+        self.floors: list[Floors | None] | None = None
         self._pending: list[tuple[int, int, int, bytes]] = []
         self._pending_bytes = 0
-        #: Highest sequence written, per priority (what ``gc`` may delete up to).
-        self.written_hi = [0] * 10
-        self._gc_floor = [0] * 10
+        #: A shared log's highest sequence written, per priority (what ``gc`` may delete
+        #: up to), and how far it has deleted (made at the first write).
+        self.written_hi: list[int] | None = None
+        self._gc_floor: list[int] | None = None
+
+    def floors_at(self, priority: int) -> Floors:
+        floors = self.floors
+        if floors is None:
+            floors = self.floors = [None] * LEVELS
+        at = floors[priority]
+        if at is None:
+            at = floors[priority] = Floors()
+        return at
 
     def append(self, message: Message) -> None:
         """Queue ``message`` to be written (once) to this log."""
@@ -126,8 +203,13 @@ class Log:
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
         self.space.memory.charge(len(data))
-        if message.seq > self.written_hi[message.priority]:
-            self.written_hi[message.priority] = message.seq
+        if self.shared:
+            written = self.written_hi
+            if written is None:
+                written = self.written_hi = [0] * LEVELS
+                self._gc_floor = [0] * LEVELS
+            if message.seq > written[message.priority]:
+                written[message.priority] = message.seq
 
     def flush(self) -> None:
         if not self._pending:
@@ -148,26 +230,32 @@ class Log:
 
     def add_reader(self) -> LogReader:
         """A cursor starts reading this shared log."""
-        reader = LogReader()
-        self._readers.append(reader)
-        return reader
+        self.readers += 1
+        return LogReader(self)
 
     def remove_reader(self, reader: LogReader) -> None:
         """A cursor is done with this shared log: collect what only it still needed."""
-        if reader in self._readers:
-            self._readers.remove(reader)
+        reader.clear()
+        self.readers -= 1
         self.gc()
 
     def gc(self) -> None:
-        """Delete what no reader of this shared log still needs."""
+        """Delete what no reader of this shared log still needs (O(levels x log readers))."""
+        written_hi = self.written_hi
+        done = self._gc_floor
+        if written_hi is None or done is None:
+            return
         store = self.space.store
-        for priority in range(10):
-            floor = self.written_hi[priority] + 1
-            for reader in self._readers:
-                floor = min(floor, reader.floors[priority])
-            if floor <= self._gc_floor[priority] or not self.written_hi[priority]:
+        floors = self.floors
+        for priority in range(LEVELS):
+            written = written_hi[priority]
+            if not written:
                 continue
-            self._gc_floor[priority] = floor
+            lowest = floors[priority] if floors is not None else None
+            floor = min(written + 1, lowest.lowest() if lowest is not None else NOTHING)
+            if floor <= done[priority]:
+                continue
+            done[priority] = floor
             self.flush()
             self.space.disk.submit(
                 functools.partial(store.delete_below, self.id, priority, floor), self._freed
