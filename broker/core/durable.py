@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from broker.core.cursor import Cursor
     from broker.core.message import Message
+    from broker.core.subscription import Subscription
 
 
 @dataclass(slots=True, eq=False)
@@ -47,6 +48,8 @@ class DurableSubscription:
     patterns: list[tuple[str, str]] = field(default_factory=list)
     #: The connection (session id) of the subscriber attached now, or None while it is away.
     subscriber: str | None = None
+    #: That subscriber's subscription.
+    attached: Subscription | None = None
     #: Its pending messages, kept from its first subscriber on (see the module docstring).
     cursor: Cursor | None = None
 
@@ -62,6 +65,7 @@ class DurableSubscription:
     def detach(self) -> None:
         """The subscriber left: its cursor stays, and takes new arrivals on disk only."""
         self.subscriber = None
+        self.attached = None
         if self.cursor is not None:
             self.cursor.detach()
 
@@ -71,9 +75,6 @@ class DurableSubscription:
         if cursor is None or self.subscriber is not None or not self.accepts(message):
             return None
         return cursor
-
-    def feeds_on(self, kind: str, bare: str) -> bool:
-        return any(k == kind and wildcards.matches(pattern, bare) for k, pattern in self.patterns)
 
     def same_as(self, destination: str, selector_text: str, no_local: bool) -> bool:
         return (self.destination, self.selector_text, self.no_local) == (destination, selector_text, no_local)
@@ -92,14 +93,21 @@ def decode(data: bytes) -> tuple[str, str, bool]:
 
 
 class DurableSubscriptions:
-    """Every durable subscription, by (client-id, name)."""
+    """Every durable subscription, by (client-id, name), and the topics each feeds on.
 
-    __slots__ = ("_feeds", "records")
+    ``matching`` finds a topic's durable subscriptions through a trie of their patterns
+    (its cost grows with the name's depth, not with the number of records), and keeps the
+    answer per topic until the records change (a generation, so a change costs O(1)).
+    """
+
+    __slots__ = ("_feeds", "_generation", "_tries", "records")
 
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], DurableSubscription] = {}
-        #: Topic name -> the durable subscriptions it feeds (cleared when records change).
-        self._feeds: dict[str, tuple[DurableSubscription, ...]] = {}
+        self._tries: dict[str, wildcards.WildcardTrie[DurableSubscription]] = {}
+        self._generation = 0
+        #: Topic name -> (generation, the durable subscriptions it feeds).
+        self._feeds: dict[str, tuple[int, tuple[DurableSubscription, ...]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.records)
@@ -109,16 +117,42 @@ class DurableSubscriptions:
 
     def add(self, durable: DurableSubscription) -> None:
         self.records[(durable.client_id, durable.name)] = durable
-        self._feeds.clear()
+        for kind, pattern in durable.patterns:
+            trie = self._tries.get(kind)
+            if trie is None:
+                trie = self._tries[kind] = wildcards.WildcardTrie()
+            trie.insert(pattern, durable)
+        self._generation += 1
 
     def remove(self, durable: DurableSubscription) -> None:
-        self.records.pop((durable.client_id, durable.name), None)
-        self._feeds.clear()
+        if self.records.pop((durable.client_id, durable.name), None) is None:
+            return
+        for kind, pattern in durable.patterns:
+            trie = self._tries.get(kind)
+            if trie is not None:
+                trie.remove(pattern, durable)
+        self._generation += 1
+
+    def forget(self, topic_name: str) -> None:
+        """A topic is gone: drop what was kept for it."""
+        self._feeds.pop(topic_name, None)
 
     def matching(self, kind: str, bare: str) -> tuple[DurableSubscription, ...]:
-        """The durable subscriptions topic ``kind`` + ``bare`` feeds."""
+        """The durable subscriptions topic ``kind`` + ``bare`` feeds, in the order they were made."""
         name = kind + bare
-        feeds = self._feeds.get(name)
-        if feeds is None:
-            feeds = self._feeds[name] = tuple(d for d in self.records.values() if d.feeds_on(kind, bare))
+        generation = self._generation
+        kept = self._feeds.get(name)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        trie = self._tries.get(kind)
+        if trie is None:
+            # No durable subscription on this kind (temporary topics never have one).
+            return ()
+        found = trie.match(bare)
+        feeds = tuple(sorted(found, key=_made)) if found else ()
+        self._feeds[name] = (generation, feeds)
         return feeds
+
+
+def _made(durable: DurableSubscription) -> int:
+    return durable.store_id

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from broker.core.errors import NoSpace, StoreFull
 from broker.core.observe import Observer
 from broker.core.queue import Queue
-from broker.core.session import CLOSING, ParkedSend
+from broker.core.session import CLOSING, ParkedCreate, ParkedSend
 from broker.core.topic import Topic
 from protocol import frames as f
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.scheduler import Scheduler
-    from broker.core.session import Session
+    from broker.core.session import Parked, Session
     from broker.core.settings import CoreSettings
     from broker.core.topic import TopicRouter
     from broker.core.usage import SystemUsage
@@ -116,7 +116,8 @@ class FlowControl:
         self.persistence = persistence
         self.scheduler = scheduler
         self.runner = runner
-        self._sessions: deque[Session] = deque()
+        #: Blocked sessions, oldest first (a dict: one leaves in O(1)).
+        self._sessions: dict[Session, None] = {}
         #: Parked SENDs whose connection closed before there was room for them.
         self.orphans: deque[ParkedSend] = deque()
         self.stats = FlowStats()
@@ -212,20 +213,31 @@ class FlowControl:
 
     # -- parking ------------------------------------------------------------------------
 
-    def park(self, session: Session, item: ParkedSend | f.Frame) -> None:
+    def park(self, session: Session, item: Parked) -> None:
         """``item`` waits, behind what ``session`` has parked already."""
         session.parked.append(item)
-        session.parked_bytes += item.size if isinstance(item, ParkedSend) else len(item.body)
+        session.parked_bytes += _size(item)
         self._block(session, item)
         if session.parked_bytes > self.settings.max_parked_bytes and not session.reading_paused:
             session.reading_paused = True
             session.outbox.pause_reading()
 
-    def _block(self, session: Session, item: ParkedSend | f.Frame) -> None:
+    def wait_to_create(self, session: Session, frame: f.Frame, cost: int) -> bool:
+        """``frame`` would make a destination there is no room for: it waits (True), or,
+        under sendFailIfNoSpace, is refused (False: the caller raises)."""
+        settings = self.settings
+        if settings.send_fail_if_no_space:
+            self.stats.failed_sends += 1
+            return False
+        timeout = settings.send_fail_if_no_space_after_timeout
+        self.park(session, ParkedCreate(frame, cost, self.clock.ms + timeout if timeout else 0))
+        return True
+
+    def _block(self, session: Session, item: Parked) -> None:
         if session.blocked_since is not None:
             return
         session.blocked_since = self.clock.ms
-        self._sessions.append(session)
+        self._sessions[session] = None
         self.stats.blocks += 1
         self.stats.blocked_now += 1
         log.info("flow control: blocking producer %s (%s)", session.id, self.why_full())
@@ -256,8 +268,7 @@ class FlowControl:
         if since is None:
             return
         session.blocked_since = None
-        if session in self._sessions:
-            self._sessions.remove(session)
+        self._sessions.pop(session, None)
         waited = max(self.clock.ms - since, 0)
         self.stats.blocked_now -= 1
         self.stats.blocked_ms += waited
@@ -291,6 +302,12 @@ class FlowControl:
                 self.scheduler.deliver(item.message, item.targets, session)
                 if item.receipt is not None:
                     session.send_receipt(item.receipt)
+            elif isinstance(item, ParkedCreate):
+                if not self.usage.memory.fits(item.cost):
+                    return
+                parked.popleft()
+                session.parked_bytes -= item.size
+                self._run_unparked(session, item.frame)
             else:
                 parked.popleft()
                 session.parked_bytes -= len(item.body)
@@ -320,7 +337,7 @@ class FlowControl:
         now = self.clock.ms
         for session in self:
             head = session.parked[0] if session.parked else None
-            if isinstance(head, ParkedSend) and head.deadline and head.deadline <= now:
+            if isinstance(head, (ParkedSend, ParkedCreate)) and head.deadline and head.deadline <= now:
                 self.stats.failed_sends += 1
                 exc = no_space_error(
                     f"still no room after {self.settings.send_fail_if_no_space_after_timeout} ms"
@@ -334,3 +351,7 @@ class FlowControl:
         session.parked.clear()
         session.parked_bytes = 0
         self._release(session, "disconnect")
+
+
+def _size(item: Parked) -> int:
+    return len(item.body) if isinstance(item, f.Frame) else item.size

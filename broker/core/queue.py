@@ -18,15 +18,21 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, cast
 
+from broker.core.consumers import NO_CONSUMERS, Consumers
 from broker.core.cursor import Cursor
 from broker.core.settings import DestinationPolicy
-from broker.core.swap import ScanResult, scan_disk
+from broker.core.swap import LEVELS, ScanResult, scan_disk
 from store.api import Failed
 
 #: Records one disk scan may read before it reports back (and the loop serves others).
 DISK_SCAN_BUDGET = 20_000
+#: Where a scan of the swapped part starts when nothing has been looked through (shared).
+NO_POSITIONS = (0,) * LEVELS
+NO_CONSUMERS_SEEN: frozenset[Subscription] = frozenset()
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from broker.core.clock import Clock
     from broker.core.message import Message
     from broker.core.observe import Observer
@@ -51,27 +57,32 @@ class QueueStats:
 
 class Queue:
     __slots__ = (
-        "_active",
         "_disk_scan_busy",
         "_disk_scan_failures",
         "_disk_scan_pos",
         "_disk_scanned_for",
+        "_group_owners",
         "_groups",
-        "_rr",
         "_scan",
         "clock",
         "consumers",
         "cursor",
+        "expire_due",
         "expired",
+        "footprint",
+        "grant_keys",
+        "idle_since",
         "meter",
         "name",
         "observer",
         "owner",
         "persistence",
         "policy",
+        "route_keys",
         "stats",
         "store_id",
         "stores",
+        "used",
     )
 
     def __init__(
@@ -100,8 +111,21 @@ class Queue:
         self.cursor = Cursor(meter, log, high_water=high_water, owner=self)
         self.cursor.name = name
         self.cursor.page_size = policy.page_size
-        self.consumers: list[Subscription] = []
+        #: Shared and empty while it has none (``NO_CONSUMERS``): an idle queue costs little.
+        self.consumers = NO_CONSUMERS
         self.stats = QueueStats()
+        #: Bytes charged to the memory meter while it exists (``Destinations.footprint``).
+        self.footprint = 0
+        #: Held a message or a consumer, or was made on purpose: kept while idle unless its
+        #: policy says gcInactiveDestinations (``gc``).
+        self.used = False
+        #: When its next expireMessagesPeriod sweep is due (0: none planned).
+        self.expire_due = 0
+        #: Since when (clock ms) housekeeping has found it idle (0: not idle).
+        self.idle_since = 0
+        #: Other names the route cache has it under, and the access decisions naming it.
+        self.route_keys: list[str] | None = None
+        self.grant_keys: list[tuple[str, str, str]] | None = None
         #: Where dispatch marks of its stored messages are written.
         self.persistence = persistence
         #: Its persistent messages are stored (not a temporary queue's: it dies with its connection).
@@ -110,15 +134,15 @@ class Queue:
         self.store_id = 0
         #: Where persistent messages found expired go, for ``settlement`` (shared by every queue).
         self.expired = expired
-        self._active: list[Subscription] = []
+        #: Message group -> the consumer it sticks to, and each owner's groups.
         self._groups: dict[str, Subscription] = {}
-        self._rr = 0
+        self._group_owners: dict[Subscription, list[str]] | None = None
         self._scan = False
         self._disk_scan_busy = False
         #: Failed scans in a row (a retry is scheduled while this is above zero).
         self._disk_scan_failures = 0
-        self._disk_scan_pos = [0] * 10
-        self._disk_scanned_for: frozenset[Subscription] = frozenset()
+        self._disk_scan_pos: Sequence[int] = NO_POSITIONS
+        self._disk_scanned_for: frozenset[Subscription] = NO_CONSUMERS_SEEN
 
     def __repr__(self) -> str:
         return f"<Queue {self.name} depth={self.cursor.count} consumers={len(self.consumers)}>"
@@ -126,30 +150,52 @@ class Queue:
     # -- consumers -------------------------------------------------------------
 
     def add_consumer(self, sub: Subscription) -> None:
-        self.consumers.append(sub)
-        self._recompute()
+        self.used = True
+        if self.consumers is NO_CONSUMERS:
+            self.consumers = Consumers()
+        self._changed(self.consumers.add(sub))
         self.dispatch()
 
     def remove_consumer(self, sub: Subscription) -> None:
-        if sub in self.consumers:
-            self.consumers.remove(sub)
-        for group, owner in list(self._groups.items()):
-            if owner is sub:
-                del self._groups[group]
-        self._recompute()
+        owners = self._group_owners
+        if owners is not None:
+            groups = self._groups
+            for group in owners.pop(sub, ()):
+                if groups.get(group) is sub:
+                    del groups[group]
+        consumers = self.consumers
+        replaced = consumers.remove(sub)
+        if not consumers:
+            # Nothing of the consumers that left stays referenced (nor the ring's memory).
+            self.consumers = NO_CONSUMERS
+            self._group_owners = None
+        self._changed(replaced)
 
-    def _recompute(self) -> None:
-        exclusive = [c for c in self.consumers if c.exclusive]
-        self._active = exclusive[:1] if exclusive else list(self.consumers)
-        for group, owner in list(self._groups.items()):
-            if owner not in self._active:
-                del self._groups[group]
-        self._scan = bool(self._groups) or any(c.selector is not None for c in self._active)
+    def _changed(self, replaced: bool) -> None:
+        """The consumers changed (``replaced``: an exclusive consumer took over, or left)."""
+        if replaced:
+            for group, owner in list(self._groups.items()):
+                if not self.consumers.is_active(owner):
+                    self._disown(group, owner)
+        self._scan = bool(self._groups) or self.consumers.selective > 0
         # A new set of consumers: what the swapped part holds must be looked at again.
-        self._disk_scan_pos = [0] * 10
-        self._disk_scanned_for = frozenset()
-        if self._rr >= len(self._active):
-            self._rr = 0
+        self._disk_scan_pos = NO_POSITIONS
+        self._disk_scanned_for = NO_CONSUMERS_SEEN
+
+    def _own(self, group: str, sub: Subscription) -> None:
+        self._groups[group] = sub
+        if self._group_owners is None:
+            self._group_owners = {}
+        self._group_owners.setdefault(sub, []).append(group)
+
+    def _disown(self, group: str, owner: Subscription) -> None:
+        del self._groups[group]
+        owners = self._group_owners
+        owned = owners.get(owner) if owners is not None else None
+        if owners is not None and owned is not None:
+            owned.remove(group)
+            if not owned:
+                del owners[owner]
 
     # -- messages --------------------------------------------------------------
 
@@ -180,12 +226,16 @@ class Queue:
         self.dispatch()
 
     def dispatch(self) -> None:
-        if not self.cursor.count or not self._active:
+        if not self.cursor.count or not self.consumers:
             return
         if self._scan:
             self._dispatch_scanning()
         else:
             self._dispatch_head()
+
+    def consumer_ready(self, sub: Subscription) -> None:
+        """``sub`` may take messages again (it pumps): dispatch looks at it again."""
+        self.consumers.ready_again(sub)
 
     def wake(self) -> None:
         """Its cursor has paged messages back in (``cursor.CursorOwner``)."""
@@ -217,7 +267,7 @@ class Queue:
         while True:
             self._scan_memory()
             cursor = self.cursor
-            if not cursor.disk_total or self._disk_scan_busy or not any(sub.ready for sub in self._active):
+            if not cursor.disk_total or self._disk_scan_busy or not self.consumers.any_ready():
                 return
             if not self._scan_disk() or self._disk_scan_busy:
                 # Nothing left to look at, or the scan is under way and resumes dispatch
@@ -228,8 +278,9 @@ class Queue:
         cursor = self.cursor
         now = self.clock.ms
         groups = self._groups
+        any_ready = self.consumers.any_ready
         for message in cursor:
-            if not any(sub.ready for sub in self._active):
+            if not any_ready():
                 return
             if message.expires and message.expires <= now:
                 cursor.remove(message)
@@ -247,7 +298,7 @@ class Queue:
             if sub is None:
                 continue
             if group is not None:
-                groups[group] = sub
+                self._own(group, sub)
             cursor.remove(message)
             self._deliver(sub, message)
 
@@ -265,14 +316,14 @@ class Queue:
         source = cursor.store_source
         if log is None and source is None:
             return False
-        candidates = [(sub, sub.accepts) for sub in self._active if sub.ready]
+        candidates = [(sub, sub.accepts) for sub in self.consumers.active() if sub.ready]
         if not candidates:
             return False
         # A consumer that was not ready during earlier scans has not seen what they
         # passed over: start again from the head for it.
         ready = frozenset(sub for sub, _ in candidates)
         if not ready <= self._disk_scanned_for:
-            self._disk_scan_pos = [0] * 10
+            self._disk_scan_pos = NO_POSITIONS
         self._disk_scanned_for = ready
 
         wanted = sum(64 if sub.auto else max(sub.prefetch - len(sub.inflight), 0) for sub, _ in candidates)
@@ -296,8 +347,8 @@ class Queue:
                     return sub
             return None
 
-        start = [max(self._disk_scan_pos[p], cursor.disk_lo[p]) for p in range(10)]
-        ends = [cursor.disk_hi[p] if cursor.disk_count[p] else -1 for p in range(10)]
+        start = [max(self._disk_scan_pos[p], cursor.disk_lo[p]) for p in range(LEVELS)]
+        ends = [cursor.disk_hi[p] if cursor.disk_count[p] else -1 for p in range(LEVELS)]
         if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
             return False
         self._disk_scan_busy = True
@@ -327,9 +378,9 @@ class Queue:
             sub = cast("Subscription", taker)
             message.meter = self.meter
             message.hold()
-            if sub in self._active and sub.ready:
-                if message.group is not None:
-                    self._groups.setdefault(message.group, sub)
+            if self.consumers.is_active(sub) and sub.ready:
+                if message.group is not None and message.group not in self._groups:
+                    self._own(message.group, sub)
                 self._deliver(sub, message)
             else:
                 cursor.push_returned(message)
@@ -340,16 +391,7 @@ class Queue:
 
     def _pick(self, message: Message | None) -> Subscription | None:
         """The next ready consumer in round-robin order (that takes ``message``, if given)."""
-        active = self._active
-        n = len(active)
-        start = self._rr
-        for i in range(n):
-            index = (start + i) % n
-            sub = active[index]
-            if sub.ready and (message is None or sub.accepts(message)):
-                self._rr = (index + 1) % n
-                return sub
-        return None
+        return self.consumers.pick(message)
 
     def _deliver(self, sub: Subscription, message: Message) -> None:
         """Deliver a message taken from the cursor (with its hold, released here)."""

@@ -38,6 +38,9 @@ class Source(Protocol):
     def dispatch(self) -> None:
         """Hand pending messages to the consumers that are ready."""
 
+    def consumer_ready(self, sub: Subscription) -> None:
+        """``sub`` may take messages again: dispatch is to look at it again."""
+
     def add_consumer(self, sub: Subscription) -> None: ...
 
     def remove_consumer(self, sub: Subscription) -> None: ...
@@ -197,6 +200,7 @@ class Subscription:
         for queue in self.queues:
             if not self.ready:
                 return
+            queue.consumer_ready(self)
             queue.dispatch()
 
     def wake(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core.settings import DestinationPolicy
-from broker.core.wildcards import WildcardTrie
+from broker.core.wildcards import WildcardTrie, is_wildcard
 
 #: Until the engine gives a topic its own (Destinations.topic).
 DEFAULT_POLICY = DestinationPolicy()
@@ -41,13 +41,18 @@ class Topic:
         "_generation",
         "_subscribers",
         "bare",
+        "footprint",
+        "grant_keys",
+        "idle_since",
         "kind",
         "log",
         "meter",
         "name",
         "owner",
         "policy",
+        "route_keys",
         "stats",
+        "used",
     )
 
     def __init__(self, kind: str, bare: str, owner: object = None) -> None:
@@ -61,6 +66,16 @@ class Topic:
         #: The session that owns a temporary topic (None for a normal topic).
         self.owner = owner
         self.stats = TopicStats()
+        #: Bytes charged to the memory meter while it exists (``Destinations.footprint``).
+        self.footprint = 0
+        #: Held a message or a consumer, or was made on purpose: kept while idle unless its
+        #: policy says gcInactiveDestinations (``gc``).
+        self.used = False
+        #: Since when (clock ms) housekeeping has found it idle (0: not idle).
+        self.idle_since = 0
+        #: Other names the route cache has it under, and the access decisions naming it.
+        self.route_keys: list[str] | None = None
+        self.grant_keys: list[tuple[str, str, str]] | None = None
         self._subscribers: tuple[Subscription, ...] = ()
         self._generation = -1
 
@@ -69,31 +84,57 @@ class Topic:
 
 
 class TopicRouter:
-    """Topic names to subscriptions, one trie per kind (``/topic/``, temp topics).
+    """Topic names to subscriptions, per kind (``/topic/``, temp topics).
 
-    Patterns are kept without their prefix, so ``>`` under ``/topic/`` can never match
-    a temporary topic.
+    A subscription to one concrete topic is kept in that topic's own set (``_exact``):
+    adding or removing it touches that topic alone, in O(1).  Wildcard patterns live in
+    a trie per kind; a change there bumps ``_wild_generation``, and each topic redoes
+    its wildcard match only when it is next published to.  Patterns are kept without
+    their prefix, so ``>`` under ``/topic/`` can never match a temporary topic.
     """
 
-    __slots__ = ("_generation", "_tries", "topics")
+    __slots__ = ("_exact", "_tries", "_wild_generation", "topics")
 
     def __init__(self) -> None:
+        self._exact: dict[str, dict[Subscription, None]] = {}
         self._tries: dict[str, WildcardTrie[Subscription]] = {}
-        self._generation = 0
+        self._wild_generation = 0
         self.topics: dict[str, Topic] = {}
 
     def subscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
-        trie = self._tries.get(kind)
-        if trie is None:
-            trie = self._tries[kind] = WildcardTrie()
-        trie.insert(pattern, sub)
-        self._generation += 1
+        if is_wildcard(pattern):
+            trie = self._tries.get(kind)
+            if trie is None:
+                trie = self._tries[kind] = WildcardTrie()
+            trie.insert(pattern, sub)
+            self._wild_generation += 1
+            return
+        name = kind + pattern
+        subs = self._exact.get(name)
+        if subs is None:
+            subs = self._exact[name] = {}
+        subs[sub] = None
+        topic = self.topics.get(name)
+        if topic is not None:
+            topic._generation = -1
+            topic.used = True
 
     def unsubscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
-        trie = self._tries.get(kind)
-        if trie is not None:
-            trie.remove(pattern, sub)
-        self._generation += 1
+        if is_wildcard(pattern):
+            trie = self._tries.get(kind)
+            if trie is not None:
+                trie.remove(pattern, sub)
+            self._wild_generation += 1
+            return
+        name = kind + pattern
+        subs = self._exact.get(name)
+        if subs is not None:
+            subs.pop(sub, None)
+            if not subs:
+                del self._exact[name]
+        topic = self.topics.get(name)
+        if topic is not None:
+            topic._generation = -1
 
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         name = kind + bare
@@ -106,12 +147,26 @@ class TopicRouter:
         return self.topics.pop(name, None)
 
     def subscribers(self, topic: Topic) -> tuple[Subscription, ...]:
-        if topic._generation != self._generation:
+        """Every subscription ``topic`` feeds: those on it by name, in the order they
+        came, then the wildcard ones that match it."""
+        if topic._generation != self._wild_generation:
+            exact = self._exact.get(topic.name)
             trie = self._tries.get(topic.kind)
-            matched = trie.match(topic.bare) if trie is not None else set()
-            topic._subscribers = tuple(sorted(matched, key=_order))
-            topic._generation = self._generation
+            matched = trie.match(topic.bare) if trie else None
+            if matched:
+                ordered = sorted(matched, key=_order)
+                topic._subscribers = (*exact, *ordered) if exact else tuple(ordered)
+            else:
+                topic._subscribers = tuple(exact) if exact else ()
+            topic._generation = self._wild_generation
         return topic._subscribers
+
+    def has_subscribers(self, topic: Topic) -> bool:
+        """Whether any subscription matches ``topic`` now (without building the list)."""
+        if topic.name in self._exact:
+            return True
+        trie = self._tries.get(topic.kind)
+        return trie is not None and len(trie) > 0 and bool(trie.match(topic.bare))
 
     def publish(self, topic: Topic, message: Message, events: EventSink | None = None) -> None:
         """``message`` to every subscriber that accepts it: at once where it can take it, else
