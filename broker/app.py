@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import gc
 import logging
 import signal
@@ -123,6 +124,7 @@ class Broker:
         self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
         self.engine = Engine(options.core, stores=stores, guard=options.guard)
+        self.engine.chores.wake = functools.partial(loop.call_soon, self._run_chores)
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
@@ -198,6 +200,14 @@ class Broker:
         self.engine.clock.set(time.time())
         self.engine.after_io(callback)
 
+    def _run_chores(self) -> None:
+        """A slice of the engine's big jobs, then the loop serves others before the next."""
+        engine = self.engine
+        engine.clock.set(time.time())
+        if engine.chores.run():
+            asyncio.get_running_loop().call_soon(self._run_chores)
+        engine.flush()
+
     def _store_failed(self, exc: BaseException) -> None:
         self.engine.persistence.store_failed(exc)
 
@@ -229,6 +239,8 @@ class Broker:
             await self.http.stop()
         if self._tick is not None:
             self._tick.cancel()
+        # What closing the connections left to do (their subscriptions end), all of it now.
+        self.engine.chores.run_all()
         self.engine.flush()
         if self.exporter is not None:
             # Its last snapshot and events written, its files rotated (a few ms of disk work).

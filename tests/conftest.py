@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -46,9 +48,22 @@ def on_broker(thread: BrokerThread, ask: Callable[[EngineAdminOps], T]) -> T:
 
     def run() -> None:
         try:
-            answer.set_result(ask(ops))
+            asked = ask(ops)
         except BaseException as exc:
             answer.set_exception(exc)
+            return
+        if not inspect.isawaitable(asked):
+            answer.set_result(asked)
+            return
+
+        async def wait() -> None:
+            try:
+                answer.set_result(await asked)
+            except BaseException as exc:
+                answer.set_exception(exc)
+
+        # The future keeps the task's outcome; the loop keeps the task until it is done.
+        answer.task = asyncio.ensure_future(wait())  # type: ignore[attr-defined]
 
     thread.call(run)
     return answer.result(timeout=10)

@@ -19,11 +19,13 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.core.acks import Acks
+from broker.core.chores import Chores
 from broker.core.clock import Clock
 from broker.core.connect import Connect, next_phase
 from broker.core.destinations import Destinations
 from broker.core.disk import Disk
 from broker.core.durable import DurableSubscriptions
+from broker.core.errors import NoRoomToCreate
 from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
 from broker.core.gc import Housekeeping
 from broker.core.guard import OpenGuard
@@ -44,7 +46,7 @@ from protocol import frames as f
 from protocol.errors import StompError, UnexpectedFrame, UnknownCommand
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from broker.core.channel import Outbox
     from broker.core.guard import Guard
@@ -71,12 +73,12 @@ class Engine:
         self.swap = SwapSpace(stores.temp, self.disk, usage.temp, usage.memory, settings.page_size)
         self.persistence = persistence = Persistence(stores.messages, usage.store, self.disk)
         self.guard = guard = guard or OpenGuard()
+        self.durables = durables = DurableSubscriptions()
         self.destinations = destinations = Destinations(
-            settings, clock, usage, self.swap, persistence, guard, observer
+            settings, clock, usage, self.swap, persistence, guard, durables, observer
         )
         self.queues = destinations.queues
         self.router = destinations.router
-        self.durables = durables = DurableSubscriptions()
         self.sessions: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
@@ -97,6 +99,8 @@ class Engine:
             settings, usage.memory, destinations, durables, persistence, routing, settlement
         )
         self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
+        #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
+        self.chores = Chores()
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
@@ -122,17 +126,24 @@ class Engine:
         return session
 
     def close_session(self, session: Session) -> None:
-        """The connection is gone: abort its transactions, give back what it held."""
+        """The connection is gone: abort its transactions, give back what it held.
+
+        Its subscriptions end in slices (``chores``): a connection with 10,000 of them
+        does not stall every other client while they go."""
         if self.sessions.pop(session.id, None) is None:
             return
         session.phase = CLOSING
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False
         self.transactions.close(session)
-        self.subscribing.close(session)
+        self.chores.add(self._tear_down(session))
+
+    def _tear_down(self, session: Session) -> Iterator[int]:
+        yield from self.subscribing.close(session)
         self.destinations.drop_temporaries(session)
         self.sending.close(session)
         self.flow.retry()
+        yield 1
 
     def recover(self) -> int:
         """Rebuild the stored queues from the message store's records (no message is read).
@@ -215,6 +226,12 @@ class Engine:
         receipt = frame.headers.get("receipt")
         try:
             after = handler(session, frame)
+        except NoRoomToCreate as exc:
+            # The frame would make a destination: it waits for room as a SEND does.
+            if self.flow.wait_to_create(session, frame, exc.cost):
+                return
+            exc.receipt_id = receipt
+            raise
         except StompError as exc:
             exc.receipt_id = receipt
             raise

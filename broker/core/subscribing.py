@@ -10,7 +10,7 @@ goes out before any MESSAGE: dispatch to it starts after the receipt.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from broker.core import names
 from broker.core.browsing import QueueBrowser
@@ -32,7 +32,7 @@ from protocol import frames as f
 from protocol.errors import MissingHeader
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from broker.core.destinations import Destinations
     from broker.core.durable import DurableSubscriptions
@@ -107,6 +107,9 @@ class Subscribing:
             if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
                 selector = _readable(guard, session.principal, selector)
                 filtered = True
+        # Before anything is made: a SUBSCRIBE that would make a destination there is no
+        # room for yet waits for it, as a SEND does (NoRoomToCreate).
+        self.destinations.make_room(session, destination)
         durable_name = durable_name_of(headers)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
@@ -168,6 +171,7 @@ class Subscribing:
         if self.destinations.guard.authorizing:
             # Browsing reads, as consuming does.
             self.destinations.authorize(session, READ, destination)
+        self.destinations.make_room(session, destination)
         queue = self.destinations.resolve(session, *targets[0])
         assert isinstance(queue, Queue)
         selector = compile_selector(selector_text).matches if selector_text else None
@@ -196,6 +200,7 @@ class Subscribing:
             raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
         durable = self.durables.get(client_id, name)
         if durable is not None:
+            self._let_go(durable)
             if durable.subscriber is not None:
                 raise DuplicateSubscription(
                     f"durable subscription {name!r} of client {client_id!r} is already active"
@@ -222,6 +227,7 @@ class Subscribing:
         """A durable subscriber's cursor: the one it kept since its last subscriber in this
         broker's lifetime, or a new one over what the store holds for it."""
         durable.subscriber = sub.session.id
+        durable.attached = sub
         sub.durable = durable
         high_water = self.destinations.policy_of(durable.destination).cursor_high_water
         cursor = durable.cursor
@@ -234,6 +240,13 @@ class Subscribing:
         owed = self.persistence.pending_of(durable.store_id)
         cursor.recovered(self.persistence.subscription_reader(durable.store_id), owed, self.routing.seq)
         return cursor
+
+    def _let_go(self, durable: DurableSubscription) -> None:
+        """A subscriber whose connection is closing (its subscriptions still ending, in
+        slices) lets go of ``durable`` now: it is no longer active to its next subscriber."""
+        sub = durable.attached
+        if sub is not None and sub.session.closing:
+            self.unsubscribe(cast("Session", sub.session), sub)
 
     def _remove_durable(self, durable: DurableSubscription) -> None:
         self.durables.remove(durable)
@@ -271,6 +284,7 @@ class Subscribing:
             durable = self.durables.get(session.client_id or "", durable_name)
             if durable is None:
                 raise UnknownSubscription(f"no durable subscription {durable_name!r} for this client-id")
+            self._let_go(durable)
             if durable.subscriber is not None:
                 raise DuplicateSubscription(f"durable subscription {durable_name!r} is active elsewhere")
             self._remove_durable(durable)
@@ -295,10 +309,15 @@ class Subscribing:
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
 
-    def close(self, session: Session) -> None:
-        """The connection is gone: each of its subscriptions ends."""
-        for sub in list(session.subscriptions.values()):
+    def close(self, session: Session) -> Iterator[int]:
+        """The connection is gone: each of its subscriptions ends, one step at a time
+        (a chore), each step's cost what it gave back."""
+        subscriptions = session.subscriptions
+        while subscriptions:
+            sub = next(iter(subscriptions.values()))
+            inflight = len(sub.inflight)
             self.unsubscribe(session, sub)
+            yield 1 + inflight // 16
 
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
