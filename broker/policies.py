@@ -3,7 +3,8 @@
 The entry that applies is ActiveMQ's choice (config.wildcards.choose: an exact name,
 else the most specific pattern), else the default entry; the loader has already filled
 what an entry leaves out from the default entry.  The core asks once per destination,
-when it is made (broker/core/destinations.py ``policy_of``).
+when it is made (broker/core/destinations.py ``policy_of``); destinations under the
+same entries share one policy object.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _KINDS: Final = {
 
 def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> DestinationPolicy:
     dead_letter = entry.dead_letter
+    scope = f"{entry.kind}://{entry.pattern}" if entry.kind is not None else ""
     individual = dead_letter.kind == "individual"
     return DestinationPolicy(
         producer_flow_control=entry.producer_flow_control,
@@ -48,6 +50,8 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         inactive_timeout_ms=entry.inactive_timeout_before_gc,
         expire_period_ms=entry.expire_messages_period,
         page_size=entry.max_page_size,
+        max_destinations=entry.max_destinations,
+        scope=scope,
     )
 
 
@@ -58,10 +62,18 @@ def resolver(
     if not policies.entries and not redelivery.entries:
         return None
 
+    # One policy object per pair of entries, shared by every destination they cover (and
+    # what ``maxDestinations`` counts by).
+    made: dict[tuple[int, int], DestinationPolicy] = {}
+
     def resolve(kind: str, name: str) -> DestinationPolicy:
         model_kind = _KINDS[kind]
         entry = choose(policies.entries, model_kind, name) or policies.default
         chosen = choose(redelivery.entries, model_kind, name) or redelivery.default
-        return destination_policy(entry, chosen)
+        key = (id(entry), id(chosen))
+        policy = made.get(key)
+        if policy is None:
+            policy = made[key] = destination_policy(entry, chosen)
+        return policy
 
     return resolve

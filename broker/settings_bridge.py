@@ -168,6 +168,7 @@ _APPLIED_ENTRY = frozenset(
         "queue_prefetch",
         "topic_prefetch",
         "dead_letter",
+        "max_destinations",
     }
 )
 #: The default entry's: prioritizedMessages is broker-wide (strict priority order always).

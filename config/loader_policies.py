@@ -49,6 +49,7 @@ _POLICY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     # ActiveMQ's setter has the typo; later versions accept the right spelling too.
     "inactiveTimoutBeforeGC": ("inactive_timeout_before_gc", duration),
     "inactiveTimeoutBeforeGC": ("inactive_timeout_before_gc", duration),
+    "maxDestinations": ("max_destinations", integer(-1)),
 }
 _REDELIVERY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "maximumRedeliveries": ("maximum_redeliveries", integer(-1)),

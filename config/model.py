@@ -170,6 +170,9 @@ class PolicyEntry:
     #: this long (ActiveMQ spells the attribute ``inactiveTimoutBeforeGC``).
     gc_inactive_destinations: bool = _setting(False, "gcInactiveDestinations")
     inactive_timeout_before_gc: int = _setting(60000, "inactiveTimoutBeforeGC", "ms")
+    #: How many destinations this entry may cover at once; past it, making another is
+    #: refused with an ERROR (-1: no limit).
+    max_destinations: int = _setting(-1, "maxDestinations")
     #: Fields the file set on this entry itself (the rest come from the default entry).
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     source: Origin = field(default=DEFAULT, compare=False)

@@ -62,7 +62,7 @@ class FakeOps:
         depth = len(self._queue(name))
         return DestinationInfo(name, "queue", depth, depth, 0, 0, 0, 0, 0, None, 0, 1 << 20, depth, 0, False)
 
-    def list_destinations(self) -> list[DestinationInfo]:
+    async def list_destinations(self) -> list[DestinationInfo]:
         return [self._info(name) for name in sorted(self.queues)]
 
     def destination(self, name: str) -> DestinationInfo:
@@ -72,10 +72,10 @@ class FakeOps:
         self.queues.setdefault(name, [])
         return self._info(name)
 
-    def subscriptions(self) -> list[SubscriptionInfo]:
+    async def subscriptions(self) -> list[SubscriptionInfo]:
         return []
 
-    def connections(self) -> list[ConnectionInfo]:
+    async def connections(self) -> list[ConnectionInfo]:
         return []
 
     def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:

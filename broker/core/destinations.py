@@ -2,22 +2,34 @@
 
 Each destination gets a memory meter (a child of the broker's) and a log in the temp
 store to swap to: a queue its own, a topic one shared by its subscribers' cursors.
+
+A destination costs RAM while it exists, message or not: what it costs
+(``footprint``, measured as a message's size is) is charged to the broker's memory
+meter from its making to its removal, so destinations cannot grow the broker past its
+memory limit however many names clients invent.  Before a SEND or SUBSCRIBE makes one
+(``make_room``) there must be room for it, as for a message, and its policy entry's
+``maxDestinations`` must not be reached.  Every operation here is O(1) per destination
+made or removed (nothing is rebuilt for all of them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Final
 
 from broker.core import names
 from broker.core.cursor import Cursor
-from broker.core.errors import InvalidDestination
+from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.guard import ADMIN, denied
-from broker.core.queue import Queue
-from broker.core.topic import Topic, TopicRouter
+from broker.core.queue import Queue, QueueStats
+from broker.core.swap import Log
+from broker.core.topic import Topic, TopicRouter, TopicStats
+from broker.core.usage import UsageMeter
 from broker.core.wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
+    from broker.core.durable import DurableSubscriptions
     from broker.core.guard import Guard
     from broker.core.message import Message
     from broker.core.observe import Observer
@@ -30,6 +42,35 @@ if TYPE_CHECKING:
 
 Destination = Queue | Topic
 _TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC)
+_MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
+
+# What an idle destination costs in RAM besides its name, as Python allocates it: its
+# objects (each with the collector's head, 16 bytes, where it has one), the list of its
+# cursor's levels, and its entries in the broker's dicts (the destinations by name, the
+# route cache: about 64 bytes each, with the tables' slack).
+_GC_HEAD: Final = 16
+_DICT_ENTRY: Final = 64
+_EMPTY_LEVELS: Final = sys.getsizeof([None] * 10)
+QUEUE_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, Log, UsageMeter))
+    + _EMPTY_LEVELS
+    + sys.getsizeof({})
+    + sys.getsizeof([])
+    + sys.getsizeof((None,))
+    + 2 * _DICT_ENTRY
+)
+TOPIC_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
+    + sys.getsizeof([])
+    + sys.getsizeof((None,))
+    + 2 * _DICT_ENTRY
+)
+
+
+def footprint(kind: str, name: str) -> int:
+    """What a destination of ``kind`` named ``name`` costs while it exists (charged to memory)."""
+    base = QUEUE_FOOTPRINT if kind in names.QUEUE_KINDS else TOPIC_FOOTPRINT
+    return base + sys.getsizeof(name)
 
 
 class Destinations:
@@ -41,9 +82,11 @@ class Destinations:
         swap: SwapSpace,
         persistence: Persistence,
         guard: Guard,
+        durables: DurableSubscriptions,
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer
+        self.durables = durables
         self.settings = settings
         self.guard = guard
         self.clock = clock
@@ -56,31 +99,38 @@ class Destinations:
         self.router = TopicRouter()
         self._routes: dict[str, tuple[Destination, ...]] = {}
         self._default_policy = settings.default_policy()
-        #: Full destination name (or subscription pattern) -> its policy, resolved once.
-        self._policies: dict[str, DestinationPolicy] = {}
+        #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
+        self._counted: dict[tuple[bool, str], int] = {}
+        #: What the destinations that exist cost, charged to the memory meter (``footprint``).
+        self.charged = 0
 
     # -- policies ----------------------------------------------------------------
 
     def policy_of(self, name: str) -> DestinationPolicy:
         """The policy for a full destination name (``/queue/A.B``; a wildcard pattern is
-        looked up as a name, as ActiveMQ does for a wildcard consumer)."""
-        policy = self._policies.get(name)
-        if policy is None:
-            resolve = self.settings.policies
-            if resolve is None:
-                policy = self._default_policy
-            else:
-                kind, bare = names.split_destination(name)[0]
-                policy = resolve(kind, bare)
-            self._policies[name] = policy
-        return policy
+        looked up as a name, as ActiveMQ does for a wildcard consumer): an existing
+        destination's own, else the one it would be made with."""
+        queue = self.queues.get(name)
+        if queue is not None:
+            return queue.policy
+        topic = self.router.topics.get(name)
+        if topic is not None and topic.meter is not None:
+            return topic.policy
+        return self._resolve(name)
+
+    def _resolve(self, name: str) -> DestinationPolicy:
+        resolve = self.settings.policies
+        if resolve is None:
+            return self._default_policy
+        kind, bare = names.split_destination(name)[0]
+        return resolve(kind, bare)
 
     # -- creation ----------------------------------------------------------------
 
     def queue(self, name: str, owner: object = None) -> Queue:
         queue = self.queues.get(name)
         if queue is None:
-            policy = self.policy_of(name)
+            policy = self._resolve(name)
             queue = Queue(
                 name,
                 self.clock,
@@ -93,15 +143,47 @@ class Destinations:
                 observer=self.observer,
             )
             self.queues[name] = queue
+            self._made(queue, names.QUEUE)
         return queue
 
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
-            topic.policy = policy = self.policy_of(topic.name)
+            topic.policy = policy = self._resolve(topic.name)
             topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
             topic.log = self.swap.new_log(shared=True)
+            self._made(topic, names.TOPIC)
         return topic
+
+    def _made(self, target: Destination, kind: str) -> None:
+        target.footprint = cost = footprint(kind, target.name)
+        self.usage.memory.charge(cost)
+        self.charged += cost
+        policy = target.policy
+        if policy.max_destinations >= 0:
+            key = (kind == names.QUEUE, policy.scope)
+            self._counted[key] = self._counted.get(key, 0) + 1
+
+    def _gone(self, target: Destination) -> None:
+        """``target`` is no longer a destination: its charge, count and cached routes go."""
+        self.usage.memory.release(target.footprint)
+        self.charged -= target.footprint
+        target.footprint = 0
+        policy = target.policy
+        if policy.max_destinations >= 0:
+            self._counted[(isinstance(target, Queue), policy.scope)] -= 1
+        routes = self._routes
+        routes.pop(target.name, None)
+        for alias in target.route_keys or ():
+            routes.pop(alias, None)
+        granted = self.guard.granted
+        for grant in target.grant_keys or ():
+            granted.discard(grant)
+
+    def used(self, target: Destination) -> None:
+        """An operator (or the store) made ``target`` on purpose: it is kept while idle,
+        as any destination that held a message or a consumer (``gc``)."""
+        target.used = True
 
     def temp_queue(self, session: Session, name: str) -> Queue:
         full = names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
@@ -121,41 +203,86 @@ class Destinations:
     def drop_temporaries(self, session: Session) -> None:
         """A connection is gone: its temporary destinations go with it."""
         for name in session.temp_queues:
-            self._policies.pop(name, None)
             queue = self.queues.pop(name, None)
             if queue is not None:
                 for consumer in list(queue.consumers):
                     queue.remove_consumer(consumer)
                 queue.close()
+                self._gone(queue)
         session.temp_queues.clear()
         for name in session.temp_topics:
-            self._policies.pop(name, None)
             topic = self.router.remove_topic(name)
             if topic is not None and topic.log is not None:
                 topic.log.drop()
+                self._gone(topic)
         session.temp_topics.clear()
 
     def remove(self, target: Destination) -> None:
         """Delete a destination (it must hold nothing and be used by nobody)."""
         name = target.name
         if isinstance(target, Queue):
-            if self.queues.get(name) is target:
-                del self.queues[name]
+            if self.queues.get(name) is not target:
+                return
+            del self.queues[name]
             target.close()
             if target.store_id:
                 # Else its (empty) record in the store would make it again at a restart.
                 self.persistence.forget_destination(target.store_id)
                 target.store_id = 0
         else:
-            if self.router.topics.get(name) is target:
-                self.router.remove_topic(name)
+            if self.router.topics.get(name) is not target:
+                return
+            self.router.remove_topic(name)
+            self.durables.forget(name)
             if target.log is not None:
                 target.log.drop()
-        self._policies.pop(name, None)
         # Cached routes name it, and so may granted decisions: it must be made (and
         # allowed to be made) again.
-        self._routes.clear()
-        self.guard.granted.clear()
+        self._gone(target)
+
+    def make_room(self, session: Session, destination: str) -> None:
+        """Before a frame that may make destinations (SEND, SUBSCRIBE): raise
+        ``TooManyDestinations`` if one would pass its policy entry's ``maxDestinations``,
+        ``NoRoomToCreate`` if the memory limit has no room for what they cost."""
+        if destination in self._routes:
+            return
+        cost = 0
+        for kind, name in names.split_destination(destination):
+            if kind not in _MADE_HERE or self._exists(session, kind, name):
+                continue
+            full = self._full_name(session, kind, name)
+            policy = self._resolve(full)
+            if policy.max_destinations >= 0:
+                self._check_max(kind in names.QUEUE_KINDS, policy)
+            cost += footprint(kind, full)
+        if cost and not self.usage.memory.fits(cost):
+            raise NoRoomToCreate(
+                f"no room to make {destination}: memory usage is at {self.usage.memory.percent:.0f}% "
+                "of its limit",
+                cost,
+            )
+
+    def _check_max(self, queue: bool, policy: DestinationPolicy) -> None:
+        scope = policy.scope
+        if scope:
+            made = self._counted.get((queue, scope), 0)
+        else:
+            # The default entry's limit counts every destination of the kind, as ActiveMQ's.
+            made = len(self.queues) if queue else len(self.router.topics)
+        if made >= policy.max_destinations:
+            where = f" for the policy {scope}" if scope else ""
+            raise TooManyDestinations(
+                f"The maximum number of destinations allowed ({policy.max_destinations}){where} "
+                "has already been reached."
+            )
+
+    @staticmethod
+    def _full_name(session: Session, kind: str, name: str) -> str:
+        if kind == names.TEMP_QUEUE:
+            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+        if kind == names.TEMP_TOPIC:
+            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
+        return kind + name
 
     # -- resolution --------------------------------------------------------------
 
@@ -199,8 +326,15 @@ class Destinations:
                 if not guard.allows(principal, ADMIN, kind, name):
                     raise denied(principal, ADMIN, kind + name)
         # Only once every part exists: until then each use must still be allowed to create.
+        # Each part keeps the decision's key, which its removal takes back (``_gone``).
         if complete:
             guard.granted.add(key)
+            for kind, name in names.split_destination(destination):
+                target = self._existing(session, kind, name)
+                if target is not None:
+                    if target.grant_keys is None:
+                        target.grant_keys = []
+                    target.grant_keys.append(key)
 
     def _exists(self, session: Session, kind: str, name: str) -> bool:
         if kind == names.QUEUE:
@@ -214,6 +348,12 @@ class Destinations:
         # Another connection's: never made by this one (resolve says if it is gone).
         return True
 
+    def _existing(self, session: Session, kind: str, name: str) -> Destination | None:
+        full = self._full_name(session, kind, name)
+        if kind in names.QUEUE_KINDS:
+            return self.queues.get(full)
+        return self.router.topics.get(full)
+
     def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
         targets = self._routes.get(destination)
         if targets is not None:
@@ -222,6 +362,12 @@ class Destinations:
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self._routes[destination] = targets
+            # Each target keeps the other names it is cached under, for its removal.
+            for target in targets:
+                if target.name != destination:
+                    if target.route_keys is None:
+                        target.route_keys = []
+                    target.route_keys.append(destination)
         return targets
 
     def advertise_temp(self, session: Session, reply_to: str) -> str:
@@ -243,5 +389,5 @@ class Destinations:
             high_water = topic.policy.cursor_high_water
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
         kind, pattern = patterns[0]
-        high_water = self.policy_of(kind + pattern).cursor_high_water
+        high_water = self._resolve(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)

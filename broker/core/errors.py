@@ -60,6 +60,21 @@ class StoreFull(NoSpace):
     summary = "store full"
 
 
+class NoRoomToCreate(NoSpace):
+    """A SEND or SUBSCRIBE would make a destination, and the memory limit has no room for
+    what a destination costs: it waits for room (flow control), or is refused."""
+
+    def __init__(self, message: str, cost: int) -> None:
+        super().__init__(message)
+        self.cost = cost
+
+
+class TooManyDestinations(BrokerError):
+    """A policy entry's ``maxDestinations`` are all made (ActiveMQ's IllegalStateException)."""
+
+    summary = "too many destinations"
+
+
 class StoreFailed(BrokerError):
     summary = "message store failed"
 

@@ -1,17 +1,24 @@
-"""Housekeeping on the engine's tick: expireMessagesPeriod, and gcHousekeeping.
+"""Housekeeping on the engine's tick: expireMessagesPeriod, and collecting idle destinations.
 
 Every queue is swept for expired messages in memory each ``expire_period_ms`` of its
 policy, so that what expires in a queue nobody consumes does not hold memory (and,
 persistent, goes to its dead-letter queue) until someone does.
 
 A queue with no consumer and no message, or a topic with no subscriber (durable ones
-included), whose policy says ``gc_inactive``, is deleted once it has stayed so for its
-``inactive_timeout_ms``, as ActiveMQ's inactiveTimoutBeforeGC (a queue's record in the
-message store goes too, so that a restart does not make it again).  Idleness is looked at on
-the engine's tick, at most once a second (``SWEEP_MS``), by the core's clock, so tests
-drive it with the clock.  A destination something still points at (a SEND parked or in
-an open transaction, messages waiting out their redelivery delay) is not idle.  Temporary
-destinations go with their connection instead.
+included), is deleted once it has stayed so for its ``inactive_timeout_ms``, as
+ActiveMQ's inactiveTimoutBeforeGC, when its policy says ``gc_inactive``, or when it was
+never used: made by a SEND or SUBSCRIBE but it never held a message or a consumer (a
+queue), never had a subscriber (a topic).  ActiveMQ keeps those until it is told to
+collect them; stompd does not, because each costs memory and any client may invent
+names (README, "Many destinations").  A queue's record in the message store goes too,
+so that a restart does not make it again.  A destination something still points at (a
+SEND parked or in an open transaction, messages waiting out their redelivery delay) is
+not idle.  Temporary destinations go with their connection instead.
+
+Destinations are looked at in passes that start at most once a second (``SWEEP_MS``),
+``SLICE`` of them per tick, by the core's clock, so tests drive it with the clock: with
+100,000 destinations a pass takes a few seconds of ticks, and no tick holds the loop
+for long.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from typing import TYPE_CHECKING, Final
 from broker.core.queue import Queue
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from broker.core.clock import Clock
     from broker.core.destinations import Destination, Destinations
     from broker.core.durable import DurableSubscriptions
@@ -32,13 +41,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.engine")
 
 SWEEP_MS: Final = 1000
+#: Destinations looked at per tick (each a few attribute reads: about a millisecond).
+SLICE: Final = 1000
+#: Collected destinations named one by one in the log; past this, one line sums them up.
+LOG_EACH: Final = 10
 
 
 class Housekeeping:
     __slots__ = (
-        "_expiry_due",
-        "_idle_since",
-        "_next_sweep",
+        "_next_pass",
+        "_pass",
         "clock",
         "destinations",
         "durables",
@@ -62,70 +74,77 @@ class Housekeeping:
         self.settlement = settlement
         self.transactions = transactions
         self.flow = flow
-        #: Destination name -> when it was first seen idle.
-        self._idle_since: dict[str, int] = {}
-        #: Queue name -> when its next expiry sweep is due.
-        self._expiry_due: dict[str, int] = {}
-        self._next_sweep = 0
+        #: What is left of the pass under way (None: none; the next starts at ``_next_pass``).
+        self._pass: Iterator[Destination] | None = None
+        self._next_pass = 0
 
     def sweep(self) -> list[str]:
-        """Delete what has been idle long enough; returns the names deleted."""
+        """One slice of the pass under way (starting one if it is time); returns the names
+        of the destinations deleted."""
         now = self.clock.ms
-        if now < self._next_sweep:
-            return []
-        self._next_sweep = now + SWEEP_MS
-        self._expire(now)
+        if self._pass is None:
+            if now < self._next_pass:
+                return []
+            self._next_pass = now + SWEEP_MS
+            destinations = self.destinations
+            every: list[Destination] = [*destinations.queues.values()]
+            every += destinations.router.topics.values()
+            self._pass = iter(every)
+        due: list[Destination] = []
+        for looked, target in enumerate(self._pass, 1):
+            self._look_at(target, now, due)
+            if looked >= SLICE:
+                break
+        else:
+            self._pass = None
+        return self._collect(due, now) if due else []
+
+    def _look_at(self, target: Destination, now: int, due: list[Destination]) -> None:
         destinations = self.destinations
-        candidates: list[Destination] = [
-            queue
-            for queue in destinations.queues.values()
-            if queue.policy.gc_inactive and queue.owner is None
-        ]
-        candidates += [
-            topic
-            for topic in destinations.router.topics.values()
-            if topic.policy.gc_inactive and topic.owner is None
-        ]
-        idle_since = self._idle_since
-        due = []
-        for target in candidates:
-            if not self._idle(target):
-                idle_since.pop(target.name, None)
-                continue
-            since = idle_since.setdefault(target.name, now)
-            if now - since >= target.policy.inactive_timeout_ms:
-                due.append(target)
-        if not due:
-            return []
+        if isinstance(target, Queue):
+            if destinations.queues.get(target.name) is not target:
+                return
+            period = target.policy.expire_period_ms
+            if period > 0 and target.cursor.count:
+                if not target.expire_due:
+                    target.expire_due = now + period
+                elif target.expire_due <= now:
+                    target.expire_due = now + period
+                    target.expire_in_memory()
+            used = target.used or target.stats.enqueued > 0
+        else:
+            if destinations.router.topics.get(target.name) is not target:
+                return
+            used = target.used or target.stats.dispatched > 0
+        if target.owner is not None or (used and not target.policy.gc_inactive):
+            return
+        if not self._idle(target):
+            target.idle_since = 0
+            return
+        if not target.idle_since:
+            target.idle_since = now
+        if now - target.idle_since >= target.policy.inactive_timeout_ms:
+            due.append(target)
+
+    def _collect(self, due: list[Destination], now: int) -> list[str]:
         # What still points at a destination is gathered only when one is due.
-        used = self.transactions.targets() | self.flow.targets() | self.settlement.waiting_queues()
+        busy = self.transactions.targets() | self.flow.targets() | self.settlement.waiting_queues()
         removed = []
         for target in due:
-            if target in used:
+            if target in busy:
                 continue
-            idle = now - idle_since.pop(target.name)
-            destinations.remove(target)
+            idle = now - target.idle_since
+            self.destinations.remove(target)
             removed.append(target.name)
-            log.info("deleted %s: inactive for %d ms (gcHousekeeping)", target.name, idle)
+            if len(removed) <= LOG_EACH:
+                log.info("deleted %s: inactive for %d ms (gcHousekeeping)", target.name, idle)
+        if len(removed) > LOG_EACH:
+            log.info("deleted %d more inactive destinations (gcHousekeeping)", len(removed) - LOG_EACH)
         return removed
-
-    def _expire(self, now: int) -> None:
-        due = self._expiry_due
-        queues = self.destinations.queues
-        for name in [name for name in due if name not in queues]:
-            del due[name]
-        for name, queue in queues.items():
-            period = queue.policy.expire_period_ms
-            if period <= 0 or not queue.cursor.count:
-                continue
-            when = due.setdefault(name, now + period)
-            if when <= now:
-                due[name] = now + period
-                queue.expire_in_memory()
 
     def _idle(self, target: Destination) -> bool:
         if isinstance(target, Queue):
             return not target.consumers and not target.cursor.count
-        if self.destinations.router.subscribers(target):
+        if self.destinations.router.has_subscribers(target):
             return False
         return not (self.durables.records and self.durables.matching(target.kind, target.bare))

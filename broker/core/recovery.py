@@ -52,6 +52,7 @@ def recover(
             # Read back through durable subscriptions' pointers; the store knows its id.
             continue
         queue = destinations.queue(record.name)
+        destinations.used(queue)
         queue.store_id = record.id
         queue.cursor.recovered(persistence.queue_reader(record.id), record.counts, last_seq)
     return total

@@ -18,7 +18,7 @@ from broker.core.flow import DEFERRED
 from broker.core.guard import WRITE
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.routing import copies
-from broker.core.session import ParkedSend
+from broker.core.session import ParkedCreate, ParkedSend
 from protocol import frames as f
 from protocol.errors import MissingHeader, StompError
 
@@ -61,8 +61,12 @@ class Sending:
         self.transactions = transactions
 
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
-        receipt = frame.headers.get("receipt")
-        tx_id = frame.headers.pop("transaction", None)
+        headers = frame.headers
+        # Before anything of the frame is taken: a SEND that would make a destination there
+        # is no room for yet waits (NoRoomToCreate), and is run again as it came.
+        self._may_send(session, headers.get("destination"))
+        receipt = headers.get("receipt")
+        tx_id = headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
         # For the producers gauge: one set insertion (route tuples are cached and shared).
         session.sent_to.add(targets)
@@ -92,12 +96,20 @@ class Sending:
         destination = headers.pop("destination", None)
         if not destination:
             raise MissingHeader("SEND requires a 'destination' header")
-        if self.destinations.guard.authorizing:
-            self.destinations.authorize(session, WRITE, destination)
         message = self._build(session, destination, headers, frame.body)
         if not scheduler.HEADERS.isdisjoint(headers):
             scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
+
+    def _may_send(self, session: Session, destination: str | None) -> None:
+        """Raise unless ``session`` may send to ``destination`` (write, and create what does
+        not exist yet) and there is room to make what does not exist yet."""
+        if not destination:
+            return
+        destinations = self.destinations
+        if destinations.guard.authorizing:
+            destinations.authorize(session, WRITE, destination)
+        destinations.make_room(session, destination)
 
     def close(self, session: Session) -> None:
         """``session`` is gone.  Its parked SENDs were received, and a client that did not
@@ -105,6 +117,14 @@ class Sending:
         go on waiting for space without their connection.  Other parked frames die with it."""
         orphans = []
         for item in session.parked:
+            if isinstance(item, ParkedCreate):
+                # It would make a destination there is no room for: not without its connection.
+                log.info(
+                    "dropping a %s from closed connection %s: no room to make its destination",
+                    item.frame.command,
+                    session.id,
+                )
+                continue
             orphan = item if isinstance(item, ParkedSend) else self._orphan(session, item)
             if orphan is not None:
                 orphans.append(orphan)
@@ -118,6 +138,7 @@ class Sending:
         if frame.command != f.SEND or "transaction" in headers or "/temp-" in destination:
             return None
         try:
+            self._may_send(session, destination)
             message, targets = self.prepare(session, frame)
         except StompError as exc:
             log.info("dropping a parked SEND from closed connection %s: %s", session.id, exc)

@@ -47,6 +47,24 @@ class ParkedSend:
         self.size = message.size
 
 
+class ParkedCreate:
+    """A frame (SEND, SUBSCRIBE) that would make a destination the memory limit has no room
+    for yet: it waits, as a SEND that does not fit does, and is run as it came once there
+    is room for ``cost`` bytes."""
+
+    __slots__ = ("cost", "deadline", "frame", "receipt", "size")
+
+    def __init__(self, frame: Frame, cost: int, deadline: float) -> None:
+        self.frame = frame
+        self.cost = cost
+        self.deadline = deadline
+        self.receipt = frame.headers.get("receipt")
+        self.size = len(frame.body)
+
+
+Parked = ParkedSend | ParkedCreate | Frame
+
+
 class Session:
     __slots__ = (
         "_next_key",
@@ -94,7 +112,7 @@ class Session:
         self.temp_topics: dict[str, Topic] = {}
         self._next_key = 0
         #: Frames waiting behind a SEND that did not fit (flow control), in order.
-        self.parked: deque[ParkedSend | Frame] = deque()
+        self.parked: deque[Parked] = deque()
         self.parked_bytes = 0
         self.blocked_since: int | None = None
         self.reading_paused = False

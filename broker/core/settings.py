@@ -36,6 +36,10 @@ class DestinationPolicy:
     expire_period_ms: int = 30000
     #: maxPageSize (None: the default entry's, which the swap space was made with).
     page_size: int | None = None
+    #: maxDestinations: how many destinations this entry may cover at once (-1: any).
+    max_destinations: int = -1
+    #: Which entry this is, as ActiveMQ names it in errors ("queue://FOO.>"; "" the default).
+    scope: str = ""
 
 
 @dataclass(frozen=True, slots=True)

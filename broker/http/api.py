@@ -20,6 +20,7 @@ from aiohttp import web
 from broker.core import names
 from broker.core.errors import InvalidDestination
 from broker.core.selector import InvalidSelector, compile_selector
+from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
 from broker.http.ops import AdminError, Invalid, NotFound
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.core.selector import Selector
-    from broker.http.ops import AdminOps, BrowsePage, DestinationInfo, Meter, Progress
+    from broker.http.ops import AdminOps, BrowsePage, ConnectionInfo, DestinationInfo, Meter, Progress
 
 log = logging.getLogger("stompd.http")
 
@@ -164,12 +165,12 @@ async def index(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/destinations")
-async def list_destinations(request: web.Request) -> web.Response:
+async def list_destinations(request: web.Request) -> web.StreamResponse:
     kind = request.query.get("kind")
-    infos = _ops(request).list_destinations()
+    infos = await _ops(request).list_destinations()
     if kind:
         infos = [info for info in infos if info.kind == kind]
-    return web.json_response({"destinations": [destination_json(info) for info in infos]})
+    return await slices.json_list(request, "destinations", infos, destination_json)
 
 
 @routes.post(PREFIX + "/destinations")
@@ -370,9 +371,13 @@ def _operation(request: web.Request) -> Operation:
 
 
 @routes.get(PREFIX + "/connections")
-async def list_connections(request: web.Request) -> web.Response:
-    infos = sorted(_ops(request).connections(), key=lambda info: info.connected_since)
-    return web.json_response({"connections": [asdict(info) for info in infos]})
+async def list_connections(request: web.Request) -> web.StreamResponse:
+    infos = await slices.ordered(await _ops(request).connections(), _connected_since)
+    return await slices.json_list(request, "connections", infos, asdict)
+
+
+def _connected_since(info: ConnectionInfo) -> float:
+    return info.connected_since
 
 
 @routes.get(PREFIX + "/connections/{id}")
@@ -391,8 +396,8 @@ async def close_connection(request: web.Request) -> web.Response:
 
 
 @routes.get(PREFIX + "/subscriptions")
-async def list_subscriptions(request: web.Request) -> web.Response:
-    return web.json_response({"subscriptions": [asdict(sub) for sub in _ops(request).subscriptions()]})
+async def list_subscriptions(request: web.Request) -> web.StreamResponse:
+    return await slices.json_list(request, "subscriptions", await _ops(request).subscriptions(), asdict)
 
 
 @routes.get(PREFIX + "/subscriptions/{client}/{name}/messages")

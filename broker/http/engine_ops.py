@@ -19,6 +19,7 @@ from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
 from broker.core.session import CONNECTED
 from broker.core.wildcards import is_wildcard
+from broker.http import slices
 from broker.http.ops import (
     AdminError,
     BrowsedMessage,
@@ -39,6 +40,7 @@ from store.api import LEVELS
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
+    from broker.core.durable import DurableSubscription
     from broker.core.engine import Engine
     from broker.core.message import Message
     from broker.core.queue import Queue
@@ -72,12 +74,12 @@ class EngineAdminOps:
 
     # -- destinations ----------------------------------------------------------------
 
-    def list_destinations(self) -> list[DestinationInfo]:
+    async def list_destinations(self) -> list[DestinationInfo]:
+        """Every destination, by kind and name (built, and sorted, in slices)."""
         engine = self._engine
-        infos = [self._queue_info(queue) for queue in engine.queues.values()]
-        infos.extend(self._topic_info(topic) for topic in engine.router.topics.values())
-        infos.sort(key=lambda info: (info.kind, info.name))
-        return infos
+        infos = await slices.collect(engine.queues.values(), self._queue_info)
+        infos += await slices.collect(engine.router.topics.values(), self._topic_info)
+        return await slices.ordered(infos, _kind_and_name)
 
     def destination(self, name: str) -> DestinationInfo:
         queue = self._engine.queues.get(name)
@@ -91,13 +93,17 @@ class EngineAdminOps:
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
         if name.startswith(names.QUEUE):
-            return self._queue_info(destinations.queue(name))
+            queue = destinations.queue(name)
+            destinations.used(queue)
+            return self._queue_info(queue)
         bare = name.removeprefix(names.TOPIC)
         if bare == name:
             raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
         if is_wildcard(bare):
             raise Invalid(f"{name} is a wildcard, not a destination")
-        return self._topic_info(destinations.topic(names.TOPIC, bare))
+        topic = destinations.topic(names.TOPIC, bare)
+        destinations.used(topic)
+        return self._topic_info(topic)
 
     def _queue_info(self, queue: Queue) -> DestinationInfo:
         stats = queue.stats
@@ -154,9 +160,11 @@ class EngineAdminOps:
 
     # -- connections and subscriptions -------------------------------------------------
 
-    def connections(self) -> list[ConnectionInfo]:
+    async def connections(self) -> list[ConnectionInfo]:
         peers = self._peers()
-        return [self._connection_info(session, peers) for session in self._engine.sessions.values()]
+        return await slices.collect(
+            self._engine.sessions.values(), lambda session: self._connection_info(session, peers)
+        )
 
     def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
         session = self._session(connection_id)
@@ -170,31 +178,17 @@ class EngineAdminOps:
         # Closing gave back what it held: write what that queued for the stores.
         self._engine.flush()
 
-    def subscriptions(self) -> list[SubscriptionInfo]:
+    async def subscriptions(self) -> list[SubscriptionInfo]:
         engine = self._engine
-        out = [
-            _subscription_info(sub)
-            for session in engine.sessions.values()
-            for sub in session.subscriptions.values()
-        ]
+        out: list[SubscriptionInfo] = []
+        for session_subs in await slices.collect(
+            engine.sessions.values(),
+            lambda session: [_subscription_info(sub) for sub in session.subscriptions.values()],
+        ):
+            out += session_subs
         # Durable subscriptions whose subscriber is away still hold what they are owed.
-        out.extend(
-            SubscriptionInfo(
-                connection=None,
-                id=durable.name,
-                destination=durable.destination,
-                ack=None,
-                selector=durable.selector_text or None,
-                prefetch=None,
-                in_flight=0,
-                delivered=0,
-                pending=0,
-                durable=durable.name,
-                client_id=durable.client_id,
-            )
-            for durable in engine.durables.records.values()
-            if durable.subscriber is None
-        )
+        away = [durable for durable in engine.durables.records.values() if durable.subscriber is None]
+        out += await slices.collect(away, _away_info)
         return out
 
     def _session(self, connection_id: str) -> Session:
@@ -469,3 +463,28 @@ def _used(meter: UsageMeter | None) -> int:
 
 def _limit(meter: UsageMeter | None) -> int:
     return meter.limit if meter is not None else 0
+
+
+def _subscription_infos(session: Session) -> list[SubscriptionInfo]:
+    return [_subscription_info(sub) for sub in session.subscriptions.values()]
+
+
+def _kind_and_name(info: DestinationInfo) -> tuple[str, str]:
+    return (info.kind, info.name)
+
+
+def _away_info(durable: DurableSubscription) -> SubscriptionInfo:
+    """A durable subscription whose subscriber is away (it still holds what it is owed)."""
+    return SubscriptionInfo(
+        connection=None,
+        id=durable.name,
+        destination=durable.destination,
+        ack=None,
+        selector=durable.selector_text or None,
+        prefetch=None,
+        in_flight=0,
+        delivered=0,
+        pending=0,
+        durable=durable.name,
+        client_id=durable.client_id,
+    )

@@ -179,7 +179,8 @@ class Progress:
 class AdminOps(Protocol):
     # -- quick, answered from what the broker holds in RAM ---------------------------
 
-    def list_destinations(self) -> list[DestinationInfo]: ...
+    def list_destinations(self) -> Awaitable[list[DestinationInfo]]:
+        """Every destination, by kind and name."""
 
     def destination(self, name: str) -> DestinationInfo:
         """Raises NotFound."""
@@ -187,9 +188,9 @@ class AdminOps(Protocol):
     def create(self, name: str) -> DestinationInfo:
         """Create a queue or topic (nothing happens if it exists).  Raises Invalid."""
 
-    def subscriptions(self) -> list[SubscriptionInfo]: ...
+    def subscriptions(self) -> Awaitable[list[SubscriptionInfo]]: ...
 
-    def connections(self) -> list[ConnectionInfo]: ...
+    def connections(self) -> Awaitable[list[ConnectionInfo]]: ...
 
     def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
         """Raises NotFound."""

@@ -82,6 +82,12 @@ class Peer:
         return [frame for frame in self.outbox.frames() if frame.command == "MESSAGE"]
 
 
+def messages_in_memory(engine: Engine) -> int:
+    """Bytes the memory meter holds for messages: what it holds less what the destinations
+    that exist cost (charged to it too, ``Destinations.footprint``)."""
+    return engine.usage.memory.used - engine.destinations.charged
+
+
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
     """An engine on in-memory stores, its clock at ``ms``; ``settings`` are ``CoreSettings`` fields."""
     return Engine(CoreSettings(**settings), clock=Clock(ms), stores=memory_stores())
@@ -281,13 +287,13 @@ def destination_info(engine: Engine, name: str) -> DestinationInfo:
 
 def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
     """Every destination's statistics, by name."""
-    return {info.name: info for info in EngineAdminOps(engine, dict).list_destinations()}
+    return {info.name: info for info in asyncio.run(EngineAdminOps(engine, dict).list_destinations())}
 
 
 def connection_infos(engine: Engine) -> list[ConnectionInfo]:
-    return EngineAdminOps(engine, dict).connections()
+    return asyncio.run(EngineAdminOps(engine, dict).connections())
 
 
 def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
     """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
-    return EngineAdminOps(engine, dict).subscriptions()
+    return asyncio.run(EngineAdminOps(engine, dict).subscriptions())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from broker.core.engine import Engine
-from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
+from tests.broker.harness import Peer, destination_info, destination_infos, messages_in_memory, new_engine
 from tests.broker.test_persistence import StoredEngine
 
 NOW = 1_000_000
@@ -60,7 +60,7 @@ def test_an_expired_non_persistent_message_is_dropped_and_counted() -> None:
     info = destination_info(engine, "/queue/e")
     assert (info.depth, info.expired) == (0, 1)
     assert "/queue/ActiveMQ.DLQ" not in destination_infos(engine)
-    assert engine.usage.memory.used == 0
+    assert messages_in_memory(engine) == 0
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from broker.core.engine import Engine
 from protocol.errors import StompError
-from tests.broker.harness import Peer, destination_infos, new_engine
+from tests.broker.harness import Peer, destination_infos, messages_in_memory, new_engine
 from tests.broker.test_persistence import StoredEngine
 
 
@@ -78,7 +78,7 @@ def test_a_temporary_queue_goes_with_its_connection() -> None:
     assert destination_infos(engine)[name].depth == 1
     engine.close_session(requester.session)
     assert name not in destination_infos(engine)
-    assert engine.usage.memory.used == 0
+    assert messages_in_memory(engine) == 0
     error = refused(server, "SEND", {"destination": name}, b"late")
     assert error.summary == "invalid destination"
     assert "does not exist" in str(error)
