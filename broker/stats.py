@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from broker.core.engine import Engine
     from broker.core.queue import Queue, QueueStats
+    from broker.core.session import Session
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic, TopicStats
     from broker.core.usage import UsageMeter
@@ -55,11 +58,36 @@ class DestinationRow:
 
 def destination_rows(engine: Engine) -> list[DestinationRow]:
     """Every destination that exists now (deleted and collected ones are gone from the engine)."""
-    producers = _producers(engine)
-    rows = [_queue_row(queue, producers) for queue in engine.queues.values()]
+    return [row for part in destination_slices(engine, 1 << 30) for row in part]
+
+
+def destination_slices(engine: Engine, size: int) -> Iterator[list[DestinationRow]]:
+    """The rows of the destinations that exist now, ``size`` at a time: between two slices
+    the caller may let the event loop run (one deleted meanwhile is left out)."""
+    producers: Counter[str] = Counter()
+    # Producers first, their connections a slice at a time too (each knows what it sent to).
+    sessions = list(engine.sessions.values())
+    for start in range(0, len(sessions), size):
+        for session in sessions[start : start + size]:
+            _count_producer(session, producers)
+        yield []
+    queues = engine.queues
+    every = list(queues.values())
+    for start in range(0, len(every), size):
+        yield [
+            _queue_row(queue, producers)
+            for queue in every[start : start + size]
+            if queues.get(queue.name) is queue
+        ]
     router = engine.router
-    rows.extend(_topic_row(topic, router.subscribers(topic), producers) for topic in router.topics.values())
-    return rows
+    topics = router.topics
+    every_topic = list(topics.values())
+    for start in range(0, len(every_topic), size):
+        yield [
+            _topic_row(topic, router.subscribers(topic), producers)
+            for topic in every_topic[start : start + size]
+            if topics.get(topic.name) is topic
+        ]
 
 
 def broker_row(engine: Engine, events_dropped: int = 0) -> dict[str, int | float]:
@@ -92,13 +120,11 @@ def broker_row(engine: Engine, events_dropped: int = 0) -> dict[str, int | float
     }
 
 
-def _producers(engine: Engine) -> Counter[str]:
-    """Per destination name: open connections that have sent to it."""
-    counts: Counter[str] = Counter()
-    for session in engine.sessions.values():
-        if session.sent_to:
-            counts.update({target.name for targets in session.sent_to for target in targets})
-    return counts
+def _count_producer(session: Session, counts: Counter[str]) -> None:
+    """Count ``session`` once for each destination name it has sent to (``counts``: per
+    destination name, the open connections that have)."""
+    if session.sent_to:
+        counts.update({target.name for targets in session.sent_to for target in targets})
 
 
 def _inflight_here(sub: Subscription, name: str, only_here: bool) -> int:

@@ -37,6 +37,8 @@ log = logging.getLogger("stompd.engine")
 #: Headers of the broker's that a producer may not set (see ``message.BROKER_HEADERS``);
 #: one C-level check on the hot path, pops only when one is there.
 _SPOOFED: Final = frozenset({"message-id", "redelivered", "subscription", "ack"})
+#: The destinations a connection is counted as a producer of (the first it sent to).
+SENT_TO_KEPT: Final = 1024
 
 
 class Sending:
@@ -68,8 +70,11 @@ class Sending:
         receipt = headers.get("receipt")
         tx_id = headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
-        # For the producers gauge: one set insertion (route tuples are cached and shared).
-        session.sent_to.add(targets)
+        # For the producers gauge: one set insertion (route tuples are cached and shared),
+        # bounded, so a producer that sends to ever new names does not grow without end.
+        sent_to = session.sent_to
+        if len(sent_to) < SENT_TO_KEPT:
+            sent_to.add(targets)
         if message.persistent and self.persistence.failed is not None:
             raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Items per slice: a millisecond or so of work each.
-SLICE: Final = 1000
+#: Items per slice: a millisecond or two of work each.
+SLICE: Final = 500
 
 
 async def collect(items: Iterable[T], make: Callable[[T], R]) -> list[R]:

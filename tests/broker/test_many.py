@@ -8,19 +8,27 @@ by timing it: 4x the items must cost about 4x the steps, where quadratic code co
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from broker.core.chores import BUDGET
 from broker.core.destinations import footprint
 from broker.core.engine import Engine
+from broker.core.errors import NoRoomToCreate, TooManyDestinations, to_error_frame
 from broker.core.settings import DestinationPolicy
-from broker.stats import destination_rows
+from broker.http import metrics
+from broker.http.slices import SLICE
+from broker.stats import DESTINATION_COUNTERS, DESTINATION_GAUGES, destination_rows, destination_slices
 from tests.broker.harness import Peer, messages_in_memory, new_engine
 from tests.broker.steps import growth, steps
 
@@ -285,3 +293,151 @@ def test_a_deleted_destination_gives_its_charge_back() -> None:
     engine.tick()
     assert "/topic/nobody.listens" not in engine.router.topics
     assert engine.usage.memory.used == 0
+
+
+def test_a_send_that_would_make_a_destination_waits_for_room_and_then_goes() -> None:
+    engine = new_engine(memory_limit=20_000)
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/big"}, b"x" * 12_000)
+    made = 0
+    while True:
+        name = f"/queue/new.{made}"
+        producer.send_frame("SEND", {"destination": name, "receipt": name}, b"y")
+        receipts = [frame.headers["receipt-id"] for frame in producer.received()]
+        if not receipts:
+            break
+        assert receipts == [name]
+        made += 1
+    assert 0 < made < 10
+    assert name not in engine.queues
+    # Frames behind it wait too, in order.
+    producer.send_frame("SEND", {"destination": "/queue/big", "receipt": "after"}, b"z")
+    assert producer.received() == []
+    consumer = Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/big", "id": "1"})
+    assert [frame.headers["receipt-id"] for frame in producer.received()] == [name, "after"]
+    assert name in engine.queues and engine.queues[name].cursor.count == 1
+
+
+def test_under_send_fail_if_no_space_a_send_that_would_make_a_destination_is_refused() -> None:
+    engine = new_engine(memory_limit=2_000, send_fail_if_no_space=True)
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/a", "receipt": "r1"}, b"y")
+    with pytest.raises(NoRoomToCreate) as refused:
+        producer.send_frame("SEND", {"destination": "/queue/b", "receipt": "r2"}, b"y")
+    error = to_error_frame(refused.value, refused.value.receipt_id)
+    assert (error.headers["message"], error.headers["receipt-id"]) == ("resource limit reached", "r2")
+    assert b"no room to make /queue/b" in error.body
+    assert "/queue/b" not in engine.queues
+
+
+def fill_with_destinations(engine: Engine) -> Peer:
+    """Make destinations until one more has no room: that SEND waits (returns its peer)."""
+    producer = Peer(engine)
+    for made in range(100):
+        producer.send_frame("SEND", {"destination": f"/topic/filler.{made}", "receipt": "r"}, b"y")
+        if not producer.received():
+            return producer
+    raise AssertionError("the memory limit never filled")
+
+
+def test_a_subscribe_that_would_make_a_destination_waits_for_room() -> None:
+    engine = new_engine(memory_limit=10_000)
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/big"}, b"x" * 5_000)
+    fill_with_destinations(engine)
+    consumer = Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/fresh", "id": "1", "receipt": "s"})
+    assert consumer.received() == [] and "/queue/fresh" not in engine.queues
+    # Not before it: it waits behind the first.
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/big", "id": "2", "receipt": "t"})
+    assert consumer.received() == []
+    Peer(engine).send_frame("SUBSCRIBE", {"destination": "/queue/big", "id": "drain"})
+    frames = consumer.received()
+    assert [frame.headers.get("receipt-id") for frame in frames] == ["s", "t"]
+    assert "/queue/fresh" in engine.queues
+
+
+def test_max_destinations_refuses_one_more_with_activemqs_words() -> None:
+    def policies(kind: str, name: str) -> DestinationPolicy:
+        if name.startswith("jobs."):
+            return DestinationPolicy(max_destinations=2, scope="queue://jobs.>")
+        return DestinationPolicy()
+
+    engine = new_engine(policies=policies)
+    peer = Peer(engine)
+    for name in ("/queue/jobs.1", "/queue/jobs.2", "/queue/other"):
+        peer.send_frame("SEND", {"destination": name}, b"x")
+    with pytest.raises(TooManyDestinations) as refused:
+        peer.send_frame("SEND", {"destination": "/queue/jobs.3", "receipt": "r"}, b"x")
+    error = to_error_frame(refused.value)
+    assert error.headers["message"] == "too many destinations"
+    assert error.body.strip() == (
+        b"The maximum number of destinations allowed (2) for the policy queue://jobs.> "
+        b"has already been reached."
+    )
+    assert "/queue/jobs.3" not in engine.queues
+    # One deleted, one may be made again.
+    engine.destinations.remove(engine.queues["/queue/jobs.1"])
+    again = Peer(engine)
+    again.send_frame("SEND", {"destination": "/queue/jobs.3", "receipt": "r"}, b"x")
+    assert [frame.command for frame in again.received()] == ["RECEIPT"]
+
+
+def test_a_destination_never_used_is_collected_even_without_gc_inactive() -> None:
+    engine = new_engine(policies=lambda kind, name: DestinationPolicy(inactive_timeout_ms=1000))
+    peer = Peer(engine)
+    # A browser made it, and nothing else ever used it; the others were used.
+    peer.send_frame("SUBSCRIBE", {"destination": "/queue/looked.at", "id": "b", "browser": "true"})
+    peer.send_frame("UNSUBSCRIBE", {"id": "b"})
+    peer.send_frame("SEND", {"destination": "/queue/held.one"}, b"x")
+    peer.send_frame("SUBSCRIBE", {"destination": "/queue/held.one", "id": "1"})
+    peer.send_frame("UNSUBSCRIBE", {"id": "1"})
+    peer.send_frame("SUBSCRIBE", {"destination": "/topic/had.one", "id": "2"})
+    peer.send_frame("UNSUBSCRIBE", {"id": "2"})
+    peer.send_frame("SEND", {"destination": "/topic/nobody"}, b"x")
+    engine.tick()
+    engine.clock.ms += 1000
+    engine.tick()
+    assert sorted([*engine.queues, *engine.router.topics]) == ["/queue/held.one", "/topic/had.one"]
+
+
+def test_the_metrics_text_is_what_prometheus_clients_writer_writes() -> None:
+    """The per-destination families are written without prometheus-client's per-sample
+    objects: the text must be byte for byte what its writer makes of the same numbers."""
+    engine = new_engine()
+    peer = Peer(engine)
+    for name in ('/queue/a "quoted" \\ name', "/queue/b", "/topic/c"):
+        peer.send_frame("SEND", {"destination": name}, b"x" * 1_234_567 if name == "/queue/b" else b"x")
+    snapshot = metrics.take(engine)
+    ours = metrics.text(snapshot)
+
+    class Families(Collector):
+        def collect(self) -> Iterator[Metric]:
+            yield from metrics.BrokerCollector(snapshot).collect()
+            for field in DESTINATION_COUNTERS + DESTINATION_GAUGES:
+                name, doc = metrics._DESTINATION_SERIES[field]
+                kind = CounterMetricFamily if field in DESTINATION_COUNTERS else GaugeMetricFamily
+                family = kind(name, doc, labels=("destination", "type"))
+                for row in snapshot.rows:
+                    family.add_metric((row.destination, row.type), getattr(row, field))
+                yield family
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Families())
+    assert ours == generate_latest(registry)
+    assert b'destination="/queue/a \\"quoted\\" \\\\ name"' in ours
+    # The same in chunks of any size.
+    assert b"".join(metrics.chunks(snapshot, lines=2)) == ours
+
+
+def test_a_scrape_reads_the_destinations_in_slices() -> None:
+    engine = new_engine()
+    peer = Peer(engine)
+    for i in range(2 * SLICE + 5):
+        peer.send_frame("SEND", {"destination": f"/queue/q.{i}"}, b"x")
+    parts = [len(part) for part in destination_slices(engine, SLICE)]
+    # A step for the one connection's producer counts, then the destinations.
+    assert parts == [0, SLICE, SLICE, 5]
+    snapshot = asyncio.run(metrics.collect(engine))
+    assert [row.destination for row in snapshot.rows] == list(engine.queues)
