@@ -424,7 +424,7 @@ async def usage(request: web.Request) -> web.Response:
     info = _ops(request).usage()
     return web.json_response(
         {
-            "memory": _meter_json(info.memory),
+            "memory": {**_meter_json(info.memory), "destinations": info.destinations_bytes},
             "store": _meter_json(info.store),
             "temp": _meter_json(info.temp),
             "connections": info.connections,

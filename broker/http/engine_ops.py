@@ -224,6 +224,7 @@ class EngineAdminOps:
             connections=len(engine.sessions),
             destinations=len(engine.queues) + len(engine.router.topics),
             blocked_producers=engine.flow.stats.blocked_now,
+            destinations_bytes=engine.destinations.charged,
         )
 
     def health(self) -> Health:

@@ -129,6 +129,8 @@ class Usage:
     connections: int
     destinations: int
     blocked_producers: int
+    #: Of ``memory.used``, what the destinations themselves cost (each is charged to it).
+    destinations_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,12 +24,14 @@ from typing import TYPE_CHECKING
 
 from broker.core.errors import SlowConsumer
 from broker.core.observe import Traffic
+from broker.io.reading import FLOW
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
     from broker.core.usage import UsageMeter
+    from broker.io.reading import ReadGate
 
 log = logging.getLogger("stompd.connection")
 
@@ -55,6 +57,7 @@ class Outbox:
         "_on_writable",
         "_paused",
         "_pending",
+        "_reading",
         "_scheduled",
         "_traffic",
         "_transport",
@@ -76,8 +79,11 @@ class Outbox:
         on_writable: Callable[[bool], None] | None = None,
         meter: UsageMeter | None = None,
         traffic: Traffic | None = None,
+        reading: ReadGate | None = None,
     ) -> None:
         self._loop = loop
+        #: Where flow control stops and resumes reading (None: the transport itself).
+        self._reading = reading
         #: Where frames and bytes written are counted (one per connection if not shared).
         self._traffic = traffic if traffic is not None else Traffic()
         self._transport = transport
@@ -268,10 +274,15 @@ class Outbox:
         self._cut = True
 
     def pause_reading(self) -> None:
-        self._transport.pause_reading()
+        if self._reading is not None:
+            self._reading.pause(FLOW)
+        else:
+            self._transport.pause_reading()
 
     def resume_reading(self) -> None:
-        if not self._transport.is_closing():
+        if self._reading is not None:
+            self._reading.resume(FLOW)
+        elif not self._transport.is_closing():
             self._transport.resume_reading()
 
     def fail(self, exc: BaseException) -> None:

@@ -6,6 +6,7 @@ tests/integration/test_connect.py and test_errors.py check the same over TCP."""
 from __future__ import annotations
 
 from broker.core.engine import Engine
+from broker.io.connection import TURN_BUDGET
 from broker.io.limits import ConnectionLimits
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
@@ -221,3 +222,48 @@ def test_a_client_that_asked_for_no_heart_beats_is_never_timed_out() -> None:
         peer.loop.advance(24 * 3600.0)
         assert not peer.transport.closed
         assert beats(peer) == 0
+
+
+def test_a_read_that_makes_much_work_is_handled_over_several_turns_in_order() -> None:
+    """A topic with many subscribers: each SEND is that many MESSAGE frames out.  The
+    frames of one read are handled a turn's budget at a time, the connection not read
+    meanwhile, the others served between two turns; all in order in the end."""
+    engine = new_engine()
+    listener = connected(engine)
+    listener.feed(
+        b"".join(frame_bytes("SUBSCRIBE", {"destination": "/topic/prices", "id": str(i)}) for i in range(500))
+    )
+    producer = connected(engine)
+    data = b"".join(
+        frame_bytes("SEND", {"destination": "/topic/prices", "receipt": str(i)}, b"%d" % i) for i in range(20)
+    )
+    producer.connection.data_received(data)
+    first = sum(1 for frame in listener.received() if frame.command == "MESSAGE")
+    assert 0 < first < 20 * 500
+    assert first <= TURN_BUDGET + 500
+    assert not producer.transport.reading
+    turns = 1
+    while producer.loop.ready:
+        # One callback at a time: a turn of the loop each.
+        callback, args = producer.loop.ready.popleft()
+        callback(*args)
+        turns += 1
+    assert producer.transport.reading
+    assert turns >= 5
+    receipts = [frame.headers["receipt-id"] for frame in producer.received()]
+    assert receipts == [str(i) for i in range(20)]
+    assert engine.router.topics["/topic/prices"].stats.dispatched == 20 * 500
+
+
+def test_a_turn_left_for_later_waits_for_flow_control_too() -> None:
+    """Reading resumes only once nothing holds it: the turn budget and flow control each
+    hold it for their own reason."""
+    peer = connected()
+    gate = peer.connection._reading
+    assert gate is not None
+    gate.pause("flow")
+    gate.pause("turn")
+    gate.resume("turn")
+    assert not peer.transport.reading
+    gate.resume("flow")
+    assert peer.transport.reading
