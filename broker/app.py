@@ -7,6 +7,7 @@ import ctypes
 import functools
 import gc
 import logging
+import resource
 import signal
 import threading
 import time
@@ -300,6 +301,10 @@ EXPORT_TRIM_THRESHOLD: Final = 8 << 20
 EXPORT_MMAP_THRESHOLD: Final = 4 << 20
 
 
+#: The soft limit taken when the hard one is unlimited.
+FD_LIMIT_WITHOUT_HARD: Final = 1 << 20
+
+
 def tune_malloc(export: bool = False) -> None:
     """One glibc malloc arena per thread lets freed swap buffers pile up as RSS.
 
@@ -344,9 +349,27 @@ def tune_gc() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
+def raise_fd_limit() -> int:
+    """Every connection is a file descriptor: the soft limit goes up to the hard one (often
+    1,024 against 1,048,576), as far as this process may, and the log says what it is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, FD_LIMIT_WITHOUT_HARD)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            log.info("file descriptors: limit raised from %d to %d (the hard limit)", soft, target)
+            return target
+        except (OSError, ValueError) as exc:
+            log.warning("file descriptors: limit %d; could not raise it to %d: %s", soft, target, exc)
+            return soft
+    log.info("file descriptors: limit %d", soft)
+    return soft
+
+
 def run(options: BrokerOptions) -> None:
     tune_malloc(export=options.export is not None)
     tune_gc()
+    raise_fd_limit()
     loop = new_event_loop()
     try:
         loop.run_until_complete(serve_forever(options))

@@ -47,3 +47,18 @@ def test_with_the_export_on_freed_chunks_stay_in_the_heap_for_the_next_ones() ->
     # 40 rounds of 4 x 600 KB: 23,000 pages each time the heap gives them back.
     assert page_faults("off") > 5_000
     assert page_faults("on") < 500
+
+
+def test_the_broker_raises_its_file_descriptor_limit_to_the_hard_one_and_says_so() -> None:
+    # In a child whose soft limit starts low: each connection is a descriptor.
+    probe = (
+        "import logging, resource, sys; logging.basicConfig(level=logging.INFO, stream=sys.stdout); "
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE); "
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)); "
+        "from broker.app import raise_fd_limit; got = raise_fd_limit(); "
+        "print('LIMIT', got, resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    got, now, hard = out.split("LIMIT")[1].split()
+    assert got == now == hard
+    assert f"file descriptors: limit raised from 256 to {hard}" in out
