@@ -22,7 +22,7 @@ from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.guard import ADMIN, denied
 from broker.core.queue import Queue, QueueStats
-from broker.core.swap import Log
+from broker.core.swap import LEVELS, Log
 from broker.core.topic import Topic, TopicRouter, TopicStats
 from broker.core.usage import UsageMeter
 from broker.core.wildcards import is_wildcard
@@ -50,7 +50,7 @@ _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 # route cache: about 64 bytes each, with the tables' slack).
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
-_EMPTY_LEVELS: Final = sys.getsizeof([None] * 10)
+_EMPTY_LEVELS: Final = sys.getsizeof([None] * LEVELS)
 QUEUE_FOOTPRINT: Final = (
     sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, Log, UsageMeter))
     + _EMPTY_LEVELS

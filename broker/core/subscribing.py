@@ -268,7 +268,10 @@ class Subscribing:
             destination = headers.get("destination")
             if destination is None:
                 raise MissingHeader("UNSUBSCRIBE requires an 'id' or 'destination' header")
-            sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
+            # A 1.0 SUBSCRIBE without an id is known by its destination: found at once.
+            sub = session.subscriptions.get(destination)
+            if sub is None or sub.destination != destination:
+                sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
         else:
             raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
         durable_name = durable_name_of(headers)
