@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from broker.core import names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination
-from broker.core.guard import ADMIN, denied
+from broker.core.guard import ADMIN, WRITE, denied
 from broker.core.queue import Queue
 from broker.core.topic import Topic, TopicRouter
-from broker.core.wildcards import is_wildcard
+from broker.core.wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
@@ -192,6 +192,9 @@ class Destinations:
             return
         complete = True
         for kind, name in names.split_destination(destination):
+            if op == WRITE:
+                # Said before any refusal: the name is wrong, whoever sends to it.
+                sendable(kind, name)
             if not guard.allows(principal, op, kind, name):
                 raise denied(principal, op, kind + name)
             if not self._exists(session, kind, name):
@@ -219,6 +222,8 @@ class Destinations:
         if targets is not None:
             return targets
         parts = names.split_destination(destination)
+        for kind, name in parts:
+            sendable(kind, name)
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self._routes[destination] = targets
@@ -245,3 +250,20 @@ class Destinations:
         kind, pattern = patterns[0]
         high_water = self.policy_of(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+
+
+def sendable(kind: str, name: str) -> None:
+    """Raise ``InvalidDestination`` if ``kind`` + ``name`` is a wildcard, which is no place
+    to send a message to.
+
+    ActiveMQ takes such a SEND: it makes a destination literally named ``FOO.>``, which only
+    wildcard subscribers (``FOO.>``, ``>``, ``FOO.*``) see, and checks the producer's write
+    right against that name read half as a pattern.  stompd refuses it, whoever sends, so a
+    message cannot reach a subscriber by a name no one may write to, nor make a queue
+    called ``*``; a SEND, a part of a composite and an admin move or copy target alike.
+    """
+    if has_wildcard_element(name):
+        raise InvalidDestination(
+            f"cannot send to {kind}{name}: '*' and '>' are wildcards, for subscribing; a message "
+            "is sent to destinations by their full names"
+        )
