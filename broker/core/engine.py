@@ -78,6 +78,9 @@ class Engine:
         self.router = destinations.router
         self.durables = durables = DurableSubscriptions()
         self.sessions: dict[str, Session] = {}
+        #: The open connections' client-ids (a CONNECT's ``client-id`` header), each
+        #: taken by one connection at a time, as in ActiveMQ.
+        self.client_ids: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
         self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
@@ -98,7 +101,7 @@ class Engine:
         )
         self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard)
+        connect = Connect(settings, guard, self.client_ids)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
@@ -115,8 +118,9 @@ class Engine:
 
     # -- sessions --------------------------------------------------------------
 
-    def open_session(self, outbox: Outbox) -> Session:
-        session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock)
+    def open_session(self, outbox: Outbox, address: str = "?") -> Session:
+        """A new connection; ``address`` is where its client is (``tcp://host:port``)."""
+        session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock, address)
         self.sessions[session.id] = session
         self.sessions_opened += 1
         return session
@@ -125,6 +129,9 @@ class Engine:
         """The connection is gone: abort its transactions, give back what it held."""
         if self.sessions.pop(session.id, None) is None:
             return
+        client_id = session.client_id
+        if client_id and self.client_ids.get(client_id) is session:
+            del self.client_ids[client_id]
         session.phase = CLOSING
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False
