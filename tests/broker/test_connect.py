@@ -100,7 +100,7 @@ def test_a_client_id_is_taken_by_one_open_connection_at_a_time() -> None:
     # The refused connection closes; the id stays with the first.
     engine.close_session(refused)
     assert engine.client_ids == {"orders": first}
-    with pytest.raises(ClientIdInUse, match="from tcp://10.0.0.1:40000"):
+    with pytest.raises(ClientIdInUse, match=r"from tcp://10\.0\.0\.1:40000"):
         connect(engine, "tcp://10.0.0.3:1", **{"client-id": "orders"})
     # Free once the first has gone.
     engine.close_session(first)
@@ -126,6 +126,6 @@ def test_the_broker_name_is_localhost_unless_configured() -> None:
     engine = new_engine()
     connect(engine, "tcp://h:1", **{"client-id": "c"})
     with pytest.raises(
-        ClientIdInUse, match="^Broker: localhost - Client: c already connected from tcp://h:1$"
+        ClientIdInUse, match=r"^Broker: localhost - Client: c already connected from tcp://h:1$"
     ):
         connect(engine, "tcp://h:2", **{"client-id": "c"})
