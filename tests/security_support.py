@@ -94,3 +94,15 @@ def exists(thread: BrokerThread, name: str) -> bool:
 
     thread.call(ask)
     return answer.result(timeout=10)
+
+
+def stored(thread: BrokerThread) -> int:
+    """Bytes in the running broker's persistent message store (asked on its own loop)."""
+    answer: Future[int] = Future()
+
+    def ask() -> None:
+        assert thread.broker is not None
+        answer.set_result(thread.broker.engine.usage.store.used)
+
+    thread.call(ask)
+    return answer.result(timeout=10)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from config.loader import load
 from tests.clients import Client, client
 from tests.config.helpers import broker_file
 from tests.http_support import call
-from tests.security_support import exists, wait_error
+from tests.security_support import exists, stored, wait_error
 
 pytestmark = pytest.mark.integration
 
@@ -53,18 +52,6 @@ def broker(tmp_path: Path) -> Iterator[BrokerThread]:
         yield thread
     finally:
         thread.stop()
-
-
-def stored(thread: BrokerThread) -> int:
-    """Bytes in the persistent message store (asked on the broker's loop)."""
-    answer: Future[int] = Future()
-
-    def ask() -> None:
-        assert thread.broker is not None
-        answer.set_result(thread.broker.engine.usage.store.used)
-
-    thread.call(ask)
-    return answer.result(timeout=10)
 
 
 def nothing_delivered(watcher: Client) -> None:
