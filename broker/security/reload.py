@@ -12,6 +12,7 @@ the old rules stay, and the log says why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from typing import TYPE_CHECKING
@@ -65,7 +66,8 @@ class Reloader:
 
             def work(done: asyncio.Future[Rules | None] = done) -> None:
                 prepared = self._prepare()
-                loop.call_soon_threadsafe(_settle, done, prepared)
+                with contextlib.suppress(RuntimeError):  # the broker stopped meanwhile
+                    loop.call_soon_threadsafe(_settle, done, prepared)
 
             # A daemon thread, not the loop's executor: a read that never returns (a file
             # on a hung network mount) must not hold up the broker's exit.
