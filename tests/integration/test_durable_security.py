@@ -6,35 +6,21 @@ the owner gets what it was owed.  (Stricter than ActiveMQ, which checks nothing 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from broker.app import BrokerThread
-from broker.settings_bridge import broker_options
-from config.loader import load
 from tests.clients import client, eventually
-from tests.config.helpers import broker_file
-from tests.security_support import stored, wait_error
+from tests.security_support import entries_file, start_secured, stored, wait_error
 
 pytestmark = pytest.mark.integration
 
-FILE = """
-<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>
-<plugins>
-  <simpleAuthenticationPlugin><users>
-    <authenticationUser username="owner" password="owner-pw" groups="auditors"/>
-    <authenticationUser username="colleague" password="colleague-pw" groups="auditors"/>
-    <authenticationUser username="intruder" password="intruder-pw" groups="users"/>
-  </users></simpleAuthenticationPlugin>
-  <authorizationPlugin><map><authorizationMap><authorizationEntries>
-    <authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
-    <authorizationEntry topic="AUDIT.>" read="auditors" write="auditors" admin="auditors"/>
-    <authorizationEntry topic="PUBLIC.>" read="*" write="*" admin="*"/>
-  </authorizationEntries></authorizationMap></map></authorizationPlugin>
-</plugins>
+ENTRIES = """
+<authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
+<authorizationEntry topic="AUDIT.>" read="auditors" write="auditors" admin="auditors"/>
+<authorizationEntry topic="PUBLIC.>" read="*" write="*" admin="*"/>
 """
 
 OWNER = {"username": "owner", "passcode": "owner-pw", "headers": {"client-id": "audit-1"}}
@@ -44,8 +30,8 @@ NAME = {"activemq.subscriptionName": "log"}
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    options = broker_options(load(broker_file(tmp_path, FILE)).config)
-    thread = BrokerThread(dataclasses.replace(options, data_dir=tmp_path / "data")).start()
+    users = {"owner": "auditors", "colleague": "auditors", "intruder": "users"}
+    thread = start_secured(tmp_path, entries_file(tmp_path, users, ENTRIES))
     try:
         yield thread
     finally:

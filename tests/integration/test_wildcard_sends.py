@@ -7,47 +7,33 @@ copy target."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from broker.app import BrokerThread
-from broker.settings_bridge import broker_options
-from config.loader import load
 from tests.clients import Client, client
-from tests.config.helpers import broker_file
 from tests.http_support import call
-from tests.security_support import exists, stored, wait_error
+from tests.security_support import entries_file, exists, start_secured, stored, wait_error
 
 pytestmark = pytest.mark.integration
 
 ADMIN = {"username": "admin", "passcode": "admin-pw"}
 USER = {"username": "user", "passcode": "user-pw"}
 
-FILE = """
-<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>
-<plugins>
-  <simpleAuthenticationPlugin><users>
-    <authenticationUser username="admin" password="admin-pw" groups="admins"/>
-    <authenticationUser username="user" password="user-pw" groups="users"/>
-  </users></simpleAuthenticationPlugin>
-  <authorizationPlugin><map><authorizationMap><authorizationEntries>
-    <authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
-    <authorizationEntry topic="ActiveMQ.Advisory.>" read="*" write="*" admin="*"/>
-    <authorizationEntry queue=">" read="admins" write="admins" admin="admins"/>
-    <authorizationEntry queue="USER.>" read="users" write="users" admin="users"/>
-  </authorizationEntries></authorizationMap></map></authorizationPlugin>
-</plugins>
+ENTRIES = """
+<authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
+<authorizationEntry topic="ActiveMQ.Advisory.>" read="*" write="*" admin="*"/>
+<authorizationEntry queue=">" read="admins" write="admins" admin="admins"/>
+<authorizationEntry queue="USER.>" read="users" write="users" admin="users"/>
 """
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    options = broker_options(load(broker_file(tmp_path, FILE)).config)
-    options = dataclasses.replace(options, data_dir=tmp_path / "data", http_port=0)
-    thread = BrokerThread(options).start()
+    file = entries_file(tmp_path, {"admin": "admins", "user": "users"}, ENTRIES)
+    thread = start_secured(tmp_path, file, http=True)
     try:
         yield thread
     finally:
