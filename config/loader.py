@@ -75,7 +75,7 @@ def load(
     """Loads ``file``; raises ConfigError listing every error (and the warnings so far)."""
     issues = Issues(str(file))
     try:
-        data = read_regular(file, xmltree.MAX_BYTES)
+        data = read_regular(file)
     except FileRefused as exc:
         issues.error(None, "", str(exc))
         raise ConfigError(issues.errors) from None
@@ -156,7 +156,7 @@ def _load_properties(ctx: Context, bean: Node) -> None:
                 continue
             try:
                 properties_file = path(resolved.text)
-                data = read_regular(properties_file, xmltree.MAX_BYTES)
+                data = read_regular(properties_file)
             except FileRefused as exc:
                 # Not a missing file (which Spring can be told to ignore): a mistake or an attack.
                 ctx.error(prop, f"{resolved.text}: {exc}")
