@@ -13,14 +13,13 @@ import dataclasses
 import getpass
 import logging
 import sys
-from functools import partial
 from pathlib import Path
 
 from broker.app import run
 from broker.http import AdminPortError
 from broker.io.listener import ListenError
 from broker.security.guard import Security
-from broker.security.reload import reload_security
+from broker.security.reload import Reloader
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config import overrides, passwords
 from config.issues import ConfigError
@@ -260,8 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{file}: OK", file=sys.stderr)
         return 0
     if file is not None and isinstance(options.guard, Security):
-        reload = partial(reload_security, options.guard, file, defines)
-        options = dataclasses.replace(options, on_reload=reload)
+        options = dataclasses.replace(options, on_reload=Reloader(options.guard, file, defines))
     for warning in warnings:
         log.warning("%s", warning)
     pending = not_applied_in_file(config)

@@ -61,6 +61,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         data_dir=config.broker.data_directory,
         store_dir=config.persistence.directory,
         core=CoreSettings(
+            broker_name=config.broker.broker_name,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             memory_limit=usage.memory_limit,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from config import xmltree
+from config.files import FileRefused, read_regular
 from config.issues import ConfigError, ConfigIssue, Issues
 from config.loader_policies import load_destination_policy
 from config.loader_security import load_plugins, load_ssl
@@ -74,7 +75,10 @@ def load(
     """Loads ``file``; raises ConfigError listing every error (and the warnings so far)."""
     issues = Issues(str(file))
     try:
-        data = file.read_bytes()
+        data = read_regular(file)
+    except FileRefused as exc:
+        issues.error(None, "", str(exc))
+        raise ConfigError(issues.errors) from None
     except OSError as exc:
         issues.error(None, "", f"cannot read the configuration: {exc.strerror or exc}")
         raise ConfigError(issues.errors) from None
@@ -144,18 +148,24 @@ def _load_properties(ctx: Context, bean: Node) -> None:
         values = [prop.attrs["value"]] if "value" in prop.attrs else []
         values += [node.text for node in _descendants(prop) if node.tag == "value"]
         for value in values:
-            resolved = ctx.placeholders.resolve(value)
+            resolved = ctx.resolve(prop, "value", value)
+            if resolved is None:
+                continue
             if resolved.missing:
                 ctx.warn(prop, f"{value}: ${{{resolved.missing[0]}}} is not defined; not read")
                 continue
             try:
                 properties_file = path(resolved.text)
-                text = properties_file.read_text(encoding="latin-1")
+                data = read_regular(properties_file)
+            except FileRefused as exc:
+                # Not a missing file (which Spring can be told to ignore): a mistake or an attack.
+                ctx.error(prop, f"{resolved.text}: {exc}")
+                continue
             except (OSError, ValueError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) else str(exc)
                 ctx.warn(prop, f"{resolved.text}: cannot read ({reason}); its placeholders stay undefined")
                 continue
-            ctx.placeholders.load_properties(text)
+            ctx.placeholders.load_properties(data.decode("latin-1"))
 
 
 def _descendants(node: Node) -> list[Node]:

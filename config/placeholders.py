@@ -15,6 +15,12 @@ A name is looked up, first hit wins, in:
 ``${name:default}`` uses ``default`` when nothing defines ``name``.  Values may contain
 placeholders themselves.  A value written ``ENC(...)`` (jasypt) cannot be decrypted here
 and counts as undefined.
+
+Expansion is bounded, as a file of values that refer to each other could otherwise expand
+without end (ten names each naming the next ten times make 10^8 copies): a value that
+refers back to itself, values nested deeper than ``MAX_DEPTH``, or more than
+``MAX_SUBSTITUTIONS`` substitutions or ``MAX_EXPANSION`` characters substituted in one file
+raise ``ExpansionError``, before the text is built.
 """
 
 from __future__ import annotations
@@ -28,8 +34,17 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 _PLACEHOLDER = re.compile(r"\$\{([^${}]*)\}")
-_MAX_NESTING = 8
+#: How deep values may refer to values that refer to values...
+MAX_DEPTH = 8
+#: Substitutions in one file, and the characters they put in, all attributes together:
+#: far above any real activemq.xml, and low enough to be refused within a second.
+MAX_SUBSTITUTIONS = 20_000
+MAX_EXPANSION = 16 << 20
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+class ExpansionError(ValueError):
+    """Placeholders that refer to themselves, nest too deep or expand too far."""
 
 
 @dataclass(slots=True)
@@ -48,6 +63,9 @@ class Placeholders:
         self.defines = dict(defines)
         self.environ = environ
         self.properties: dict[str, str] = {}
+        #: What expansion has cost so far in this file (see MAX_SUBSTITUTIONS).
+        self.substitutions = 0
+        self.expanded = 0
         base = environ.get("ACTIVEMQ_BASE") or str(cwd)
         self.builtins = {
             "activemq.base": base,
@@ -73,12 +91,13 @@ class Placeholders:
         return f"${{{name}}} is not defined (no -D flag, environment variable or properties file sets it)"
 
     def resolve(self, text: str) -> Resolved:
+        """``text`` with its placeholders substituted; raises ``ExpansionError``."""
         result = Resolved(text)
         if "${" in text:
-            result.text = self._substitute(text, result, 0)
+            result.text = self._substitute(text, result, ())
         return result
 
-    def _substitute(self, text: str, result: Resolved, depth: int) -> str:
+    def _substitute(self, text: str, result: Resolved, chain: tuple[str, ...]) -> str:
         def replace(match: re.Match[str]) -> str:
             name, _, default = match.group(1).partition(":")
             value = self.lookup(name)
@@ -88,9 +107,20 @@ class Placeholders:
                 result.missing.append(name)
                 return match.group(0)
             result.used.append(name)
-            if "${" in value and depth < _MAX_NESTING:
-                return self._substitute(value, result, depth + 1)
-            return value
+            self.substitutions += 1
+            self.expanded += len(value)
+            if self.substitutions > MAX_SUBSTITUTIONS:
+                raise ExpansionError(_too_far(f"{MAX_SUBSTITUTIONS} substitutions", name))
+            if self.expanded > MAX_EXPANSION:
+                raise ExpansionError(_too_far(f"{MAX_EXPANSION >> 20} MiB", name))
+            if "${" not in value:
+                return value
+            path = (*chain, name)
+            if name in chain:
+                raise ExpansionError(f"circular placeholder reference: {_shown(path)}")
+            if len(path) > MAX_DEPTH:
+                raise ExpansionError(f"placeholders nest deeper than {MAX_DEPTH} levels: {_shown(path)}")
+            return self._substitute(value, result, path)
 
         return _PLACEHOLDER.sub(replace, text)
 
@@ -98,6 +128,17 @@ class Placeholders:
         """Adds a ``.properties`` file's entries; earlier files win, as Spring merges them."""
         for key, value in parse_properties(text).items():
             self.properties.setdefault(key, value)
+
+
+def _too_far(limit: str, name: str) -> str:
+    return (
+        f"placeholders expand past {limit} in this file, at ${{{name}}} "
+        "(values that refer to each other many times over?)"
+    )
+
+
+def _shown(path: tuple[str, ...]) -> str:
+    return " -> ".join(f"${{{name}}}" for name in path)
 
 
 def parse_properties(text: str) -> dict[str, str]:

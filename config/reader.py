@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from config.activemq_names import ATTRIBUTES, ELEMENTS
 from config.model import Origin
+from config.placeholders import ExpansionError
 from config.units import InvalidSize, parse_duration, parse_size
 from config.xmltree import ACTIVEMQ_CORE, SPRING_BEANS
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from config.issues import Issues
-    from config.placeholders import Placeholders
+    from config.placeholders import Placeholders, Resolved
     from config.xmltree import Node
 
 T = TypeVar("T")
@@ -57,6 +58,8 @@ class Context:
     path: Path
     issues: Issues
     placeholders: Placeholders
+    #: Placeholder expansion failed once: said once, and nothing more is expanded.
+    expansion_failed: bool = False
 
     def origin(self, node: Node, note: str = "") -> Origin:
         return Origin("file", self.issues.file, node.line, note=note)
@@ -72,13 +75,27 @@ class Context:
         raw = node.attrs.get(name)
         if raw is None:
             return None
-        resolved = self.placeholders.resolve(raw)
+        resolved = self.resolve(node, name, raw)
+        if resolved is None:
+            return None
         if resolved.missing:
             why = self.placeholders.why_missing(resolved.missing[0])
             self.warn(node, f'{name}="{raw}": {why}; the attribute is ignored')
             return None
         note = " ".join(f"${{{used}}}" for used in dict.fromkeys(resolved.used))
         return resolved.text, self.origin(node, note)
+
+    def resolve(self, node: Node, name: str, raw: str) -> Resolved | None:
+        """``raw`` (attribute ``name``) with ``${...}`` resolved; None if expanding it failed,
+        which is an error said once for the file (after it, every expansion is refused)."""
+        if self.expansion_failed and "${" in raw:
+            return None
+        try:
+            return self.placeholders.resolve(raw)
+        except ExpansionError as exc:
+            self.expansion_failed = True
+            self.error(node, f"{name}: {exc}")
+            return None
 
     def ignore(self, node: Node, reason: str = "") -> None:
         """Warns that ``node`` (an ActiveMQ or foreign element) is ignored, saying why."""

@@ -21,6 +21,8 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
+from config.files import FileRefused, read_regular
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -48,11 +50,11 @@ class KeyMaterial:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_regular(path)
+    except FileRefused as exc:
+        raise TlsFileError(f"{what} {path}: {exc}") from None
     except FileNotFoundError:
         raise TlsFileError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise TlsFileError(f"{what} {path} is a directory") from None
     except PermissionError:
         raise TlsFileError(f"{what} {path} is not readable by this user") from None
     except OSError as exc:

@@ -25,11 +25,12 @@ from xml.sax.xmlreader import InputSource
 from defusedxml.common import DefusedXmlException, DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
 from defusedxml.expatreader import DefusedExpatParser
 
+# The one size cap for every file a configuration reads (this one checks bytes given).
+from config.files import MAX_BYTES
+
 if TYPE_CHECKING:
     from xml.sax.xmlreader import AttributesNSImpl, Locator
 
-#: A configuration file is a few kilobytes; anything this big is a mistake or an attack.
-MAX_BYTES = 16 << 20
 #: Deeper than any real configuration, shallow enough for recursive walks.
 MAX_DEPTH = 64
 

@@ -65,6 +65,23 @@ def security_file(
     return broker_file(tmp_path, body)
 
 
+def entries_file(tmp_path: Path, users: dict[str, str], entries: str) -> Path:
+    """A file with one STOMP listener, ``users`` (name -> groups; each one's password is
+    its name + ``-pw``) and the authorization ``entries`` (``<authorizationEntry>`` lines)."""
+    listed = "".join(
+        f'<authenticationUser username="{name}" password="{name}-pw" groups="{groups}"/>\n'
+        for name, groups in users.items()
+    )
+    return broker_file(
+        tmp_path,
+        '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/>'
+        "</transportConnectors>\n<plugins>\n"
+        f"<simpleAuthenticationPlugin><users>\n{listed}</users></simpleAuthenticationPlugin>\n"
+        "<authorizationPlugin><map><authorizationMap><authorizationEntries>\n"
+        f"{entries}</authorizationEntries></authorizationMap></map></authorizationPlugin>\n</plugins>\n",
+    )
+
+
 def start_secured(tmp_path: Path, file: Path, *, http: bool = False) -> BrokerThread:
     options = broker_options(load(file).config)
     options = dataclasses.replace(options, data_dir=tmp_path / "data", http_port=0 if http else None)
@@ -91,6 +108,18 @@ def exists(thread: BrokerThread, name: str) -> bool:
         assert thread.broker is not None
         engine = thread.broker.engine
         answer.set_result(name in engine.queues or name in engine.router.topics)
+
+    thread.call(ask)
+    return answer.result(timeout=10)
+
+
+def stored(thread: BrokerThread) -> int:
+    """Bytes in the running broker's persistent message store (asked on its own loop)."""
+    answer: Future[int] = Future()
+
+    def ask() -> None:
+        assert thread.broker is not None
+        answer.set_result(thread.broker.engine.usage.store.used)
 
     thread.call(ask)
     return answer.result(timeout=10)

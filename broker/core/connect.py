@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from broker.core.errors import ClientIdInUse
 from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED
 from protocol import frames as f
 from protocol.errors import UnexpectedFrame
@@ -48,11 +49,13 @@ def next_phase(phase: str, command: str) -> str:
 class Connect:
     """The CONNECT/STOMP and DISCONNECT handlers."""
 
-    __slots__ = ("guard", "settings")
+    __slots__ = ("client_ids", "guard", "settings")
 
-    def __init__(self, settings: CoreSettings, guard: Guard) -> None:
+    def __init__(self, settings: CoreSettings, guard: Guard, client_ids: dict[str, Session]) -> None:
         self.settings = settings
         self.guard = guard
+        #: The engine's: client-id -> the open connection that has it.
+        self.client_ids = client_ids
 
     def on_connect(self, session: Session, frame: f.Frame) -> None:
         after = next_phase(session.phase, frame.command)
@@ -63,7 +66,10 @@ class Connect:
         # A wrong login is fatal: the ERROR goes out and the connection closes.
         verdict, session.login_verdict = session.login_verdict, None
         session.principal = self.guard.login(login, headers.get("passcode"), verdict)
-        session.client_id = headers.get("client-id")
+        client_id = headers.get("client-id")
+        if client_id:
+            self._claim(session, client_id)
+        session.client_id = client_id
         reply = {"version": version, "server": self.settings.server, "session": session.id}
         if version != f.V1_0 or "heart-beat" in headers:
             cx, cy = parse_heartbeat(headers.get("heart-beat"))
@@ -79,6 +85,19 @@ class Connect:
             reply["response-id"] = request_id
         session.phase = after
         session.send_frame(f.Frame(f.CONNECTED, reply))
+
+    def _claim(self, session: Session, client_id: str) -> None:
+        """Take ``client_id`` for ``session``, unless another open connection has it: two
+        processes must not share one durable subscription (ActiveMQ's RegionBroker
+        refuses the second with an InvalidClientIDException, worded so).  Without a
+        client-id a connection takes none: ActiveMQ gives it its own connection id."""
+        holder = self.client_ids.get(client_id)
+        if holder is not None and holder is not session:
+            raise ClientIdInUse(
+                f"Broker: {self.settings.broker_name} - Client: {client_id} already connected "
+                f"from {holder.address}"
+            )
+        self.client_ids[client_id] = session
 
     def on_disconnect(self, session: Session, frame: f.Frame) -> None:
         session.phase = next_phase(session.phase, frame.command)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Final
 from broker.core import names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
-from broker.core.guard import ADMIN, denied
+from broker.core.guard import ADMIN, WRITE, denied
 from broker.core.queue import Queue, QueueStats
 from broker.core.swap import LEVELS, Log
 from broker.core.topic import Topic, TopicRouter, TopicStats
 from broker.core.usage import UsageMeter
-from broker.core.wildcards import is_wildcard
+from broker.core.wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
@@ -240,14 +240,17 @@ class Destinations:
         # allowed to be made) again.
         self._gone(target)
 
-    def make_room(self, session: Session, destination: str) -> None:
+    def make_room(self, session: Session, destination: str, *, sending: bool = False) -> None:
         """Before a frame that may make destinations (SEND, SUBSCRIBE): raise
+        ``InvalidDestination`` for a wildcard a SEND names (``sendable``),
         ``TooManyDestinations`` if one would pass its policy entry's ``maxDestinations``,
         ``NoRoomToCreate`` if the memory limit has no room for what they cost."""
         if destination in self._routes:
             return
         cost = 0
         for kind, name in names.split_destination(destination):
+            if sending:
+                sendable(kind, name)
             if kind not in _MADE_HERE or self._exists(session, kind, name):
                 continue
             full = self._full_name(session, kind, name)
@@ -319,6 +322,9 @@ class Destinations:
             return
         complete = True
         for kind, name in names.split_destination(destination):
+            if op == WRITE:
+                # Said before any refusal: the name is wrong, whoever sends to it.
+                sendable(kind, name)
             if not guard.allows(principal, op, kind, name):
                 raise denied(principal, op, kind + name)
             if not self._exists(session, kind, name):
@@ -359,6 +365,8 @@ class Destinations:
         if targets is not None:
             return targets
         parts = names.split_destination(destination)
+        for kind, name in parts:
+            sendable(kind, name)
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self._routes[destination] = targets
@@ -391,3 +399,20 @@ class Destinations:
         kind, pattern = patterns[0]
         high_water = self._resolve(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+
+
+def sendable(kind: str, name: str) -> None:
+    """Raise ``InvalidDestination`` if ``kind`` + ``name`` is a wildcard, which is no place
+    to send a message to.
+
+    ActiveMQ takes such a SEND: it makes a destination literally named ``FOO.>``, which only
+    wildcard subscribers (``FOO.>``, ``>``, ``FOO.*``) see, and checks the producer's write
+    right against that name read half as a pattern.  stompd refuses it, whoever sends, so a
+    message cannot reach a subscriber by a name no one may write to, nor make a queue
+    called ``*``; a SEND, a part of a composite and an admin move or copy target alike.
+    """
+    if has_wildcard_element(name):
+        raise InvalidDestination(
+            f"cannot send to {kind}{name}: '*' and '>' are wildcards, for subscribing; a message "
+            "is sent to destinations by their full names"
+        )

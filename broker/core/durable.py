@@ -24,16 +24,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.core import names, wildcards
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.channel import Channel
     from broker.core.cursor import Cursor
     from broker.core.message import Message
-    from broker.core.subscription import Subscription
+
+
+class Attached(Protocol):
+    """The subscription a durable subscription's subscriber is attached through, as far as
+    this module needs it (``subscription.Subscription``)."""
+
+    @property
+    def session(self) -> Channel: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -49,7 +57,7 @@ class DurableSubscription:
     #: The connection (session id) of the subscriber attached now, or None while it is away.
     subscriber: str | None = None
     #: That subscriber's subscription.
-    attached: Subscription | None = None
+    attached: Attached | None = None
     #: Its pending messages, kept from its first subscriber on (see the module docstring).
     cursor: Cursor | None = None
 

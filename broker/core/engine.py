@@ -80,6 +80,9 @@ class Engine:
         self.queues = destinations.queues
         self.router = destinations.router
         self.sessions: dict[str, Session] = {}
+        #: The open connections' client-ids (a CONNECT's ``client-id`` header), each
+        #: taken by one connection at a time, as in ActiveMQ.
+        self.client_ids: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
         self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
@@ -102,7 +105,7 @@ class Engine:
         #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
         self.chores = Chores()
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard)
+        connect = Connect(settings, guard, self.client_ids)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
@@ -119,8 +122,9 @@ class Engine:
 
     # -- sessions --------------------------------------------------------------
 
-    def open_session(self, outbox: Outbox) -> Session:
-        session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock)
+    def open_session(self, outbox: Outbox, address: str = "?") -> Session:
+        """A new connection; ``address`` is where its client is (``tcp://host:port``)."""
+        session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock, address)
         self.sessions[session.id] = session
         self.sessions_opened += 1
         return session
@@ -132,6 +136,9 @@ class Engine:
         does not stall every other client while they go."""
         if self.sessions.pop(session.id, None) is None:
             return
+        client_id = session.client_id
+        if client_id and self.client_ids.get(client_id) is session:
+            del self.client_ids[client_id]
         session.phase = CLOSING
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False

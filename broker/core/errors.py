@@ -42,6 +42,12 @@ class AccessDenied(BrokerError):
     summary = "access denied"
 
 
+class ClientIdInUse(BrokerError):
+    """ActiveMQ's InvalidClientIDException: a connection with this client-id is open."""
+
+    summary = "client-id already connected"
+
+
 class NoSpace(BrokerError):
     summary = "resource limit reached"
 

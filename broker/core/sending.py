@@ -114,7 +114,7 @@ class Sending:
         destinations = self.destinations
         if destinations.guard.authorizing:
             destinations.authorize(session, WRITE, destination)
-        destinations.make_room(session, destination)
+        destinations.make_room(session, destination, sending=True)
 
     def close(self, session: Session) -> None:
         """``session`` is gone.  Its parked SENDs were received, and a client that did not

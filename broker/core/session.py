@@ -68,6 +68,7 @@ Parked = ParkedSend | ParkedCreate | Frame
 class Session:
     __slots__ = (
         "_next_key",
+        "address",
         "blocked_since",
         "by_key",
         "client_id",
@@ -91,10 +92,12 @@ class Session:
         "writable",
     )
 
-    def __init__(self, session_id: str, outbox: Outbox, clock: Clock) -> None:
+    def __init__(self, session_id: str, outbox: Outbox, clock: Clock, address: str = "?") -> None:
         self.id = session_id
         self.outbox = outbox
         self.clock = clock
+        #: Where the client is, as ActiveMQ writes it (``tcp://127.0.0.1:50000``).
+        self.address = address
         self.version = V1_0
         self.phase = AWAIT_CONNECT
         self.writable = True

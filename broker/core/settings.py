@@ -45,6 +45,8 @@ class DestinationPolicy:
 @dataclass(frozen=True, slots=True)
 class CoreSettings:
     server: str = "stompd/0.1.0"
+    #: <broker brokerName>: how ActiveMQ names the broker in its errors.
+    broker_name: str = "localhost"
     #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
     #: default is 1.0, strict, which is a top complaint about it).
     heartbeat_grace: float = 1.5

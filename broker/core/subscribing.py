@@ -23,7 +23,7 @@ from broker.core.errors import (
     UnknownSubscription,
     int_header,
 )
-from broker.core.guard import READ
+from broker.core.guard import READ, denied
 from broker.core.queue import Queue
 from broker.core.selector import compile_selector
 from broker.core.subscription import ACK_MODES, AUTO, Subscription
@@ -207,6 +207,7 @@ class Subscribing:
                 )
             if not durable.same_as(destination, selector_text, no_local):
                 # As ActiveMQ: another destination or selector makes it a new subscription.
+                self._may_remove(session, durable)
                 self._remove_durable(durable)
                 durable = None
         if durable is None:
@@ -244,9 +245,26 @@ class Subscribing:
     def _let_go(self, durable: DurableSubscription) -> None:
         """A subscriber whose connection is closing (its subscriptions still ending, in
         slices) lets go of ``durable`` now: it is no longer active to its next subscriber."""
-        sub = durable.attached
-        if sub is not None and sub.session.closing:
-            self.unsubscribe(cast("Session", sub.session), sub)
+        attached = durable.attached
+        if attached is not None and attached.session.closing:
+            self.unsubscribe(cast("Session", attached.session), cast("Subscription", attached))
+
+    def _may_remove(self, session: Session, durable: DurableSubscription) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s user may read what ``durable``
+        subscribes to.  Ending a durable subscription deletes what it is owed, and a
+        client-id is anyone's to claim while its connection is away; so, stricter than
+        ActiveMQ (which checks nothing here), only a user who could have made it may
+        remove it, or remake it elsewhere."""
+        guard = self.destinations.guard
+        if not guard.authorizing:
+            return
+        principal = session.principal
+        for kind, name in names.split_destination(durable.destination):
+            if not guard.allows(principal, READ, kind, name):
+                raise AccessDenied(
+                    f"{denied(principal, READ, kind + name)} (needed to remove durable subscription "
+                    f"{durable.name!r} of client {durable.client_id!r})"
+                )
 
     def _remove_durable(self, durable: DurableSubscription) -> None:
         self.durables.remove(durable)
@@ -275,6 +293,12 @@ class Subscribing:
         else:
             raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
         durable_name = durable_name_of(headers)
+        durable = None
+        if durable_name is not None:
+            durable = self.durables.get(session.client_id or "", durable_name)
+            if durable is not None:
+                # Before anything ends: a refusal leaves the subscriber subscribed too.
+                self._may_remove(session, durable)
         if sub is not None:
             self.unsubscribe(session, sub)
         elif durable_name is None:
@@ -284,7 +308,6 @@ class Subscribing:
         if durable_name is not None:
             # With the name, UNSUBSCRIBE ends the durable subscription (even an inactive
             # one), and what it was still owed goes with it.
-            durable = self.durables.get(session.client_id or "", durable_name)
             if durable is None:
                 raise UnknownSubscription(f"no durable subscription {durable_name!r} for this client-id")
             self._let_go(durable)

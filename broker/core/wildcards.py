@@ -38,6 +38,12 @@ def is_wildcard(name: str) -> bool:
     return elements[-1] == ANY_DESCENDANT or ANY_CHILD in elements
 
 
+def has_wildcard_element(name: str) -> bool:
+    """Whether any element of ``name`` is exactly ``*`` or ``>``, wherever it stands: such a
+    name is a pattern to subscribe with, never one to send to (``Destinations.sendable``)."""
+    return any(element in (ANY_CHILD, ANY_DESCENDANT) for element in name.split("."))
+
+
 def matches(pattern: str, name: str) -> bool:
     """Whether the concrete destination ``name`` matches ``pattern``."""
     fixed, open_ended = _parse(pattern)

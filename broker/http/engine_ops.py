@@ -18,7 +18,7 @@ from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
 from broker.core.session import CONNECTED
-from broker.core.wildcards import is_wildcard
+from broker.core.wildcards import has_wildcard_element
 from broker.http import slices
 from broker.http.ops import (
     AdminError,
@@ -92,15 +92,17 @@ class EngineAdminOps:
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
-        if name.startswith(names.QUEUE):
+        kind = next((kind for kind in (names.QUEUE, names.TOPIC) if name.startswith(kind)), None)
+        if kind is None:
+            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+        bare = name.removeprefix(kind)
+        if has_wildcard_element(bare):
+            # Nor moved or copied to: a wildcard names no destination (Destinations.sendable).
+            raise Invalid(f"{name} is a wildcard, not a destination")
+        if kind == names.QUEUE:
             queue = destinations.queue(name)
             destinations.used(queue)
             return self._queue_info(queue)
-        bare = name.removeprefix(names.TOPIC)
-        if bare == name:
-            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
-        if is_wildcard(bare):
-            raise Invalid(f"{name} is a wildcard, not a destination")
         topic = destinations.topic(names.TOPIC, bare)
         destinations.used(topic)
         return self._topic_info(topic)

@@ -90,6 +90,10 @@ class WebSocketStompConnection(StompConnection):
         self.websocket = transport
         super().connection_made(transport)
 
+    def _scheme(self, transport: asyncio.Transport) -> str:
+        # As ActiveMQ's HttpTransportUtils: wss:// when the upgrade came over TLS.
+        return "wss" if transport.get_extra_info("ssl_object") is not None else "ws"
+
     def _fail(self, exc: BaseException) -> None:
         if self.websocket is not None:
             self.websocket.set_close(*close_code_for(exc))

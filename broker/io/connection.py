@@ -124,9 +124,14 @@ class StompConnection(asyncio.Protocol):
             traffic=self._engine.observer.traffic,
             reading=self._reading,
         )
-        self._session = self._engine.open_session(self._outbox)
+        self._session = self._engine.open_session(self._outbox, f"{self._scheme(transport)}://{self.peer}")
         self._registry.add(self)
         self._timer = self._loop.call_later(self._limits.connect_timeout, self._connect_deadline)
+
+    def _scheme(self, transport: asyncio.Transport) -> str:
+        """How ActiveMQ writes its clients' addresses: ``tcp://`` (TLS too: ActiveMQ's
+        SslTransport is a TcpTransport)."""
+        return "tcp"
 
     def data_received(self, data: bytes) -> None:
         session = self._session

@@ -38,6 +38,29 @@ class Verdict:
         self.groups = groups
 
 
+class Rules:
+    """Users and authorization entries made from a configuration, not yet in force."""
+
+    __slots__ = ("authentication", "authorization", "base", "changes", "rules", "users")
+
+    def __init__(
+        self,
+        authentication: Authentication | None,
+        authorization: Authorization | None,
+        users: Users | None,
+        rules: AccessRules | None,
+        changes: list[str],
+        base: tuple[Users | None, AccessRules | None],
+    ) -> None:
+        self.authentication = authentication
+        self.authorization = authorization
+        self.users = users
+        self.rules = rules
+        #: What they change from ``base``, the rules in force when they were made.
+        self.changes = changes
+        self.base = base
+
+
 class Security:
     __slots__ = ("_decisions", "_verify", "authorizing", "granted", "rules", "users")
 
@@ -60,23 +83,41 @@ class Security:
         self, authentication: Authentication | None, authorization: Authorization | None
     ) -> list[str]:
         """Take new rules; returns what changed, in words for the log."""
+        return self.install(self.prepare(authentication, authorization))
+
+    def prepare(self, authentication: Authentication | None, authorization: Authorization | None) -> Rules:
+        """New rules, built and compared with the ones in force, ready for ``install``.
+
+        Safe in a worker thread: it only reads the rules in force, which are replaced
+        whole, never changed in place, and only by ``install``."""
         users = Users(authentication, self._verify) if authentication is not None else None
         rules = AccessRules(authorization) if authorization is not None else None
+        base_users, base_rules = self.users, self.rules
         changes: list[str] = []
-        if self.users is not None and users is not None:
-            changes = self.users.changes(users)
-        elif (self.users is None) != (users is None):
+        if base_users is not None and users is not None:
+            changes = base_users.changes(users)
+        elif (base_users is None) != (users is None):
             changes.append("authentication " + ("on" if users is not None else "off"))
-        old = self.rules.authorization if self.rules is not None else None
+        old = base_rules.authorization if base_rules is not None else None
         if old != authorization:
             before = len(old.entries) if old is not None else 0
             after = len(authorization.entries) if authorization is not None else 0
             changes.append(f"authorization entries changed ({before} -> {after} entries)")
-        self.users, self.rules = users, rules
-        self.authorizing = rules is not None
+        return Rules(authentication, authorization, users, rules, changes, (base_users, base_rules))
+
+    def install(self, prepared: Rules) -> list[str]:
+        """Put ``prepared`` in force, users and entries at once (on the event loop: what
+        connections are allowed changes between two of their frames, never during one).
+        Returns what changed, in words for the log."""
+        base_users, base_rules = prepared.base
+        if base_users is not self.users or base_rules is not self.rules:
+            # Other rules came in since it was prepared: compare with those instead.
+            prepared = self.prepare(prepared.authentication, prepared.authorization)
+        self.users, self.rules = prepared.users, prepared.rules
+        self.authorizing = prepared.rules is not None
         self.granted.clear()
         self._decisions.clear()
-        return changes
+        return prepared.changes
 
     # -- the core's Guard ------------------------------------------------------------
 

@@ -1,37 +1,107 @@
 """SIGHUP: read the configuration file again and take its users, passwords and
 authorization entries (nothing else: listeners, limits and policies stay as started).
 
-A file that no longer loads changes nothing: the old rules stay, and the log says why.
+The file is read, parsed and checked, and the new users and entries built, in a thread
+of its own, so a big or slow file holds no client up; then, back on the event loop, they
+are put in force at once (``Security.install``): a frame is checked against the old rules
+or the new ones, never a mix.  A SIGHUP while a reload runs makes it run once more when it
+is done (the file may have changed again).  A file that no longer loads changes nothing:
+the old rules stay, and the log says why.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from config.loader import ConfigError, load
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
     from pathlib import Path
 
-    from broker.security.guard import Security
+    from broker.security.guard import Rules, Security
+    from config.loader import Loaded
 
 log = logging.getLogger("stompd.security")
 
 
-def reload_security(security: Security, path: Path, defines: dict[str, str]) -> bool:
-    """Whether the file's security settings were taken."""
-    try:
-        loaded = load(path, defines)
-    except ConfigError as exc:
-        for error in exc.errors:
-            log.error("reload of %s: %s", path, error)
-        log.error("reload of %s failed: %d error(s); the old users and rules stay", path, len(exc.errors))
-        return False
-    config = loaded.config
-    changes = security.replace(config.authentication, config.authorization)
-    if changes:
-        log.info("reloaded %s: %s", path, "; ".join(changes))
-    else:
-        log.info("reloaded %s: users and authorization unchanged", path)
-    return True
+class Reloader:
+    """The SIGHUP handler (called on the event loop)."""
+
+    def __init__(
+        self,
+        security: Security,
+        path: Path,
+        defines: Mapping[str, str],
+        load: Callable[[Path, Mapping[str, str]], Loaded] = load,
+    ) -> None:
+        self._security = security
+        self._path = path
+        self._defines = dict(defines)
+        #: config.loader.load, or a test's stand-in (one that waits on a barrier, say).
+        self._load = load
+        self._task: asyncio.Task[bool] | None = None
+        self._again = False
+
+    def __call__(self) -> asyncio.Task[bool]:
+        """Start a reload (or, if one is running, ask for another after it); the task says
+        whether the last file read was taken."""
+        task = self._task
+        if task is not None and not task.done():
+            self._again = True
+            log.info("reload of %s: one is running; the file is read again after it", self._path)
+            return task
+        self._task = task = asyncio.get_running_loop().create_task(self._run())
+        return task
+
+    async def _run(self) -> bool:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._again = False
+            done: asyncio.Future[Rules | None] = loop.create_future()
+
+            def work(done: asyncio.Future[Rules | None] = done) -> None:
+                prepared = self._prepare()
+                with contextlib.suppress(RuntimeError):  # the broker stopped meanwhile
+                    loop.call_soon_threadsafe(_settle, done, prepared)
+
+            # A daemon thread, not the loop's executor: a read that never returns (a file
+            # on a hung network mount) must not hold up the broker's exit.
+            threading.Thread(target=work, name="stompd-reload", daemon=True).start()
+            prepared = await done
+            if prepared is not None:
+                self._install(prepared)
+            if not self._again:
+                return prepared is not None
+
+    def _prepare(self) -> Rules | None:
+        """In the reload thread: the file's rules, or None (and the log says why)."""
+        path = self._path
+        try:
+            loaded = self._load(path, self._defines)
+        except ConfigError as exc:
+            for error in exc.errors:
+                log.error("reload of %s: %s", path, error)
+            log.error("reload of %s failed: %d error(s); the old users and rules stay", path, len(exc.errors))
+            return None
+        except Exception:
+            log.exception("reload of %s failed; the old users and rules stay", path)
+            return None
+        config = loaded.config
+        return self._security.prepare(config.authentication, config.authorization)
+
+    def _install(self, prepared: Rules) -> None:
+        changes = self._security.install(prepared)
+        if changes:
+            log.info("reloaded %s: %s", self._path, "; ".join(changes))
+        else:
+            log.info("reloaded %s: users and authorization unchanged", self._path)
+
+
+def _settle(done: asyncio.Future[Rules | None], prepared: Rules | None) -> None:
+    if not done.cancelled():
+        done.set_result(prepared)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from broker.core.engine import Engine
+from broker.core.errors import ClientIdInUse
+from broker.core.session import Session
 from protocol.errors import StompError
 from protocol.frames import Frame
 from tests.broker.harness import ListOutbox, new_engine
@@ -75,3 +78,54 @@ def test_connect_twice_is_refused() -> None:
     engine.handle(session, Frame("CONNECT", {"accept-version": "1.2"}))
     with pytest.raises(StompError, match="already connected"):
         engine.handle(session, Frame("CONNECT", {"accept-version": "1.2"}))
+
+
+def connect(engine: Engine, address: str, **headers: str) -> Session:
+    session = engine.open_session(ListOutbox(), address)
+    engine.handle(session, Frame("CONNECT", {"accept-version": "1.2", **headers}))
+    return session
+
+
+def test_a_client_id_is_taken_by_one_open_connection_at_a_time() -> None:
+    engine = new_engine(broker_name="east")
+    first = connect(engine, "tcp://10.0.0.1:40000", **{"client-id": "orders"})
+    refused = engine.open_session(ListOutbox(), "ws://10.0.0.2:50000")
+    # ActiveMQ's words (RegionBroker.addConnection), whoever logs in.
+    with pytest.raises(
+        ClientIdInUse, match=r"^Broker: east - Client: orders already connected from tcp://10\.0\.0\.1:40000$"
+    ):
+        engine.handle(
+            refused, Frame("CONNECT", {"accept-version": "1.2", "client-id": "orders", "login": "x"})
+        )
+    # The refused connection closes; the id stays with the first.
+    engine.close_session(refused)
+    assert engine.client_ids == {"orders": first}
+    with pytest.raises(ClientIdInUse, match=r"from tcp://10\.0\.0\.1:40000"):
+        connect(engine, "tcp://10.0.0.3:1", **{"client-id": "orders"})
+    # Free once the first has gone.
+    engine.close_session(first)
+    assert engine.client_ids == {}
+    again = connect(engine, "ws://10.0.0.2:50001", **{"client-id": "orders"})
+    assert engine.client_ids == {"orders": again}
+
+
+def test_connections_without_a_client_id_take_none() -> None:
+    engine = new_engine()
+    for _ in range(2):
+        connect(engine, "tcp://h:1")
+        connect(engine, "tcp://h:2", **{"client-id": ""})
+        connect(engine, "tcp://h:3", login="same-user")
+    assert engine.client_ids == {}
+    # Nor is a client-id tied to a login: other ids for one user are fine.
+    connect(engine, "tcp://h:4", login="same-user", **{"client-id": "a"})
+    connect(engine, "tcp://h:5", login="same-user", **{"client-id": "b"})
+    assert set(engine.client_ids) == {"a", "b"}
+
+
+def test_the_broker_name_is_localhost_unless_configured() -> None:
+    engine = new_engine()
+    connect(engine, "tcp://h:1", **{"client-id": "c"})
+    with pytest.raises(
+        ClientIdInUse, match=r"^Broker: localhost - Client: c already connected from tcp://h:1$"
+    ):
+        connect(engine, "tcp://h:2", **{"client-id": "c"})

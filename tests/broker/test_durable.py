@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from broker.core.errors import ClientIdInUse
 from protocol.errors import StompError
 from protocol.frames import Frame
-from tests.broker.harness import Peer, messages_in_memory, subscription_infos
+from tests.broker.harness import ListOutbox, Peer, messages_in_memory, subscription_infos
 from tests.broker.test_persistence import KB, StoredEngine
 from tests.broker.test_swap import bodies, send
 
@@ -105,6 +106,7 @@ def test_unsubscribing_by_name_releases_what_was_kept(stored: StoredEngine) -> N
     sub.send_frame("UNSUBSCRIBE", {"id": "1", "activemq.subscriptionName": "s"})
     stored.settle()
     assert (usage.temp.used, messages_in_memory(stored.engine)) == (0, 0)
+    stored.engine.close_session(sub.session)
     again = subscriber(stored)
     producer.send_frame("SEND", {"destination": "/topic/t"}, b"999999 new")
     assert bodies(again) == [999999]
@@ -234,12 +236,14 @@ def test_resubscribing_with_another_selector_makes_a_new_subscription(
 
 def test_a_second_subscriber_to_an_active_durable_subscription_is_refused(stored: StoredEngine) -> None:
     first = subscriber(stored)
-    intruder = Peer(stored.engine, **{"client-id": "c1"})
-    assert refused(intruder, "SUBSCRIBE", DURABLE) == "duplicate subscription"
-    # Nor may another connection end it while it is active.
-    other = Peer(stored.engine, **{"client-id": "c1"})
-    unsubscribe = {"id": "1", "activemq.subscriptionName": "s"}
-    assert refused(other, "UNSUBSCRIBE", unsubscribe) == "duplicate subscription"
+    # Another connection cannot even take the client-id while the first has it...
+    intruder = stored.engine.open_session(ListOutbox(), "tcp://h:2")
+    with pytest.raises(ClientIdInUse):
+        stored.engine.handle(intruder, Frame("CONNECT", {"accept-version": "1.2", "client-id": "c1"}))
+    # ... and the first connection may not subscribe to it twice, nor end it while it is active.
+    assert refused(first, "SUBSCRIBE", {**DURABLE, "id": "2"}) == "duplicate subscription"
+    unsubscribe = {"id": "2", "activemq.subscriptionName": "s"}
+    assert refused(first, "UNSUBSCRIBE", unsubscribe) == "duplicate subscription"
     publish(Peer(stored.engine), b"still mine")
     stored.settle()
     assert [f.body for f in messages(first)] == [b"still mine"]
@@ -261,6 +265,7 @@ def test_unsubscribe_with_the_name_ends_it_and_deletes_what_it_was_owed(stored: 
     assert refused(owner, "UNSUBSCRIBE", {"id": "1", "activemq.subscriptionName": "s"}) == (
         "unknown subscription"
     )
+    stored.engine.close_session(owner.session)
     assert messages(subscriber(stored)) == []
 
 

@@ -107,3 +107,24 @@ def test_group_reassigned_when_owner_leaves() -> None:
     a.send_frame("UNSUBSCRIBE", {"id": "1"})
     p.send_frame("SEND", {"destination": "/queue/g", "JMSXGroupID": "G"}, b"g")
     assert len(b.received()) == 1
+
+
+@pytest.mark.parametrize(
+    "destination",
+    ["/topic/>", "/topic/A.*", "/queue/>", "/queue/*", "/queue/A.>.B", "/queue/ok,/topic/>", "/temp-queue/*"],
+)
+def test_a_send_to_a_wildcard_is_refused_and_makes_nothing(destination: str) -> None:
+    engine = new_engine()
+    watcher, producer = Peer(engine), Peer(engine)
+    watcher.send_frame("SUBSCRIBE", {"destination": "/topic/>", "id": "1"})
+    before = (set(engine.queues), set(engine.router.topics))
+    for transaction in (None, "tx"):
+        headers = {"destination": destination, "receipt": "r"}
+        if transaction is not None:
+            producer.send_frame("BEGIN", {"transaction": transaction})
+            headers["transaction"] = transaction
+        with pytest.raises(InvalidDestination, match="'\\*' and '>' are wildcards, for subscribing"):
+            producer.send_frame("SEND", headers, b"x")
+    assert (set(engine.queues), set(engine.router.topics)) == before
+    assert watcher.messages() == []
+    assert not producer.session.temp_queues

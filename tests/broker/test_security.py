@@ -182,3 +182,30 @@ def test_only_a_hashed_password_not_verified_before_is_checked_slowly() -> None:
     with pytest.raises(NotAuthenticated):
         security.login("admin", "other", verdict)
     assert security.login("admin", "pw", verdict).user == "admin"  # checked again, here
+
+
+def test_rules_are_prepared_aside_then_put_in_force_at_once() -> None:
+    security = Security(AUTH, RULES)
+    moved = Authentication(users=(User("app", Password("plain", "new-pw"), frozenset({"clerks"})),))
+    prepared = security.prepare(moved, None)
+    # Made (as a reload's thread makes them) but not in force yet.
+    assert security.login("app", "app-pw").user == "app" and security.authorizing
+    assert security.install(prepared) == [
+        "user admin removed",
+        "user app: password changed",
+        "user app: groups clerks",
+        "anonymousAccessAllowed false",
+        "authorization entries changed (5 -> 0 entries)",
+    ]
+    assert not security.authorizing
+    assert security.login("app", "new-pw").user == "app"
+
+
+def test_rules_prepared_before_other_rules_came_in_are_compared_with_those() -> None:
+    security = Security(AUTH, RULES)
+    stale = security.prepare(AUTH, None)
+    security.replace(None, None)
+    assert security.install(stale) == ["authentication on"]
+    assert not security.authorizing
+    with pytest.raises(NotAuthenticated):
+        security.login("app", "wrong")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.core.wildcards import WildcardTrie, is_wildcard, matches
+from broker.core.wildcards import WildcardTrie, has_wildcard_element, is_wildcard, matches
 
 CASES = [
     # pattern, name, matches
@@ -83,6 +83,27 @@ def test_trie_agrees_with_matches(pattern: str, name: str, expected: bool) -> No
 )
 def test_is_wildcard(name: str, expected: bool) -> None:
     assert is_wildcard(name) is expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("A.B", False),
+        ("A.*", True),
+        ("*", True),
+        (">", True),
+        ("A.>", True),
+        # Not a wildcard to route by, but a name no SEND may use all the same.
+        ("A.>.C", True),
+        ("*.B", True),
+        ("A.B*", False),
+        ("A>", False),
+        ("A.**", False),
+        ("", False),
+    ],
+)
+def test_has_wildcard_element(name: str, expected: bool) -> None:
+    assert has_wildcard_element(name) is expected
 
 
 def test_match_collects_all_patterns() -> None:

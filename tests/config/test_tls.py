@@ -156,7 +156,7 @@ def test_unreadable_file(tmp_path: Path, files: dict[str, Path]) -> None:
     else:  # running as root: permissions do not stop reads, so check a directory instead
         readable.close()
         error = one_error(tmp_path, ssl_body(f'keyStore="{tmp_path}" keyStorePassword="storepass"'))
-        assert "is a directory" in error.reason
+        assert "not a regular file (a directory)" in error.reason
 
 
 def test_key_material_needs_a_key() -> None:

@@ -189,3 +189,71 @@ def test_stompd_config_runs_a_real_broker_process(tmp_path: Path) -> None:
         rest = process.communicate(timeout=30)[1]
     assert process.returncode == 0, "".join(lines) + rest
     assert "Traceback" not in "".join(lines) + rest
+
+
+#: A properties file of placeholders that expand each other: 10^7 copies from ~400 bytes.
+BOMB = "\n".join([*(f"p{i}=" + f"${{p{i + 1}}}" * 10 for i in range(7)), "p7=x", "name=${p0}"])
+
+CONFIGURER = """<beans xmlns="http://www.springframework.org/schema/beans">
+  <bean class="org.springframework.beans.factory.config.PropertyPlaceholderConfigurer">
+    <property name="location" value="file:{properties}"/>
+  </bean>
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="${{name}}" dataDirectory="{data}"/>
+</beans>
+"""
+
+
+def special_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A configuration that never ends, and the start of the one error line it must get."""
+    if kind == "/dev/zero":
+        return Path("/dev/zero"), "/dev/zero: not a regular file (a character device)"
+    if kind == "fifo":
+        fifo = tmp_path / "activemq.xml"
+        os.mkfifo(fifo)
+        return fifo, f"{fifo}: not a regular file (a FIFO)"
+    if kind == "directory":
+        return tmp_path, f"{tmp_path}: not a regular file (a directory)"
+    path = tmp_path / "activemq.xml"
+    properties = tmp_path / "bomb.properties"
+    if kind == "properties fifo":
+        os.mkfifo(properties)
+        why = f"{path}:3: <bean/property>: file:{properties}: not a regular file (a FIFO)"
+    else:
+        properties.write_text(BOMB)
+        why = f"{path}:5: <broker>: brokerName: placeholders expand past 20000 substitutions"
+    path.write_text(CONFIGURER.format(properties=properties, data=tmp_path / "data"))
+    return path, why
+
+
+@pytest.mark.parametrize(
+    ("flag", "kind"),
+    [
+        ("--check-config", "/dev/zero"),
+        ("--check-config", "fifo"),
+        ("--check-config", "directory"),
+        ("--check-config", "properties fifo"),
+        ("--check-config", "bomb"),
+        ("--config", "/dev/zero"),
+        ("--config", "fifo"),
+        ("--config", "bomb"),
+    ],
+)
+def test_a_file_that_never_ends_is_one_error_line(tmp_path: Path, flag: str, kind: str) -> None:
+    path, why = special_file(tmp_path, kind)
+    # The timeout only stops a hang from hanging the suite; the broker must not wait at all.
+    done = subprocess.run(
+        [sys.executable, "-m", "broker", flag, str(path), "--port", "0", "--http-port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert f"{path}: 1 error(s):" in lines, done.stderr
+    error = lines[lines.index(f"{path}: 1 error(s):") + 1 :]
+    assert len(error) == 1 and error[0].startswith("  " + why), done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "data").exists()

@@ -1,5 +1,6 @@
 """SIGHUP: a running ``stompd --config`` takes the file's users, passwords and
-authorization entries again; a file with an error changes nothing, and the log says why."""
+authorization entries again; a file with an error changes nothing, and the log says why.
+The file is read off the event loop: clients are served while it is read."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
+from broker.app import BrokerThread
+from broker.security.guard import Security
+from broker.security.reload import Reloader
+from broker.settings_bridge import broker_options
+from config.loader import Loaded, load
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient
@@ -114,9 +122,100 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
         assert refused(port, "app", "newer-pw")
         with client(port, username="app", passcode="new-pw") as c:
             c.subscribe("/queue/q")
+
+        # A file that would never end (a FIFO, with no writer) is refused at once.
+        path.unlink()
+        os.mkfifo(path)
+        process.send_signal(signal.SIGHUP)
+        log.wait_for(r"reload of .*activemq\.xml: .*activemq\.xml: not a regular file \(a FIFO\)")
+        log.wait_for(r"reload of .*activemq\.xml failed: 1 error\(s\); the old users and rules stay")
+        with client(port, username="app", passcode="new-pw") as c:
+            c.subscribe("/queue/q")
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
         log.close()
     assert process.returncode == 0, "".join(log.seen)
     assert "Traceback" not in "".join(log.seen)
+
+
+class GatedLoad:
+    """config.loader.load that, in the reload thread, says it has started and then waits
+    for the test's go: a file whose read takes as long as the test wants."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Semaphore(0)
+        self.go = threading.Semaphore(0)
+        self.calls = 0
+
+    def __call__(self, path: Path, defines: Mapping[str, str]) -> Loaded:
+        self.calls += 1
+        self.entered.release()
+        assert self.go.acquire(timeout=30), "the test never let the read finish"
+        return load(path, defines)
+
+
+def start_reload(thread: BrokerThread, reloader: Reloader) -> Future[bool]:
+    """What SIGHUP does, on the broker's loop; the future says whether the file was taken."""
+    outcome: Future[bool] = Future()
+
+    def hup() -> None:
+        reloader().add_done_callback(lambda task: outcome.set_result(task.result()))
+
+    thread.call(hup)
+    return outcome
+
+
+def test_clients_are_served_while_a_reload_reads_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "activemq.xml"
+    data = tmp_path / "data"
+    path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
+    options = broker_options(load(path).config)
+    thread = BrokerThread(options).start()
+    try:
+        assert isinstance(options.guard, Security)
+        gate = GatedLoad()
+        reloader = Reloader(options.guard, path, {}, load=gate)
+        path.write_text(FILE.format(data=data, password="new-pw", groups="writers"))
+        taken = start_reload(thread, reloader)
+        assert gate.entered.acquire(timeout=10)
+        # The read is held in the reload thread: the loop serves clients meanwhile, under
+        # the old rules (none of the new file is in force yet).
+        with client(thread.port, username="app", passcode="old-pw") as c:
+            c.subscribe("/queue/served")
+            c.send("/queue/served", "while the file is read", sync=True)
+            assert c.listener.wait_messages(1)[0].body == "while the file is read"
+        assert refused(thread.port, "app", "new-pw")
+        # Another SIGHUP meanwhile: the file is read once more after this read.
+        again = start_reload(thread, reloader)
+        assert not taken.done()
+        gate.go.release()
+        assert gate.entered.acquire(timeout=10)
+        # The first read was put in force before the second began.
+        assert refused(thread.port, "app", "old-pw")
+        assert not taken.done()
+        gate.go.release()
+        assert taken.result(timeout=10) is True and again.result(timeout=10) is True
+        assert gate.calls == 2
+        # Both users and entries in at once, once the read is done.
+        assert refused(thread.port, "app", "old-pw")
+        with client(thread.port, username="app", passcode="new-pw") as c:
+            c.send("/queue/served", "after", sync=True)
+    finally:
+        thread.stop()
+
+
+def test_a_reload_that_fails_keeps_the_old_rules(tmp_path: Path) -> None:
+    path = tmp_path / "activemq.xml"
+    path.write_text(FILE.format(data=tmp_path / "data", password="old-pw", groups="writers"))
+    options = broker_options(load(path).config)
+    thread = BrokerThread(options).start()
+    try:
+        assert isinstance(options.guard, Security)
+        path.unlink()
+        path.mkdir()
+        assert start_reload(thread, Reloader(options.guard, path, {})).result(timeout=10) is False
+        with client(thread.port, username="app", passcode="old-pw") as c:
+            c.send("/queue/q", "x", sync=True)
+    finally:
+        thread.stop()

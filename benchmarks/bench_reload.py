@@ -1,0 +1,140 @@
+"""What a ``kill -HUP`` reload of a big configuration costs the clients.
+
+Writes an activemq.xml of ``--users`` users (about 110 bytes each: 140,000 make 15 MB)
+and one authorization entry, runs ``stompd --config`` on it in a process of its own
+(from ``--root``, this checkout by default: give another checkout to measure it),
+and keeps one client doing round trips (a SEND with a receipt to a queue it subscribes
+to: the RECEIPT and the MESSAGE back) while the broker is sent SIGHUP.  Prints the
+reload's duration (SIGHUP to the log's "reloaded" line), and the round trips done
+during it with their median and worst, against the same before it.
+
+Run: ``python benchmarks/bench_reload.py [--users 140000] [--root /path/to/checkout]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+USER = (
+    '      <authenticationUser username="user{i}" password="password-of-user-number-{i}" '
+    'groups="users,g{g}"/>\n'
+)
+
+
+def write_config(path: Path, users: int, data: Path) -> None:
+    with path.open("w") as out:
+        out.write(
+            '<beans xmlns="http://www.springframework.org/schema/beans">\n'
+            f'<broker xmlns="http://activemq.apache.org/schema/core" dataDirectory="{data}">\n'
+            '  <transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/>'
+            '</transportConnectors>\n  <httpServer port="0"/>\n  <plugins>\n'
+            "    <simpleAuthenticationPlugin><users>\n"
+        )
+        for i in range(users):
+            out.write(USER.format(i=i, g=i % 100))
+        out.write(
+            "    </users></simpleAuthenticationPlugin>\n"
+            "    <authorizationPlugin><map><authorizationMap><authorizationEntries>\n"
+            '      <authorizationEntry queue=">" read="users" write="users" admin="users"/>\n'
+            "    </authorizationEntries></authorizationMap></map></authorizationPlugin>\n"
+            "  </plugins>\n</broker>\n</beans>\n"
+        )
+
+
+class Pinger:
+    """One raw STOMP connection doing SEND-with-receipt round trips to a queue it reads."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.send(b"CONNECT\naccept-version:1.2\nlogin:user0\npasscode:password-of-user-number-0\n\n\0")
+        self.frames(1)
+        self.send(b"SUBSCRIBE\ndestination:/queue/ping\nid:1\n\n\0")
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def frames(self, n: int) -> None:
+        while self.buffer.count(b"\0") < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("the broker closed the connection")
+            self.buffer += chunk
+        self.buffer = self.buffer.split(b"\0", n)[-1]
+
+    def round_trip(self) -> float:
+        started = time.perf_counter()
+        self.send(b"SEND\ndestination:/queue/ping\nreceipt:r\n\nping\0")
+        self.frames(2)
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=140_000)
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose broker runs")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        config = Path(scratch) / "activemq.xml"
+        write_config(config, args.users, Path(scratch) / "data")
+        print(f"{config.stat().st_size / 1e6:.1f} MB, {args.users} users; broker from {args.root}")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "broker", "--config", str(config)],
+            cwd=scratch,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(args.root)},
+        )
+        lines: queue.Queue[tuple[float, str]] = queue.Queue()
+        assert process.stderr is not None
+        stream = process.stderr
+        threading.Thread(
+            target=lambda: [lines.put((time.perf_counter(), line)) for line in stream], daemon=True
+        ).start()
+        try:
+            while True:
+                _, line = lines.get(timeout=300)
+                match = re.search(r"stompd listening on 127\.0\.0\.1:(\d+)", line)
+                if match:
+                    break
+            pinger = Pinger(int(match.group(1)))
+            before = [pinger.round_trip() for _ in range(2000)]
+            hup = time.perf_counter()
+            process.send_signal(signal.SIGHUP)
+            during: list[float] = []
+            reloaded = None
+            while reloaded is None:
+                during.append(pinger.round_trip())
+                while not lines.empty():
+                    at, line = lines.get()
+                    if "reloaded" in line or "reload of" in line:
+                        reloaded = at
+            print(f"reload: {reloaded - hup:.2f} s from SIGHUP to the log line")
+            for label, times in (("before", before), ("during", during)):
+                median = statistics.median(times) * 1000
+                print(
+                    f"{label:>7}: {len(times):6d} round trips, median {median:7.2f} ms, "
+                    f"worst {max(times) * 1000:8.1f} ms"
+                )
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+
+if __name__ == "__main__":
+    main()
