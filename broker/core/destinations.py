@@ -97,7 +97,8 @@ class Destinations:
         self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
         self.router = TopicRouter()
-        self._routes: dict[str, tuple[Destination, ...]] = {}
+        #: The route cache: a SEND's destination header -> where it goes (made as needed).
+        self.routes: dict[str, tuple[Destination, ...]] = {}
         self._default_policy = settings.default_policy()
         #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
         self._counted: dict[tuple[bool, str], int] = {}
@@ -172,7 +173,7 @@ class Destinations:
         policy = target.policy
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
-        routes = self._routes
+        routes = self.routes
         routes.pop(target.name, None)
         for alias in target.route_keys or ():
             routes.pop(alias, None)
@@ -245,7 +246,7 @@ class Destinations:
         ``InvalidDestination`` for a wildcard a SEND names (``sendable``),
         ``TooManyDestinations`` if one would pass its policy entry's ``maxDestinations``,
         ``NoRoomToCreate`` if the memory limit has no room for what they cost."""
-        if destination in self._routes:
+        if destination in self.routes:
             return
         cost = 0
         for kind, name in names.split_destination(destination):
@@ -361,7 +362,7 @@ class Destinations:
         return self.router.topics.get(full)
 
     def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
-        targets = self._routes.get(destination)
+        targets = self.routes.get(destination)
         if targets is not None:
             return targets
         parts = names.split_destination(destination)
@@ -369,7 +370,7 @@ class Destinations:
             sendable(kind, name)
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
-            self._routes[destination] = targets
+            self.routes[destination] = targets
             # Each target keeps the other names it is cached under, for its removal.
             for target in targets:
                 if target.name != destination:

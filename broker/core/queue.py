@@ -207,7 +207,7 @@ class Queue:
         if not self.cursor.count and not self._scan:
             # Nothing waiting: hand it straight to the next ready consumer, without a
             # trip through the cursor (the common case when consumers keep up).
-            sub = self._pick(None)
+            sub = self.consumers.pick(None)
             if sub is not None:
                 if message.expires and message.expires <= self.clock.ms:
                     self._count_expired(message)
@@ -246,13 +246,10 @@ class Queue:
         self.store_id = dest_id
         self.cursor.use_store(reader)
 
-    def _next_ready(self) -> Subscription | None:
-        return self._pick(None)
-
     def _dispatch_head(self) -> None:
         cursor = self.cursor
         while cursor.count:
-            sub = self._next_ready()
+            sub = self.consumers.pick(None)
             if sub is None:
                 return
             message = cursor.pop()
@@ -294,7 +291,7 @@ class Queue:
                         cursor.remove(message)
                         self._deliver(owner, message)
                     continue
-            sub = self._pick(message)
+            sub = self.consumers.pick(message)
             if sub is None:
                 continue
             if group is not None:
@@ -388,10 +385,6 @@ class Queue:
     def _retry_disk_scan(self) -> None:
         self._disk_scan_busy = False
         self.dispatch()
-
-    def _pick(self, message: Message | None) -> Subscription | None:
-        """The next ready consumer in round-robin order (that takes ``message``, if given)."""
-        return self.consumers.pick(message)
 
     def _deliver(self, sub: Subscription, message: Message) -> None:
         """Deliver a message taken from the cursor (with its hold, released here)."""

@@ -65,16 +65,17 @@ class Sending:
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
         headers = frame.headers
         # Before anything of the frame is taken: a SEND that would make a destination there
-        # is no room for yet waits (NoRoomToCreate), and is run again as it came.
-        self._may_send(session, headers.get("destination"))
+        # is no room for yet waits (NoRoomToCreate), and is run again as it came.  (Known
+        # routes to an open broker need no look: one dict lookup on the hot path.)
+        destination = headers.get("destination")
+        destinations = self.destinations
+        if destinations.guard.authorizing or destination not in destinations.routes:
+            self._may_send(session, destination)
         receipt = headers.get("receipt")
         tx_id = headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
-        # For the producers gauge: one set insertion (route tuples are cached and shared),
-        # bounded, so a producer that sends to ever new names does not grow without end.
-        sent_to = session.sent_to
-        if len(sent_to) < SENT_TO_KEPT:
-            sent_to.add(targets)
+        if targets is not session.last_sent:
+            self._sent(session, targets)
         if message.persistent and self.persistence.failed is not None:
             raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
         if tx_id is not None:
@@ -105,6 +106,16 @@ class Sending:
         if not scheduler.HEADERS.isdisjoint(headers):
             scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
+
+    @staticmethod
+    def _sent(session: Session, targets: tuple[Destination, ...]) -> None:
+        """For the producers gauge: where ``session`` sends (route tuples are cached and
+        shared; the last one is known at once), a bounded number of them, so a producer
+        that sends to ever new names does not grow without end."""
+        session.last_sent = targets
+        sent_to = session.sent_to
+        if len(sent_to) < SENT_TO_KEPT:
+            sent_to.add(targets)
 
     def _may_send(self, session: Session, destination: str | None) -> None:
         """Raise unless ``session`` may send to ``destination`` (write, and create what does

@@ -76,6 +76,7 @@ class Session:
         "heartbeat_recv_ms",
         "heartbeat_send_ms",
         "id",
+        "last_sent",
         "login",
         "login_verdict",
         "outbox",
@@ -119,8 +120,10 @@ class Session:
         self.parked_bytes = 0
         self.blocked_since: int | None = None
         self.reading_paused = False
-        #: The destinations it has sent to (each SEND's targets), for the producers gauge.
+        #: The destinations it has sent to (each SEND's targets), for the producers gauge,
+        #: and the last (a producer mostly sends where it sent last).
         self.sent_to: set[tuple[Queue | Topic, ...]] = set()
+        self.last_sent: tuple[Queue | Topic, ...] = ()
 
     def __repr__(self) -> str:
         return f"<Session {self.id} {self.phase} v{self.version}>"
