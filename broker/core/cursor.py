@@ -45,6 +45,8 @@ _TOP_DOWN = range(LEVELS - 1, -1, -1)
 #: The disk arrays of a cursor that has never used the disk: shared, so a tuple, which
 #: fails loudly if anything writes to it before ``Cursor._disk_levels``.
 ZEROS = cast("list[int]", (0,) * LEVELS)
+#: The levels of a cursor that has held nothing in memory (shared, a tuple, as ``ZEROS``).
+NO_LEVELS = cast("list[deque[Message] | None]", (None,) * LEVELS)
 #: Page the next batch in once memory holds fewer than this many, so dispatch rarely waits.
 PREFETCH_BELOW = 64
 
@@ -91,7 +93,7 @@ class Cursor:
     ) -> None:
         # Made as they are first needed: an idle destination's cursor costs a few hundred
         # bytes, not ten deques (issue 26: 100,000 destinations).
-        self._levels: list[deque[Message] | None] = [None] * LEVELS
+        self._levels: list[deque[Message] | None] = NO_LEVELS
         self._removed: set[int] | None = None
         self.mem_count = 0
         self.mem_bytes = 0
@@ -158,15 +160,18 @@ class Cursor:
         message.hold()
         level = self._levels[priority]
         if level is None:
-            level = self._levels[priority] = deque()
+            level = self._level(priority)
         level.append(message)
         self.mem_count += 1
         self.mem_bytes += message.size
 
     def _level(self, priority: int) -> deque[Message]:
-        level = self._levels[priority]
+        levels = self._levels
+        if levels is NO_LEVELS:
+            levels = self._levels = [None] * LEVELS
+        level = levels[priority]
         if level is None:
-            level = self._levels[priority] = deque()
+            level = levels[priority] = deque()
         return level
 
     def _disk_levels(self) -> None:
@@ -349,7 +354,7 @@ class Cursor:
     def clear(self) -> list[Message]:
         """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
-        self._levels = [None] * LEVELS
+        self._levels = NO_LEVELS
         self._removed = None
         self.skip = None
         self.mem_count = 0

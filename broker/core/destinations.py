@@ -22,7 +22,7 @@ from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.guard import ADMIN, WRITE, denied
 from broker.core.queue import Queue, QueueStats
-from broker.core.swap import LEVELS, Log
+from broker.core.swap import Log
 from broker.core.topic import Topic, TopicRouter, TopicStats
 from broker.core.usage import UsageMeter
 from broker.core.wildcards import has_wildcard_element, is_wildcard
@@ -45,23 +45,21 @@ _TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, name
 _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 
 # What an idle destination costs in RAM besides its name, as Python allocates it: its
-# objects (each with the collector's head, 16 bytes, where it has one), the list of its
-# cursor's levels, and its entries in the broker's dicts (the destinations by name, the
-# route cache: about 64 bytes each, with the tables' slack).
+# objects (each with the collector's head, 16 bytes, where it has one), its queue's
+# message groups (an empty dict), its route (a tuple), and its entries in the broker's
+# dicts (the destinations by name, the route cache: about 64 bytes each, with the tables'
+# slack).  What a destination makes only once it is used (a cursor's levels, a log's
+# records waiting) is charged with the messages that need it.
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
-_EMPTY_LEVELS: Final = sys.getsizeof([None] * LEVELS)
 QUEUE_FOOTPRINT: Final = (
     sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, Log, UsageMeter))
-    + _EMPTY_LEVELS
     + sys.getsizeof({})
-    + sys.getsizeof([])
     + sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )
 TOPIC_FOOTPRINT: Final = (
     sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
-    + sys.getsizeof([])
     + sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )

@@ -176,7 +176,9 @@ class Log:
         #: Per priority, where its readers' disk parts start (a shared log's; made when
         #: first needed, so an idle topic costs little).
         self.floors: list[Floors | None] | None = None
-        self._pending: list[tuple[int, int, int, bytes]] = []
+        #: Records waiting for the next write (None while there are none: a list is an
+        #: object the collector keeps tracing, in each of 100,000 idle destinations).
+        self._pending: list[tuple[int, int, int, bytes]] | None = None
         self._pending_bytes = 0
         #: A shared log's highest sequence written, per priority (what ``gc`` may delete
         #: up to), and how far it has deleted (made at the first write).
@@ -197,9 +199,11 @@ class Log:
         data = to_swap(message)
         if self.shared:
             message.in_log = True
-        if not self._pending:
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = []
             self.space.mark_dirty(self)
-        self._pending.append((self.id, message.priority, message.seq, data))
+        pending.append((self.id, message.priority, message.seq, data))
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
         self.space.memory.charge(len(data))
@@ -212,9 +216,10 @@ class Log:
                 written[message.priority] = message.seq
 
     def flush(self) -> None:
-        if not self._pending:
+        puts = self._pending
+        if not puts:
             return
-        puts, self._pending = self._pending, []
+        self._pending = None
         size, self._pending_bytes = self._pending_bytes, 0
         store = self.space.store
         self.space.disk.submit(functools.partial(store.put, puts), functools.partial(self._written, size))
@@ -274,7 +279,7 @@ class Log:
         store = self.space.store
         self.space.meter.release(self._pending_bytes)
         self.space.memory.release(self._pending_bytes)
-        self._pending.clear()
+        self._pending = None
         self._pending_bytes = 0
         self.space.disk.submit(functools.partial(store.delete_log, self.id), self._freed)
 
