@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from broker.core.engine import Engine
+    from broker.role import Role
 
 PATH = "/metrics"
 
@@ -94,15 +95,18 @@ class Snapshot:
     rows: list[DestinationRow]
     latency_counts: list[int]
     latency_sum_ms: int
+    #: The broker's part in a shared-store pair, and since when (epoch seconds).
+    role: tuple[str, float] | None = None
 
 
-def take(engine: Engine, events_dropped: int = 0) -> Snapshot:
+def take(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> Snapshot:
     latency = engine.observer.latency
     return Snapshot(
         broker_row(engine, events_dropped),
         destination_rows(engine),
         list(latency.counts),
         latency.sum_ms,
+        (role.name, role.since) if role is not None else None,
     )
 
 
@@ -138,6 +142,21 @@ class SnapshotCollector(Collector):
             ]
             yield family
         yield _latency(snapshot)
+        if snapshot.role is not None:
+            yield from _role(*snapshot.role)
+
+
+def _role(name: str, since: float) -> Iterator[Metric]:
+    family = GaugeMetricFamily(
+        "stompd_role", "This broker's part in a shared-store pair (1).", labels=["role"]
+    )
+    family.add_metric([name], 1)
+    yield family
+    yield GaugeMetricFamily(
+        "stompd_role_since_seconds",
+        "When the broker took its part (the master: took the store's lock), in seconds since the epoch.",
+        value=since,
+    )
 
 
 class BrokerCollector(Collector):
@@ -182,13 +201,13 @@ def text(snapshot: Snapshot) -> bytes:
 
 
 def handler(
-    engine: Engine, events_dropped: Callable[[], int] | None = None
+    engine: Engine, events_dropped: Callable[[], int] | None = None, role: Role | None = None
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def serve(request: web.Request) -> web.Response:
         # Read on the loop, which alone touches the engine's objects; written out on a
         # worker thread, so that traffic goes on meanwhile.  The classic text format
         # (0.0.4), which every Prometheus reads.
-        snapshot = take(engine, events_dropped() if events_dropped is not None else 0)
+        snapshot = take(engine, events_dropped() if events_dropped is not None else 0, role)
         body = await asyncio.get_running_loop().run_in_executor(None, text, snapshot)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 

@@ -161,7 +161,10 @@ def test_connections_are_listed_and_one_can_be_closed(broker: BrokerThread) -> N
 def test_health(broker: BrokerThread) -> None:
     reply = call(base(broker), "GET", "/health")
     assert reply.status == 200
-    assert reply.body == {"status": "ok", "problems": []}
+    # A broker without a pair is the master from its start.
+    assert broker.broker is not None
+    since = broker.broker.role.since
+    assert reply.body == {"status": "ok", "problems": [], "role": "master", "since": since}
 
 
 def test_create_a_queue_and_a_topic(broker: BrokerThread) -> None:
