@@ -137,11 +137,12 @@ class StoreLock:
     def check(self) -> str | None:
         """Is the lock still ours?  None if so, else why not (lockKeepAlivePeriod's check).
 
-        Only reads: ``stat`` of the path and the record through our own descriptor.  A
-        lock file that is gone or replaced means another broker may lock a new one; a
-        record that is not ours means another broker locked this very file (our lease
-        expired on a network file system); an error reading it (EIO after a lost NFS
-        lock) means we cannot tell, which is as bad.
+        ``stat`` of the path, then the lock asked for again and the record read through
+        our own descriptor (nothing else in the process may open the file).  A lock file
+        that is gone or replaced means another broker may lock a new one; a record that
+        is not ours means another broker locked this very file (our lease expired on a
+        network file system); an error (EIO after a lost NFS lock) means we cannot tell,
+        which is as bad.
         """
         fd = self._fd
         if fd is None:
@@ -149,9 +150,14 @@ class StoreLock:
         try:
             if not _same_file(fd, self.path):
                 return f"the lock file {self.path} was removed or replaced"
+            # Asking again for the lock we hold changes nothing locally, but on NFS it goes
+            # to the server, which refuses it once our lease has expired (EIO) or another
+            # client holds it: a read could be answered from the client's cache.
+            if not _lock(fd):
+                return f"the lock on {self.path} is held by another process now"
             record = os.pread(fd, _RECORD_MAX, 0)
         except OSError as exc:
-            return f"the lock file {self.path} cannot be read: {exc.strerror or exc}"
+            return f"the lock file {self.path} cannot be checked: {exc.strerror or exc}"
         found = Owner.decode(record)
         if found is None or self.owner is None or found.token != self.owner.token:
             holder = str(found) if found is not None else "no holder"

@@ -16,8 +16,10 @@ Intervals are short (100 ms) through the flags.  Every process is ended by its P
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,16 +30,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import stomp
 
 from perf import cli as perf_cli
 from protocol.frames import Frame
 from store.lock import LOCK_FILE
+from tests.clients import Collector
 from tests.integration.test_crash import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+JS_DIR = ROOT / "tests" / "js"
 INTERVAL_MS = 100
 TIMEOUT = 20.0
 
@@ -421,3 +426,82 @@ def enqueued(node: Node, queue: str) -> int:
         return 0
     count: int = json.loads(body)["enqueued"]
     return count
+
+
+def test_a_stomp_py_client_with_both_brokers_follows_the_takeover(pair: tuple[Node, Node]) -> None:
+    """README.md's stomp.py example: host_and_ports lists both brokers (the standby first:
+    it refuses the connection), and the application connects and subscribes again when
+    the listener says the connection went."""
+    a, b = pair
+    start_pair(a, b)
+    conn = stomp.Connection(
+        [("127.0.0.1", b.port), ("127.0.0.1", a.port)], reconnect_attempts_max=-1, reconnect_sleep_initial=0.1
+    )
+    received = Collector()
+    conn.set_listener("collect", received)
+
+    def connect_and_subscribe() -> None:
+        while True:  # a dying master may still accept one more connection, then drop it
+            try:
+                conn.connect(wait=True)
+                conn.subscribe("/queue/orders", id="orders", ack="client-individual", receipt="sub")
+                received.wait_receipt("sub", TIMEOUT)
+                received.receipts.clear()
+                return
+            except stomp.exception.ConnectFailedException:
+                continue
+
+    try:
+        connect_and_subscribe()
+        assert conn.transport.current_host_and_port == ("127.0.0.1", a.port)
+        a.kill()
+        assert received.disconnected.wait(TIMEOUT)
+        received.disconnected.clear()
+        connect_and_subscribe()
+        assert conn.transport.current_host_and_port == ("127.0.0.1", b.port)
+        persistent(connected(b.port), "/queue/orders", "after the takeover")
+        (message,) = received.wait_messages(1, TIMEOUT)
+        assert message.body == "after the takeover"
+    finally:
+        with contextlib.suppress(Exception):
+            conn.disconnect()
+
+
+def test_a_stomp_js_client_rotating_its_urls_follows_the_takeover(tmp_path: Path) -> None:
+    """README.md's stomp.js example (tests/js/stompjs_scenarios.mjs, "failover"): a pair
+    with a ws:// listener each; beforeConnect takes the next URL at every (re)connect."""
+    node = shutil.which("node")
+    if node is None or not (JS_DIR / "node_modules" / "@stomp" / "stompjs").is_dir():
+        pytest.fail("node or tests/js/node_modules is missing: run scripts/setup-tests.sh (nodejs, npm ci)")
+    data = tmp_path / "shared"
+    ws = {name: free_port() for name in "ab"}
+    a = Node("A", data, tmp_path / "a.log", "--ws-port", str(ws["a"]))
+    b = Node("B", data, tmp_path / "b.log", "--ws-port", str(ws["b"]))
+    urls = [f"ws://127.0.0.1:{ws[name]}/" for name in "ba"]
+    try:
+        start_pair(a, b)
+        with subprocess.Popen(
+            [node, str(JS_DIR / "stompjs_scenarios.mjs"), "failover", ",".join(urls)],
+            cwd=JS_DIR,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as proc:
+            try:
+                assert proc.stdout is not None and proc.stdin is not None
+                assert json.loads(proc.stdout.readline()) == {"event": "kill-me"}
+                a.kill()
+                b.wait_serving()
+                proc.stdin.write("killed\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+                result = json.loads(line)
+                assert "error" not in result, result
+                assert result["result"] == {"before": urls[1], "after": urls[0], "body": "kept"}
+                assert proc.wait(TIMEOUT) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+    finally:
+        a.close()
+        b.close()
