@@ -375,10 +375,8 @@ def tune_gc() -> None:
 class BrokerThread:
     """A broker on its own event loop in a background thread (tests, embedding)."""
 
-    def __init__(self, options: BrokerOptions, role: Role | None = None) -> None:
+    def __init__(self, options: BrokerOptions) -> None:
         self.options = options
-        #: What /health and /metrics say of this broker's part in a pair.
-        self.role = role or Role()
         self.broker: Broker | None = None
         self.loop = new_event_loop()
         self.ready = threading.Event()

@@ -158,3 +158,13 @@ def test_flags_win_and_check_config_shows_every_setting(tmp_path: Path) -> None:
     assert "false" in lines["shared-file-locker failIfLocked"]
     assert str(Path("data") / "tmp_storage") in lines["tmpDataDirectory"]
     assert "not applied" not in report
+
+
+def test_the_example_documents_the_lock() -> None:
+    example = Path(__file__).resolve().parents[2] / "activemq.xml.example"
+    loaded = load(example)
+    assert "lockKeepAlivePeriod" not in warnings_of(loaded)
+    assert broker_options(loaded.config).lock == LockSettings(acquire_interval_ms=1000, keep_alive_ms=2000)
+    text = example.read_text()
+    for name in ("lockAcquireSleepInterval", "lockKeepAlivePeriod", "failIfLocked", "tmpDataDirectory"):
+        assert name in text
