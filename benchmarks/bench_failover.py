@@ -269,13 +269,7 @@ class Pair:
         launched again, and this returns once it waits as the standby."""
         old, new = self.serving, self.waiting
         old.kill9()
-        killed = time.monotonic()
-        while not answers_connect(new.port, 1.0):
-            new._check_alive()
-            if time.monotonic() - killed > timeout:
-                raise RuntimeError(f"{new.name} did not take over within {timeout:g} s: {new.tail()}")
-            time.sleep(POLL_S)
-        seconds = time.monotonic() - killed
+        seconds = new.wait_serving(timeout)
         self.master = 1 - self.master
         old.launch()
         old.wait_standby(timeout)

@@ -282,11 +282,13 @@ async def connect_any(
     login: str | None,
     passcode: str | None,
     timeout: float,
-    deadline: float,
     errors: ErrorLog,
+    failover: bool = False,
+    deadline: float = 0.0,
 ) -> StompConnection:
-    """The first of ``brokers`` that answers CONNECT, trying the list again until
-    ``deadline`` (loop time); a standby of a pair refuses the TCP connection at once."""
+    """The first of ``brokers`` that answers CONNECT.  With ``failover``, the list is tried
+    again until ``deadline`` (loop time): a standby of a pair refuses the TCP connection at
+    once, and the master may take a while to come."""
     loop = asyncio.get_running_loop()
     while True:
         failures = []
@@ -299,12 +301,16 @@ async def connect_any(
                     vhost=vhost,
                     login=login,
                     passcode=passcode,
-                    timeout=min(timeout, max(deadline - loop.time(), 0.1)),
+                    timeout=min(timeout, max(deadline - loop.time(), 0.1)) if failover else timeout,
                     errors=errors,
-                    failover=True,
+                    failover=failover,
                 )
             except StompFailure as exc:
-                failures.append(str(exc))
+                failures.append(exc)
+        if not failover:
+            raise failures[0]
         if loop.time() >= deadline:
-            raise StompFailure(f"{name}: no broker of the failover list answered: {'; '.join(failures)}")
+            raise StompFailure(
+                f"{name}: no broker of the failover list answered: {'; '.join(map(str, failures))}"
+            )
         await asyncio.sleep(RETRY_S)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from perf import board as B
-from perf.client import ErrorLog, StompConnection, StompFailure, close_quietly, connect, connect_any
+from perf.client import ErrorLog, StompConnection, StompFailure, close_quietly, connect_any
 from perf.frames import escape, header
 from perf.histogram import Histogram
 from perf.payload import MAGIC, STAMP, STAMP_SIZE, padding
@@ -431,30 +431,17 @@ class Worker:
         self.board.set_worker(self.plan.slot, field_, value)
 
     async def _connect(self, name: str) -> StompConnection | None:
-        s = self.plan.settings
         try:
-            if s.failover:
-                return await self._dial(name, s.connect_timeout)
-            return await connect(
-                name=name,
-                host=s.host,
-                port=s.port,
-                vhost=s.vhost,
-                login=s.login,
-                passcode=s.passcode,
-                timeout=s.connect_timeout,
-                errors=self.errors,
-            )
+            return await self._dial(name, self.plan.settings.connect_timeout)
         except StompFailure as exc:
             if not exc.counted:
                 self.errors.add(str(exc))
             return None
 
     async def _dial(self, name: str, within: float | None = None) -> StompConnection:
-        """The first broker of --failover's list that answers, tried for ``within`` seconds
-        (default --reconnect-timeout)."""
+        """A connection to --host/--port, or to the first broker of --failover's list that
+        answers within ``within`` seconds (default --reconnect-timeout)."""
         s = self.plan.settings
-        deadline = asyncio.get_running_loop().time() + (within or s.reconnect_timeout)
         return await connect_any(
             name=name,
             brokers=s.brokers,
@@ -462,8 +449,9 @@ class Worker:
             login=s.login,
             passcode=s.passcode,
             timeout=s.connect_timeout,
-            deadline=deadline,
             errors=self.errors,
+            failover=bool(s.failover),
+            deadline=asyncio.get_running_loop().time() + (within or s.reconnect_timeout),
         )
 
     async def _keep_consuming(self, consumer: Consumer) -> None:
