@@ -8,7 +8,6 @@ import functools
 import gc
 import logging
 import resource
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
 from broker.io.space import DiskWatch
+from broker.role import Role
 from store.api import Stores
 from store.errors import StoreFull
 from store.persistent import MessageStore
@@ -50,6 +50,19 @@ def _default_listeners() -> tuple[Listener, ...]:
 
 
 @dataclass(frozen=True, slots=True)
+class LockSettings:
+    """The store's lock: ``<locker><shared-file-locker>`` and ``lockKeepAlivePeriod``
+    (broker/ha.py; ActiveMQ's defaults)."""
+
+    #: A broker that finds the store locked (the standby) tries again this often.
+    acquire_interval_ms: int = 10_000
+    #: The master checks this often that the lock is still its own (0: never).
+    keep_alive_ms: int = 0
+    #: A broker that finds the store locked exits instead of waiting.
+    fail_if_locked: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerOptions:
     #: activemq.xml's transportConnectors: STOMP, STOMP over TLS, ws:// and wss://, each
     #: with its own limits (the default: STOMP on 127.0.0.1:61613).
@@ -57,6 +70,11 @@ class BrokerOptions:
     data_dir: Path = Path("data")
     #: The persistent message store (None: ``data_dir/store``).
     store_dir: Path | None = None
+    #: The temp (swap) store, wiped at start (None: ``data_dir/tmp_storage``).
+    temp_dir: Path | None = None
+    #: The store's lock, for the command line's broker (broker/ha.py): embedded brokers
+    #: (``BrokerThread``) take none.
+    lock: LockSettings = field(default_factory=LockSettings)
     core: CoreSettings = field(default_factory=CoreSettings)
     #: The admin HTTP server (API, console, /health): None turns it off (embedded
     #: brokers and tests), 0 picks a free port; the command line's default is 8161.
@@ -80,8 +98,10 @@ class BrokerOptions:
 class Broker:
     """One broker: temp store, engine and listener.  ``start``/``stop`` run on the event loop."""
 
-    def __init__(self, options: BrokerOptions) -> None:
+    def __init__(self, options: BrokerOptions, role: Role | None = None) -> None:
         self.options = options
+        #: What /health and /metrics say of this broker's part in a pair.
+        self.role = role or Role()
         #: The ports the listeners are bound to, in ``options.listeners`` order.
         self.ports: list[int] = []
         #: The first STOMP (TCP or TLS) listener's port (0: there is none).
@@ -97,23 +117,28 @@ class Broker:
         self._ticks = 0
         self._libc = _libc()
 
+    @property
+    def store_path(self) -> Path:
+        return self.options.store_dir or self.options.data_dir / "store"
+
+    @property
+    def temp_path(self) -> Path:
+        return self.options.temp_dir or self.options.data_dir / "tmp_storage"
+
     async def start(self) -> int:
+        """Open the stores, recover, and listen; returns the first STOMP port.
+
+        Raises ``StoreLocked``, having made nothing, while another process still has the
+        message store open (a master that lost its lock and is still closing it).
+        """
         options = self.options
         loop = asyncio.get_running_loop()
         options.data_dir.mkdir(parents=True, exist_ok=True)
-        # ActiveMQ's tmp_storage: rebuilt at every start, never fsynced, opened at its
-        # first write (so that a full disk only delays swapping).
-        temp_path = options.data_dir / "tmp_storage"
-        self.temp_store = TempStore.open(temp_path)
-
-        def post(fn: Callable[[], None]) -> None:
-            loop.call_soon_threadsafe(self._io_done, fn)
-
-        self.worker = IOWorker(post, name="stompd-temp")
-        # A corrupt or unreadable store raises StoreError naming its path: never an
-        # empty broker that silently forgot what it had stored.
+        # The message store first: a corrupt or unreadable one raises StoreError naming its
+        # path (never an empty broker that silently forgot what it had stored), and once it
+        # is open, LevelDB's own lock says nobody else uses this data any more.
         started = time.perf_counter()
-        store_path = options.store_dir or options.data_dir / "store"
+        store_path = self.store_path
         ballast = Ballast(options.data_dir / "disk-reserve")
         try:
             self.message_store = MessageStore.open(store_path)
@@ -122,6 +147,15 @@ class Broker:
                 raise
             self.message_store = MessageStore.open(store_path)
         ballast.ensure()
+        # ActiveMQ's tmp_storage: rebuilt at every start, never fsynced, opened at its
+        # first write (so that a full disk only delays swapping).
+        temp_path = self.temp_path
+        self.temp_store = TempStore.open(temp_path)
+
+        def post(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(self._io_done, fn)
+
+        self.worker = IOWorker(post, name="stompd-temp")
         self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
         self.engine = Engine(options.core, stores=stores, guard=options.guard)
@@ -163,7 +197,7 @@ class Broker:
             from broker.http.ws import PATH, StompWebSocketEndpoint
 
             self.http = HttpServer(
-                EngineAdminOps(self.engine, self.server.peers),
+                EngineAdminOps(self.engine, self.server.peers, self.role),
                 options.http_security,
                 options.http_static_dir,
                 self.server.verifier,
@@ -172,7 +206,9 @@ class Broker:
                 self.server, options.http_stomp_limits, options.http_allowed_origins
             )
             self.http.add_websocket(PATH, endpoint.handle)
-            self.http.app.router.add_get(metrics.PATH, metrics.handler(self.engine, self._events_dropped))
+            self.http.app.router.add_get(
+                metrics.PATH, metrics.handler(self.engine, self._events_dropped, self.role)
+            )
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
         listeners = options.listeners
@@ -233,24 +269,42 @@ class Broker:
         # Ticks go on while connections close: they flush what closing them stored.
         # STOMP first, WebSocket clients included, so the HTTP servers find no handler
         # still running when they stop.
-        await self.server.stop()
-        for listener in self.ws:
-            await listener.stop()
-        if self.http is not None:
-            await self.http.stop()
+        await self._close_listeners(grace=5.0)
         if self._tick is not None:
             self._tick.cancel()
         # What closing the connections left to do (their subscriptions end), all of it now.
         self.engine.chores.run_all()
         self.engine.flush()
+        self._close_stores()
+        log.info("stompd stopped")
+
+    async def abandon(self) -> None:
+        """Stop serving at once, writing nothing more to the message store: its lock was
+        lost, and another broker may be its master now.  Clients are cut off, nothing they
+        were not yet told is durable is receipted, and the stores are closed (LevelDB's
+        own lock on the message store goes last)."""
+        self.message_store.fence()
+        if self._tick is not None:
+            self._tick.cancel()
+        await self._close_listeners(grace=0.0)
+        self._close_stores()
+        log.info("stompd stopped serving")
+
+    async def _close_listeners(self, grace: float) -> None:
+        await self.server.stop(grace)
+        for listener in self.ws:
+            await listener.stop()
+        if self.http is not None:
+            await self.http.stop()
+
+    def _close_stores(self) -> None:
         if self.exporter is not None:
             # Its last snapshot and events written, its files rotated (a few ms of disk work).
             self.exporter.close()
-        # Acks still in the committer's queue are written before the store closes.
-        self.message_store.close()
         self.worker.close()
         self.temp_store.close()
-        log.info("stompd stopped")
+        # Acks still in the committer's queue are written before the store closes.
+        self.message_store.close()
 
 
 def _address(listener: Listener, port: int) -> str:
@@ -268,20 +322,6 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
         return asyncio.new_event_loop()
     loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
     return loop
-
-
-async def serve_forever(options: BrokerOptions) -> None:
-    broker = Broker(options)
-    await broker.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    if options.on_reload is not None:
-        loop.add_signal_handler(signal.SIGHUP, options.on_reload)
-    await stop.wait()
-    log.info("shutting down")
-    await broker.stop()
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -364,17 +404,6 @@ def raise_fd_limit() -> int:
             return soft
     log.info("file descriptors: limit %d", soft)
     return soft
-
-
-def run(options: BrokerOptions) -> None:
-    tune_malloc(export=options.export is not None)
-    tune_gc()
-    raise_fd_limit()
-    loop = new_event_loop()
-    try:
-        loop.run_until_complete(serve_forever(options))
-    finally:
-        loop.close()
 
 
 class BrokerThread:

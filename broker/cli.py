@@ -15,7 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
-from broker.app import run
+from broker.ha import run
 from broker.http import AdminPortError
 from broker.io.listener import ListenError
 from broker.security.guard import Security
@@ -59,6 +59,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", help="address of the first STOMP listener (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port of the first STOMP listener (default 61613)")
     parser.add_argument("--data-dir", type=Path, help="data directory (default ./data)")
+    parser.add_argument(
+        "--tmp-data-dir",
+        type=Path,
+        metavar="DIR",
+        help="the temp (swap) store, wiped at start (tmpDataDirectory; default DATA_DIR/tmp_storage)",
+    )
+    pair = parser.add_argument_group(
+        "shared-store master/slave (two brokers on one data directory: the one holding the store's "
+        "lock serves, the other waits listening on nothing)"
+    )
+    pair.add_argument(
+        "--lock-acquire-sleep-interval",
+        type=_milliseconds,
+        metavar="MS",
+        help="a standby tries the store's lock this often (shared-file-locker lockAcquireSleepInterval; "
+        "default 10000)",
+    )
+    pair.add_argument(
+        "--lock-keep-alive-period",
+        type=_milliseconds,
+        metavar="MS",
+        help="the master checks this often that the lock is still its own and stops serving if not "
+        "(lockKeepAlivePeriod; default 0: never)",
+    )
     parser.add_argument(
         "--heartbeat-grace",
         type=float,
@@ -159,6 +183,16 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of milliseconds: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative")
+    return value
+
+
 def _origins(text: str) -> tuple[str, ...]:
     try:
         return allowed_origins(text)
@@ -169,6 +203,8 @@ def _origins(text: str) -> tuple[str, ...]:
 def _argument_problem(args: argparse.Namespace) -> str | None:
     if args.config is not None and args.check_config is not None:
         return "give --config or --check-config, not both"
+    if args.lock_acquire_sleep_interval == 0:
+        return "--lock-acquire-sleep-interval must be at least 1 ms"
     if args.heartbeat_grace is not None and args.heartbeat_grace < 1.0:
         return "--heartbeat-grace must be at least 1.0"
     if args.cursor_memory_high_water_mark is not None and not 1 <= args.cursor_memory_high_water_mark <= 100:

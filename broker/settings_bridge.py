@@ -1,7 +1,8 @@
 """The settings model -> what today's broker takes (BrokerOptions, CoreSettings, Listener).
 
-The broker applies broker-wide settings today: the system usage limits, the data and
-store directories, the default policy entry's limits, prefetch and dead-letter strategy,
+The broker applies broker-wide settings today: the system usage limits, the data, store
+and temp directories, the store's lock (shared-file-locker, lockKeepAlivePeriod), the
+default policy entry's limits, prefetch and dead-letter strategy,
 the default redelivery policy, users and authorization entries (broker/security), every
 transportConnector (stomp, stomp+nio, stomp+ssl, stomp+nio+ssl, ws, wss: address, path,
 limits, maximumConnections, heart-beat grace and default, connect timeout, TLS from
@@ -16,7 +17,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from broker.app import BrokerOptions
+from broker.app import BrokerOptions, LockSettings
 from broker.core.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
@@ -60,6 +61,12 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         listeners=tuple(_listener(connector, config) for connector in config.connectors),
         data_dir=config.broker.data_directory,
         store_dir=config.persistence.directory,
+        temp_dir=config.broker.tmp_data_directory,
+        lock=LockSettings(
+            acquire_interval_ms=config.persistence.locker.lock_acquire_sleep_interval,
+            keep_alive_ms=config.persistence.lock_keep_alive_period,
+            fail_if_locked=config.persistence.locker.fail_if_locked,
+        ),
         core=CoreSettings(
             broker_name=config.broker.broker_name,
             queue_prefetch=policy.queue_prefetch,
@@ -196,7 +203,9 @@ def not_applied(config: BrokerConfig) -> set[str]:
     A setting left at its default is never listed: the broker behaves that way already.
     """
     defaults = BrokerConfig()
-    out = _changed(config.broker, defaults.broker, "broker", ("data_directory", "broker_name"))
+    out = _changed(
+        config.broker, defaults.broker, "broker", ("data_directory", "tmp_data_directory", "broker_name")
+    )
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
     dead_letter = config.policies.default.dead_letter
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)

@@ -140,6 +140,7 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "purgeRecoveredXATransactionStrategy scheduledThreadPoolExecutor stopOnError "
         "transactionIdTransformer usageManager useIndexLFRUEviction useLock"
     ),
+    "shared-file-locker": _names("directory failIfLocked lockAcquireSleepInterval lockable name"),
     "levelDB": _names(
         "asyncBufferSize autoCompactionRatio brokerName directory failIfLocked "
         "indexBlockRestartInterval indexBlockSize indexCacheSize indexCompression indexFactory "

@@ -33,6 +33,7 @@ from config.model import (
     Export,
     HttpServer,
     PersistenceAdapter,
+    SharedFileLocker,
     SystemUsage,
 )
 from config.placeholders import Placeholders
@@ -180,6 +181,7 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
     fields = Fields(ctx, node, "broker")
     fields.get("brokerName", "broker_name", nonempty)
     fields.get("dataDirectory", "data_directory", path)
+    fields.get("tmpDataDirectory", "tmp_data_directory", path)
     fields.get("persistent", "persistent", boolean)
     fields.get("schedulerSupport", "scheduler_support", boolean)
     fields.finish()
@@ -341,6 +343,10 @@ def _check_seed_002(ctx: Context, node: Node | None, config: BrokerConfig) -> No
 _KAHADB_FILES = ("db.data", "db.redo", "db-1.log")
 
 
+#: ``<locker>`` children other than the shared-file-locker: ActiveMQ's JDBC lockers.
+_DATABASE_LOCKERS = ("lease-database-locker", "database-locker", "transact-database-locker")
+
+
 def _persistence(ctx: Context, node: Node) -> PersistenceAdapter:
     adapter = PersistenceAdapter()
     for child in node.children:
@@ -349,8 +355,14 @@ def _persistence(ctx: Context, node: Node) -> PersistenceAdapter:
             continue
         fields = Fields(ctx, child, child.tag)
         directory = fields.get("directory", "directory", path)
+        fields.get("lockKeepAlivePeriod", "lock_keep_alive_period", duration)
+        # levelDB has failIfLocked itself; ActiveMQ hands it to its locker.
+        inherited = Fields(ctx, child, child.tag)
+        if child.tag == "levelDB":
+            inherited.get("failIfLocked", "fail_if_locked", boolean)
+            fields.skip("failIfLocked")
         if child.tag == "kahaDB":
-            others = sorted(attr for attr in child.attrs if attr != "directory")
+            others = sorted(attr for attr in child.attrs if attr not in ("directory", "lockKeepAlivePeriod"))
             fields.skip(*others)
             ignored = f"; its settings ({', '.join(others)}) are KahaDB's own and ignored" if others else ""
             ctx.warn(child, f"kahaDB is mapped onto stompd's LevelDB store in the same directory{ignored}")
@@ -361,8 +373,46 @@ def _persistence(ctx: Context, node: Node) -> PersistenceAdapter:
                     "give stompd a directory of its own",
                 )
         fields.finish()
-        adapter = PersistenceAdapter(kind=child.tag, **fields.values, origins=fields.origins)  # type: ignore[arg-type]
+        locker = _locker(ctx, child, inherited)
+        adapter = PersistenceAdapter(kind=child.tag, locker=locker, **fields.values, origins=fields.origins)  # type: ignore[arg-type]
+        if "locker" in {c.tag for c in child.children} and adapter.lock_keep_alive_period == 0:
+            ctx.warn(
+                child,
+                "a <locker> but no lockKeepAlivePeriod (0, ActiveMQ's default): a master whose lock is "
+                "lost (its lock file removed, its NFS lease expired) will not notice it; set "
+                'lockKeepAlivePeriod="2000", say',
+            )
     return adapter
+
+
+def _locker(ctx: Context, adapter: Node, inherited: Fields) -> SharedFileLocker:
+    """The adapter's ``<locker><shared-file-locker .../></locker>`` (the default if none),
+    over what the adapter itself says of its locker (``inherited``)."""
+    locker = SharedFileLocker(**inherited.values, origins=inherited.origins)
+    for child in adapter.children:
+        if child.tag != "locker":
+            ctx.unexpected(child, adapter.tag)
+            continue
+        for inner in child.children:
+            if inner.tag in _DATABASE_LOCKERS:
+                ctx.ignore(
+                    inner, "database lockers are JDBC's: stompd locks its store with the shared-file-locker"
+                )
+            elif inner.tag != "shared-file-locker":
+                ctx.unexpected(inner, "locker")
+            else:
+                fields = Fields(
+                    ctx, inner, "shared-file-locker", dict(inherited.values), dict(inherited.origins)
+                )
+                fields.get(
+                    "lockAcquireSleepInterval", "lock_acquire_sleep_interval", _at_least(1, duration, "1 ms")
+                )
+                fields.get("failIfLocked", "fail_if_locked", boolean)
+                # The lock is in the store's directory, as ActiveMQ configures it.
+                fields.skip("directory", "name")
+                fields.finish()
+                locker = SharedFileLocker(**fields.values, origins=fields.origins)
+    return locker
 
 
 def _http(ctx: Context, node: Node) -> HttpServer:

@@ -90,6 +90,10 @@ class BrokerSettings:
     #: Where stompd keeps its data: ``store/`` (persistent messages, unless the
     #: persistence adapter names a directory) and ``tmp_storage/`` (swap, wiped at start).
     data_directory: Path = _setting(Path("data"), "dataDirectory")
+    #: The temp (swap) store's directory (None: ``<dataDirectory>/tmp_storage``).  Only the
+    #: broker holding the store's lock opens it (and wipes it); a pair sharing a data
+    #: directory may give each broker one on its own disk.
+    tmp_data_directory: Path | None = _setting(None, "tmpDataDirectory")
     #: False: every message is treated as non-persistent, as ActiveMQ does.
     persistent: bool = _setting(True, "persistent")
     #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
@@ -279,12 +283,28 @@ class TransportConnector:
 
 
 @dataclass(frozen=True, slots=True)
+class SharedFileLocker:
+    """``<locker><shared-file-locker>``: the store's lock, which decides the master of the
+    brokers sharing a store directory (ActiveMQ's shared file system master/slave)."""
+
+    #: How often a broker that finds the store locked (the standby) tries again.
+    lock_acquire_sleep_interval: int = _setting(10000, "lockAcquireSleepInterval", "ms")
+    #: A broker that finds the store locked exits (status 1) instead of waiting.
+    fail_if_locked: bool = _setting(False, "failIfLocked")
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
 class PersistenceAdapter:
     """``<persistenceAdapter>``: ``<levelDB directory>``, or ``<kahaDB directory>`` mapped onto it."""
 
     kind: Literal["levelDB", "kahaDB"] = "levelDB"
     #: The persistent message store's directory (None: ``<dataDirectory>/store``).
     directory: Path | None = _setting(None, "directory")
+    #: How often the master checks that the store's lock is still its own, and stops
+    #: serving if not (0: never, as ActiveMQ's default).
+    lock_keep_alive_period: int = _setting(0, "lockKeepAlivePeriod", "ms")
+    locker: SharedFileLocker = field(default_factory=SharedFileLocker)
     origins: Origins = _origins()
 
 
@@ -435,6 +455,10 @@ class BrokerConfig:
     @property
     def store_directory(self) -> Path:
         return self.persistence.directory or self.broker.data_directory / "store"
+
+    @property
+    def temp_directory(self) -> Path:
+        return self.broker.tmp_data_directory or self.broker.data_directory / "tmp_storage"
 
     def first_stomp_connector(self) -> TransportConnector | None:
         """The first plain (TCP, not TLS) STOMP listener: the one ``--host``/``--port`` set."""

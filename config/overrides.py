@@ -141,6 +141,20 @@ def _redelivery(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig
     return set_redelivery
 
 
+def _persistence(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
+    return lambda config, value, origin: replace(
+        config, persistence=_with(config.persistence, origin, **{name: value})
+    )
+
+
+def _locker(name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
+    def set_locker(config: BrokerConfig, value: Any, origin: Origin) -> BrokerConfig:
+        locker = _with(config.persistence.locker, origin, **{name: value})
+        return replace(config, persistence=replace(config.persistence, locker=locker))
+
+    return set_locker
+
+
 def _section(section: str, name: str) -> Callable[[BrokerConfig, Any, Origin], BrokerConfig]:
     return lambda config, value, origin: replace(
         config, **{section: _with(getattr(config, section), origin, **{name: value})}
@@ -152,6 +166,9 @@ KEYS: dict[str, Callable[[BrokerConfig, Any, Origin], BrokerConfig]] = {
     "host": _listener("host"),
     "port": _listener("port"),
     "data_dir": _broker("data_directory"),
+    "tmp_data_dir": _broker("tmp_data_directory"),
+    "lock_acquire_sleep_interval": _locker("lock_acquire_sleep_interval"),
+    "lock_keep_alive_period": _persistence("lock_keep_alive_period"),
     "heartbeat_grace": _transport("hb_grace_period_multiplier"),
     "max_frame_size": _transport("max_frame_size"),
     "max_headers": _transport("max_headers"),

@@ -3,7 +3,7 @@ activemq.xml names it, its value, and where the value came from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +79,13 @@ def _entry_title(kind: str | None, pattern: str, source: Origin) -> str:
 
 
 def sections(config: BrokerConfig) -> list[Section]:
+    broker = [
+        # None is the default place, shown as the path it stands for.
+        replace(row, value=str(config.temp_directory)) if row.key == "broker.tmp_data_directory" else row
+        for row in _rows(config.broker, "broker")
+    ]
     out = [
-        Section("broker", "broker", tuple(_rows(config.broker, "broker"))),
+        Section("broker", "broker", tuple(broker)),
         Section("system_usage", "systemUsage", tuple(_rows(config.system_usage, "system_usage"))),
         Section(
             "transport_defaults",
@@ -105,6 +110,8 @@ def sections(config: BrokerConfig) -> list[Section]:
                     str(config.store_directory),
                     str(origin_of(persistence, "directory")),
                 ),
+                *_rows(persistence, "persistence", only=("lock_keep_alive_period",)),
+                *_rows(persistence.locker, "persistence.locker", prefix="shared-file-locker "),
             ),
         )
     )

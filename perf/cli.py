@@ -35,6 +35,8 @@ examples:
   stompd-perf --rate 5000 --duration 30 --warmup 5 --json
   stompd-perf --port 61623 --vhost / --login guest --passcode guest      (RabbitMQ)
   stompd-perf --producers 0 --consumers 1 --timeout 5    (drain a queue; counts "foreign")
+  stompd-perf --failover 127.0.0.1:61613,127.0.0.1:61623 --persistent --receipt-every 10 \
+      --ack client-individual --duration 60       (through a master/slave takeover: lost, gap)
 """
 
 
@@ -59,6 +61,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _brokers(text: str) -> tuple[tuple[str, int], ...]:
+    brokers = []
+    for item in text.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT,HOST:PORT,..., not {item.strip()!r}")
+        brokers.append((host.strip("[]"), int(port)))
+    return tuple(brokers)
+
+
 def _property(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
@@ -81,6 +93,22 @@ def build_parser() -> argparse.ArgumentParser:
     conn.add_argument("--passcode")
     conn.add_argument("--vhost", default="/", help='CONNECT "host" header (RabbitMQ vhost); default "/"')
     conn.add_argument("--connect-timeout", type=_positive_float, default=10.0, metavar="S")
+    conn.add_argument(
+        "--failover",
+        type=_brokers,
+        metavar="HOST:PORT,...",
+        help="brokers to try in turn (instead of --host/--port), at the start and whenever a connection "
+        "is lost, as ActiveMQ's failover: transport: producers send again what no RECEIPT confirmed, "
+        "consumers subscribe again; the summary says how long deliveries stopped (needs --receipt-every "
+        "or --transacted from producers)",
+    )
+    conn.add_argument(
+        "--reconnect-timeout",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="with --failover: how long a lost connection may take to come back (default 60)",
+    )
 
     load = p.add_argument_group("load")
     load.add_argument("--destination", default="/queue/stompd-perf", help="/queue/NAME or /topic/NAME")
@@ -192,10 +220,17 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         parser.error("--backlog needs a queue: a topic keeps nothing for consumers that are not there yet")
     if args.warmup < 0:
         parser.error("--warmup must be >= 0")
+    if args.failover and args.producers and not (args.receipt_every or args.transacted):
+        parser.error(
+            "--failover needs --receipt-every or --transacted: a RECEIPT is how a producer knows what the "
+            "broker kept, and what to send again after a failover"
+        )
     messages = args.messages if args.messages is not None or args.duration is not None else 10_000
     return Settings(
         host=args.host,
         port=args.port,
+        failover=args.failover or (),
+        reconnect_timeout=args.reconnect_timeout,
         login=args.login,
         passcode=args.passcode,
         vhost=args.vhost,

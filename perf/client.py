@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -59,9 +59,11 @@ def describe_error(frame: RawFrame) -> str:
 
 
 class StompConnection(asyncio.Protocol):
-    def __init__(self, name: str, errors: ErrorLog) -> None:
+    def __init__(self, name: str, errors: ErrorLog, failover: bool = False) -> None:
         self.name = name
         self.errors = errors
+        # With --failover a lost connection is not an error: its owner connects again.
+        self.failover = failover
         self.version = "1.0"
         self.on_messages: MessageHandler | None = None
         self.transport: asyncio.Transport | None = None
@@ -112,8 +114,9 @@ class StompConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._disconnecting:
-            reason = f": {exc}" if exc else ""
-            self.errors.add(f"{self.name}: connection lost{reason}")
+            if not self.failover:
+                reason = f": {exc}" if exc else ""
+                self.errors.add(f"{self.name}: connection lost{reason}")
             self._loss_counted = True
         failure = self._closed_failure()
         for fut in (self._connected, self._drain_waiter, *self._receipts.values()):
@@ -163,11 +166,15 @@ class StompConnection(asyncio.Protocol):
     # -- used by producers and consumers -------------------------------------------
     @property
     def is_closed(self) -> bool:
-        return self._closed.done()
+        return self._closed.done() or (self.transport is not None and self.transport.is_closing())
 
     def write(self, data: bytes) -> None:
-        assert self.transport is not None
-        self.transport.write(data)
+        transport = self.transport
+        assert transport is not None
+        if transport.is_closing():
+            # uvloop raises on a write to a closed transport: say what happened instead.
+            raise self._closed_failure()
+        transport.write(data)
 
     async def drain(self) -> None:
         """Wait while the transport is above its high-water mark (the broker is slower)."""
@@ -235,11 +242,12 @@ async def connect(
     passcode: str | None,
     timeout: float,
     errors: ErrorLog,
+    failover: bool = False,
 ) -> StompConnection:
     loop = asyncio.get_running_loop()
     try:
         _, conn = await asyncio.wait_for(
-            loop.create_connection(lambda: StompConnection(name, errors), host, port), timeout
+            loop.create_connection(lambda: StompConnection(name, errors, failover), host, port), timeout
         )
     except (OSError, TimeoutError) as exc:
         raise StompFailure(f"{name}: cannot connect to {host}:{port}: {exc or 'timeout'}") from None
@@ -260,3 +268,49 @@ async def connect(
 def close_quietly(conn: StompConnection) -> None:
     with contextlib.suppress(Exception):
         conn.close()
+
+
+#: Between two rounds of the --failover list (stomp.py's first reconnect delay is 0.1 s).
+RETRY_S = 0.05
+
+
+async def connect_any(
+    *,
+    name: str,
+    brokers: Sequence[tuple[str, int]],
+    vhost: str,
+    login: str | None,
+    passcode: str | None,
+    timeout: float,
+    errors: ErrorLog,
+    failover: bool = False,
+    deadline: float = 0.0,
+) -> StompConnection:
+    """The first of ``brokers`` that answers CONNECT.  With ``failover``, the list is tried
+    again until ``deadline`` (loop time): a standby of a pair refuses the TCP connection at
+    once, and the master may take a while to come."""
+    loop = asyncio.get_running_loop()
+    while True:
+        failures = []
+        for host, port in brokers:
+            try:
+                return await connect(
+                    name=name,
+                    host=host,
+                    port=port,
+                    vhost=vhost,
+                    login=login,
+                    passcode=passcode,
+                    timeout=min(timeout, max(deadline - loop.time(), 0.1)) if failover else timeout,
+                    errors=errors,
+                    failover=failover,
+                )
+            except StompFailure as exc:
+                failures.append(exc)
+        if not failover:
+            raise failures[0]
+        if loop.time() >= deadline:
+            raise StompFailure(
+                f"{name}: no broker of the failover list answered: {'; '.join(map(str, failures))}"
+            )
+        await asyncio.sleep(RETRY_S)

@@ -48,6 +48,8 @@ class Summary:
     elapsed_s: float
     stalled: bool
     settings: Settings
+    #: With --failover: what the lost connections cost (see ``failover_figures``).
+    failover: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -78,10 +80,12 @@ class Summary:
             "elapsed_s": round(self.elapsed_s, 3),
             "stalled": self.stalled,
             "error_samples": self.error_samples,
+            "failover": self.failover,
             "ok": self.ok,
             "config": {
                 "host": s.host,
                 "port": s.port,
+                "failover": [f"{host}:{port}" for host, port in s.failover],
                 "destination": s.destination,
                 "producers": s.producers,
                 "consumers": s.consumers,
@@ -159,7 +163,28 @@ def summarize(settings: Settings, results: list[WorkerResult], info: RunInfo) ->
         elapsed_s=(info.end_ns - info.start_ns) / 1e9,
         stalled=info.stalled,
         settings=settings,
+        failover=failover_figures(results, info.start_ns) if settings.failover else None,
     )
+
+
+def failover_figures(results: list[WorkerResult], start_ns: int) -> dict[str, Any]:
+    """What --failover saw: every lost connection (seconds from the start: noticed, a broker
+    answered CONNECT again, the first RECEIPT or MESSAGE after), the messages sent again,
+    and the gap: the longest wait between two deliveries to one consumer."""
+    outages = sorted(o for r in results for o in r.outages)
+    back = sorted((o[1] - o[0]) / 1e9 for o in outages)
+
+    def at(ns: int) -> float | None:
+        return round((ns - start_ns) / 1e9, 3) if ns else None
+
+    return {
+        "reconnects": len(outages),
+        "resent": sum(r.resent for r in results),
+        "longest_gap_s": round(max((r.longest_gap_ns for r in results), default=0) / 1e9, 3),
+        "reconnect_s_p50": round(back[len(back) // 2], 3) if back else None,
+        "reconnect_s_max": round(back[-1], 3) if back else None,
+        "outages": [{"down_s": at(d), "back_s": at(b), "resumed_s": at(r)} for d, b, r in outages],
+    }
 
 
 def format_human(summary: Summary) -> str:
@@ -167,8 +192,10 @@ def format_human(summary: Summary) -> str:
     kind = "topic" if s.is_topic else "queue"
     mode = "persistent" if s.persistent else "non-persistent"
     lat = summary.latency_ms()
+    where = ",".join(f"{host}:{port}" for host, port in s.brokers)
+    where = f"failover:({where})" if s.failover else where
     lines = [
-        f"stompd-perf: {s.destination} ({kind}) on {s.host}:{s.port}, {s.producers} producer(s) -> "
+        f"stompd-perf: {s.destination} ({kind}) on {where}, {s.producers} producer(s) -> "
         f"{s.consumers} consumer(s), {s.size} B {mode}, ack {s.ack}, {s.processes} process(es)",
         f"  sent          {summary.sent:>12,}   ({summary.send_msgs_per_s:,.0f} msgs/s accepted)",
         f"  received      {summary.received:>12,}   (expected {summary.expected:,})",
@@ -180,6 +207,15 @@ def format_human(summary: Summary) -> str:
         f"p99.9 {lat['p99_9']:.3f}  max {lat['max']:.3f}  ({summary.latency.total:,} samples)",
         f"  errors        {summary.errors:>12,}",
     ]
+    failover = summary.failover
+    if failover is not None:
+        p50, most = failover["reconnect_s_p50"], failover["reconnect_s_max"]
+        reconnect = f"; reconnected after p50 {p50:.3f} s, max {most:.3f} s" if failover["reconnects"] else ""
+        lines.append(
+            f"  failover      {failover['reconnects']:>12,} reconnect(s), {failover['resent']:,} sent again "
+            f"(no RECEIPT before the loss); longest gap between deliveries {failover['longest_gap_s']:.3f} s"
+            + reconnect
+        )
     if summary.foreign:
         lines.append(f"  ignored {summary.foreign:,} messages not sent by this run")
     if summary.stalled:

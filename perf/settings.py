@@ -13,6 +13,11 @@ ACK_MODES: tuple[AckMode, ...] = ("auto", "client", "client-individual")
 class Settings:
     host: str = "127.0.0.1"
     port: int = 61613
+    # --failover: brokers to try in turn, at the start and whenever a connection is lost
+    # (a shared-store pair, say); empty: host and port only, and a lost connection is an error.
+    failover: tuple[tuple[str, int], ...] = ()
+    # How long a lost connection may take to come back through --failover.
+    reconnect_timeout: float = 60.0
     login: str | None = None
     passcode: str | None = None
     # CONNECT's `host` header.  RabbitMQ treats it as the vhost and needs "/"; ActiveMQ
@@ -43,6 +48,11 @@ class Settings:
     # drain it, in one run (so one run id covers both halves).
     backlog: bool = False
     progress: bool = True
+
+    @property
+    def brokers(self) -> tuple[tuple[str, int], ...]:
+        """Where to connect, in the order to try them."""
+        return self.failover or ((self.host, self.port),)
 
     @property
     def is_topic(self) -> bool:

@@ -8,6 +8,7 @@ touch only local variables in their loops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
@@ -16,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from perf import board as B
-from perf.client import ErrorLog, StompConnection, StompFailure, close_quietly, connect
+from perf.client import ErrorLog, StompConnection, StompFailure, close_quietly, connect_any
 from perf.frames import escape, header
 from perf.histogram import Histogram
 from perf.payload import MAGIC, STAMP, STAMP_SIZE, padding
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from perf.frames import RawFrame
     from perf.settings import Settings
@@ -62,18 +63,53 @@ class WorkerResult:
     latency: dict[str, object] = field(default_factory=dict)
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
+    # --failover: messages sent again, every lost connection (down, back, resumed ns), and
+    # the longest wait between two deliveries to any one consumer.
+    resent: int = 0
+    outages: list[tuple[int, int, int]] = field(default_factory=list)
+    longest_gap_ns: int = 0
+
+
+async def _no_failover(name: str) -> StompConnection:
+    raise StompFailure(f"{name}: connection lost (no --failover list)", counted=True)
+
+
+@dataclass(slots=True)
+class Outage:
+    """One lost connection, with --failover: when it was noticed, when a broker of the
+    list answered CONNECT again, and when the first RECEIPT (a producer) or MESSAGE (a
+    consumer) came from it."""
+
+    down_ns: int
+    back_ns: int
+    resumed_ns: int = 0
 
 
 class Producer:
-    def __init__(self, number: int, settings: Settings, run_id: int, conn: StompConnection) -> None:
+    def __init__(
+        self,
+        number: int,
+        settings: Settings,
+        run_id: int,
+        conn: StompConnection,
+        dial: Callable[[str], Awaitable[StompConnection]] | None = None,
+    ) -> None:
         self.number = number
         self.settings = settings
         self.run_id = run_id
         self.conn = conn
+        #: Connects again through --failover's list.
+        self.dial = dial or _no_failover
         self.quota = settings.messages_for(number)
         self.sent = 0
         self.sent_in_window = 0
         self.done_ns = 0
+        #: Messages 0 .. confirmed-1 are covered by a RECEIPT; the next to send is _seq.
+        self.confirmed = 0
+        self._seq = 0
+        #: Sent again after a failover, having had no RECEIPT before the connection went.
+        self.resent = 0
+        self.outages: list[Outage] = []
         self._tx = 0
         version = conn.version
         head = [b"SEND\ndestination:", escape(settings.destination, version).encode()]
@@ -91,6 +127,33 @@ class Producer:
     async def run(
         self, start_ns: int, end_ns: int | None, warm_ns: int, stopping: Callable[[], bool]
     ) -> None:
+        try:
+            while True:
+                try:
+                    await self._produce(start_ns, end_ns, warm_ns, stopping)
+                    return
+                except StompFailure:
+                    if not (self.settings.failover and self.conn.is_closed) or stopping():
+                        raise
+                    # Lost its broker: connect again through the list, and send again what
+                    # no RECEIPT confirmed (the new master may or may not have it).
+                    down = time.monotonic_ns()
+                    self.conn = await self.dial(f"producer {self.number}")
+                    self.outages.append(Outage(down, time.monotonic_ns()))
+                    self.resent += self._seq - self.confirmed
+                    self._seq = self.confirmed
+        except StompFailure as exc:
+            if not exc.counted:
+                self.conn.errors.add(str(exc))
+            close_quietly(self.conn)
+            if self.settings.failover:
+                self.sent = self.confirmed  # nothing past it is owed
+        finally:
+            self.done_ns = time.monotonic_ns()
+
+    async def _produce(
+        self, start_ns: int, end_ns: int | None, warm_ns: int, stopping: Callable[[], bool]
+    ) -> None:
         s = self.settings
         conn = self.conn
         rate = s.rate
@@ -99,73 +162,68 @@ class Producer:
         offset = interval * self.number // s.producers if rate else 0
         quota = self.quota
         every = s.receipt_every
-        outstanding: deque[asyncio.Future[None]] = deque()
+        # Each RECEIPT awaited, with the sequence up to which it confirms what was sent.
+        outstanding: deque[tuple[asyncio.Future[None], int]] = deque()
         in_tx = 0  # messages written in the open transaction
-        seq = 0
-        try:
-            while not stopping() and (quota is None or seq < quota):
-                now = time.monotonic_ns()
-                if rate:
-                    due = start_ns + offset + seq * interval
-                    if end_ns is not None and due >= end_ns:
-                        break
-                    if due > now:
-                        # The loop's timers count whole ms, so a shorter wait returns at once
-                        # and the producer spins (77 % of a CPU at 5,000 msgs/s).  Waiting in
-                        # time.sleep instead took 27 % and bought no latency: a sleeping
-                        # producer may wake late, and latency counts from when a message
-                        # was due (benchmarks/README.md, "the tool's producer spins").
-                        await asyncio.sleep((due - now) / 1e9)
-                        continue
-                    # Catching up after a late wake-up: never past what falls due before the end.
-                    upto = now if end_ns is None else min(now, end_ns - 1)
-                    count = min(BATCH, (upto - start_ns - offset) // interval + 1 - seq)
-                else:
-                    if end_ns is not None and now >= end_ns:
-                        break
-                    count = BATCH
-                if quota is not None:
-                    count = min(count, quota - seq)
-                if s.transacted:
-                    if in_tx == 0:
-                        self._tx += 1
-                        conn.write(b"BEGIN\ntransaction:t%d\n\n\0" % self._tx)
-                    count = min(count, s.transacted - in_tx)
-                if every:
-                    count = min(count, every - seq % every)  # a receipt always ends a batch
-                receipt = None
-                if every and (seq + count) % every == 0:
-                    receipt_id, receipt = conn.new_receipt()
-                else:
-                    receipt_id = b""
-                self._send_batch(seq, count, interval, start_ns + offset if rate else 0, receipt_id)
-                seq += count
-                if now >= warm_ns:
-                    self.sent_in_window += count
-                if s.transacted:
-                    in_tx += count
-                    if in_tx >= s.transacted:
-                        outstanding.append(self._commit())
-                        self.sent = seq
-                        in_tx = 0
-                else:
-                    self.sent = seq
-                if receipt is not None:
-                    outstanding.append(receipt)
-                await self._settle(outstanding, s.receipt_window)
-                await conn.drain()
-                await asyncio.sleep(0)  # let this loop's consumers and ticker run
-            if in_tx:
-                outstanding.append(self._commit())
-                self.sent = seq
-            await self._settle(outstanding, 1)
-            await conn.disconnect(s.timeout)
-        except StompFailure as exc:
-            if not exc.counted:
-                conn.errors.add(str(exc))
-            close_quietly(conn)
-        finally:
-            self.done_ns = time.monotonic_ns()
+        seq = self._seq
+        while not stopping() and (quota is None or seq < quota):
+            now = time.monotonic_ns()
+            if rate:
+                due = start_ns + offset + seq * interval
+                if end_ns is not None and due >= end_ns:
+                    break
+                if due > now:
+                    # The loop's timers count whole ms, so a shorter wait returns at once
+                    # and the producer spins (77 % of a CPU at 5,000 msgs/s).  Waiting in
+                    # time.sleep instead took 27 % and bought no latency: a sleeping
+                    # producer may wake late, and latency counts from when a message
+                    # was due (benchmarks/README.md, "the tool's producer spins").
+                    await asyncio.sleep((due - now) / 1e9)
+                    continue
+                # Catching up after a late wake-up: never past what falls due before the end.
+                upto = now if end_ns is None else min(now, end_ns - 1)
+                count = min(BATCH, (upto - start_ns - offset) // interval + 1 - seq)
+            else:
+                if end_ns is not None and now >= end_ns:
+                    break
+                count = BATCH
+            if quota is not None:
+                count = min(count, quota - seq)
+            if s.transacted:
+                if in_tx == 0:
+                    self._tx += 1
+                    conn.write(b"BEGIN\ntransaction:t%d\n\n\0" % self._tx)
+                count = min(count, s.transacted - in_tx)
+            if every:
+                count = min(count, every - seq % every)  # a receipt always ends a batch
+            receipt = None
+            if every and (seq + count) % every == 0:
+                receipt_id, receipt = conn.new_receipt()
+            else:
+                receipt_id = b""
+            self._send_batch(seq, count, interval, start_ns + offset if rate else 0, receipt_id)
+            seq = self._seq = seq + count
+            if now >= warm_ns:
+                self.sent_in_window += count
+            if s.transacted:
+                in_tx += count
+                if in_tx >= s.transacted:
+                    outstanding.append((self._commit(), seq))
+                    self.sent = max(self.sent, seq)
+                    in_tx = 0
+            else:
+                self.sent = max(self.sent, seq)
+            if receipt is not None:
+                outstanding.append((receipt, seq))
+            await self._settle(outstanding, s.receipt_window)
+            await conn.drain()
+            await asyncio.sleep(0)  # let this loop's consumers and ticker run
+        if in_tx:
+            outstanding.append((self._commit(), seq))
+            self.sent = max(self.sent, seq)
+        await self._settle(outstanding, 1)
+        await conn.disconnect(s.timeout)
+        self.confirmed = seq
 
     def _send_batch(self, seq: int, count: int, interval: int, base: int, receipt: bytes) -> None:
         head = self._head
@@ -200,17 +258,27 @@ class Producer:
         self.conn.write(b"COMMIT\ntransaction:t%d\nreceipt:%s\n\n\0" % (self._tx, receipt_id))
         return fut
 
-    async def _settle(self, outstanding: deque[asyncio.Future[None]], window: int) -> None:
+    async def _settle(self, outstanding: deque[tuple[asyncio.Future[None], int]], window: int) -> None:
         """Keep fewer than `window` receipts in flight (0 left when window is 1 at the end)."""
-        while outstanding and outstanding[0].done():
-            outstanding.popleft().result()
+        while outstanding and outstanding[0][0].done():
+            fut, upto = outstanding.popleft()
+            fut.result()
+            self._confirm(upto)
         while len(outstanding) >= window:
+            fut, upto = outstanding.popleft()
             try:
-                await asyncio.wait_for(outstanding.popleft(), self.settings.timeout)
+                await asyncio.wait_for(fut, self.settings.timeout)
             except TimeoutError:
                 raise StompFailure(
                     f"producer {self.number}: no RECEIPT within {self.settings.timeout:g} s"
                 ) from None
+            self._confirm(upto)
+
+    def _confirm(self, upto: int) -> None:
+        """Everything below ``upto`` is confirmed (a RECEIPT covers what came before it)."""
+        self.confirmed = upto
+        if self.outages and not self.outages[-1].resumed_ns:
+            self.outages[-1].resumed_ns = time.monotonic_ns()
 
 
 class Consumer:
@@ -240,6 +308,16 @@ class Consumer:
         self.last_receive_ns = 0
         self._last_seq: dict[int, int] = {}  # (producer << 4 | priority) -> highest sequence
         self._sub_id = f"perf-{number}"
+        self.subscribed = False
+        #: The longest wait between two reads that brought messages (a failover's gap).
+        self.longest_gap_ns = 0
+        self.outages: list[Outage] = []
+        self._ack_frames: Callable[[list[RawFrame]], list[bytes]] | None = None
+        self.attach(conn)
+
+    def attach(self, conn: StompConnection) -> None:
+        """Receive on ``conn`` (at the start, and after a failover)."""
+        self.conn = conn
         self._ack_frames = self._make_ack_encoder()
         conn.on_messages = self.on_messages
 
@@ -253,6 +331,7 @@ class Consumer:
         if s.selector:
             headers["selector"] = s.selector
         await self.conn.request("SUBSCRIBE", headers, s.connect_timeout)
+        self.subscribed = True
 
     def _make_ack_encoder(self) -> Callable[[list[RawFrame]], list[bytes]] | None:
         mode = self.settings.ack
@@ -322,6 +401,10 @@ class Consumer:
             self.window_received += received
             self.window_bytes += nbytes
         if received:
+            if self.last_receive_ns and now - self.last_receive_ns > self.longest_gap_ns:
+                self.longest_gap_ns = now - self.last_receive_ns
+            if self.outages and not self.outages[-1].resumed_ns:
+                self.outages[-1].resumed_ns = now
             self.last_receive_ns = now
         if self._ack_frames is not None and not self.conn.is_closed:
             assert self.conn.transport is not None
@@ -348,22 +431,47 @@ class Worker:
         self.board.set_worker(self.plan.slot, field_, value)
 
     async def _connect(self, name: str) -> StompConnection | None:
-        s = self.plan.settings
         try:
-            return await connect(
-                name=name,
-                host=s.host,
-                port=s.port,
-                vhost=s.vhost,
-                login=s.login,
-                passcode=s.passcode,
-                timeout=s.connect_timeout,
-                errors=self.errors,
-            )
+            return await self._dial(name, self.plan.settings.connect_timeout)
         except StompFailure as exc:
             if not exc.counted:
                 self.errors.add(str(exc))
             return None
+
+    async def _dial(self, name: str, within: float | None = None) -> StompConnection:
+        """A connection to --host/--port, or to the first broker of --failover's list that
+        answers within ``within`` seconds (default --reconnect-timeout)."""
+        s = self.plan.settings
+        return await connect_any(
+            name=name,
+            brokers=s.brokers,
+            vhost=s.vhost,
+            login=s.login,
+            passcode=s.passcode,
+            timeout=s.connect_timeout,
+            errors=self.errors,
+            failover=bool(s.failover),
+            deadline=asyncio.get_running_loop().time() + (within or s.reconnect_timeout),
+        )
+
+    async def _keep_consuming(self, consumer: Consumer) -> None:
+        """--failover: whenever the consumer's connection is lost, connect again through
+        the list and subscribe again (what it had not acknowledged is redelivered)."""
+        while True:
+            await consumer.conn.wait_closed()
+            if self._stop.is_set():
+                return
+            down = time.monotonic_ns()
+            try:
+                conn = await self._dial(f"consumer {consumer.number}")
+            except StompFailure as exc:
+                self.errors.add(str(exc))
+                return
+            consumer.outages.append(Outage(down, time.monotonic_ns()))
+            consumer.attach(conn)
+            if consumer.subscribed:
+                with contextlib.suppress(StompFailure):
+                    await consumer.subscribe()  # if it fails, the connection is gone: again
 
     async def _add_consumer(self, number: int) -> None:
         plan = self.plan
@@ -387,7 +495,8 @@ class Worker:
     async def _add_producer(self, number: int) -> None:
         conn = await self._connect(f"producer {number}")
         if conn is not None:
-            self.producers.append(Producer(number, self.plan.settings, self.plan.run_id, conn))
+            dial = self._dial if self.plan.settings.failover else None
+            self.producers.append(Producer(number, self.plan.settings, self.plan.run_id, conn, dial))
 
     def _publish(self) -> None:
         self._cell(B.SENT, sum(p.sent for p in self.producers))
@@ -411,10 +520,13 @@ class Worker:
     async def run(self) -> WorkerResult:
         plan, s = self.plan, self.plan.settings
         ticker = asyncio.create_task(self._tick())
+        watchers: list[asyncio.Task[None]] = []
         try:
             # Consumers first: on a topic, whatever is sent before they subscribe is gone.
             await asyncio.gather(*(self._add_consumer(n) for n in plan.consumers))
             await asyncio.gather(*(self._add_producer(n) for n in plan.producers))
+            if s.failover:
+                watchers = [asyncio.create_task(self._keep_consuming(c)) for c in self.consumers]
             self._cell(B.STATE, B.READY)
             if not await self._first(self._started, self._stop):
                 return self._result()  # the parent gave up before the start
@@ -439,6 +551,8 @@ class Worker:
             await asyncio.gather(*(self._close_consumer(c) for c in self.consumers))
         finally:
             ticker.cancel()
+            for watcher in watchers:
+                watcher.cancel()
             for conn in [p.conn for p in self.producers] + [c.conn for c in self.consumers]:
                 close_quietly(conn)
             self._publish()
@@ -488,4 +602,10 @@ class Worker:
         result.latency = latency.to_sparse()
         result.errors = self.errors.count
         result.error_samples = list(self.errors.samples)
+        result.resent = sum(p.resent for p in self.producers)
+        outages = [o for p in self.producers for o in p.outages] + [
+            o for c in self.consumers for o in c.outages
+        ]
+        result.outages = [(o.down_ns, o.back_ns, o.resumed_ns) for o in outages]
+        result.longest_gap_ns = max((c.longest_gap_ns for c in self.consumers), default=0)
         return result

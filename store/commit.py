@@ -27,7 +27,8 @@ posted when writes start failing and ``on_stall(None)`` when they work again, so
 that the broker holds producers back meanwhile.  Only a corrupt database, or a close
 while writes still fail, stops the committer for good: ``on_error`` is posted once,
 and the batches not written are dropped with their callbacks (nobody is told they
-are durable).
+are durable).  ``fence`` stops it likewise, at once and without telling anyone: the
+broker has lost the store's lock, and another broker may be writing it now.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from store.errors import StoreCorrupt, StoreError
+from store.errors import StoreCorrupt, StoreError, StoreFenced
 from store.overlay import backoff, in_range, merge_range
 
 if TYPE_CHECKING:
@@ -206,6 +207,17 @@ class GroupCommitter:
                 self._cond.wait(left)
             return self.error is None
 
+    def fence(self) -> None:
+        """Write nothing more, from now on: what is pending is dropped with its callbacks,
+        and a write under way (which cannot be taken back) tells nobody it is durable."""
+        with self._cond:
+            self.error = StoreFenced(f"the store at {self._db.path} is fenced off: its lock was lost")
+            self.stalled = None
+            self._pending = {}
+            self._callbacks = []
+            self._taken_ticket = self._ticket
+            self._cond.notify_all()
+
     def close(self, timeout: float = 30.0) -> None:
         """Write what is pending, then stop; later submissions raise ``StoreError``.
 
@@ -241,7 +253,8 @@ class GroupCommitter:
                 self._inflight = {}
                 self._durable_ticket = ticket
                 self._cond.notify_all()
-            if callbacks:
+                fenced = isinstance(self.error, StoreFenced)
+            if callbacks and not fenced:
                 self._deliver(functools.partial(_run_all, callbacks))
 
     def _wait_for_work(self) -> bool:
@@ -264,6 +277,8 @@ class GroupCommitter:
         failures = 0
         nagged = 0.0
         while True:
+            if self.error is not None:
+                return False  # fenced while the write failed
             start = time.perf_counter()
             try:
                 if failures:

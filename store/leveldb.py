@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import plyvel
 
 from store import keys, space
-from store.errors import StoreCorrupt, StoreError, StoreFull, StoreUnavailable, no_space
+from store.errors import StoreCorrupt, StoreError, StoreFull, StoreLocked, StoreUnavailable, locked, no_space
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -268,4 +268,6 @@ def _error(what: str, exc: BaseException) -> StoreError:
         return StoreFull(text)
     if isinstance(exc, plyvel.CorruptionError):
         return StoreCorrupt(text)
+    if locked(str(exc)):
+        return StoreLocked(text)
     return StoreError(text)

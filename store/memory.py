@@ -83,8 +83,11 @@ class InlineCommitter:
 
     def __init__(self, db: MemoryDatabase) -> None:
         self._db = db
+        self._fenced = False
 
     def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
+        if self._fenced:
+            return
         self._db.apply(batch.ops)
         if on_durable is not None:
             on_durable()
@@ -98,7 +101,10 @@ class InlineCommitter:
         return self._db.range(start, stop, limit, keys_only=keys_only)
 
     def flush_wait(self, timeout: float | None = None) -> bool:
-        return True
+        return not self._fenced
+
+    def fence(self) -> None:
+        self._fenced = True
 
     def close(self, timeout: float = 30.0) -> None:
         return None

@@ -126,6 +126,9 @@ class Committer(Reader, Protocol):
 
     def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None: ...
 
+    def fence(self) -> None:
+        """Write nothing more, and tell nobody that anything is durable."""
+
     def close(self, timeout: float = 30.0) -> None: ...
 
 
@@ -353,6 +356,11 @@ class MessageStore:
         if self.committer is None:
             raise StoreError(f"the store at {self.path} has no committer running")
         self.committer.submit_batch(batch, on_durable)
+
+    def fence(self) -> None:
+        """Write nothing more (the broker lost the store's lock); ``close`` then only closes."""
+        if self.committer is not None:
+            self.committer.fence()
 
     def close(self) -> None:
         """Write what is pending (if a committer runs), then close the database."""

@@ -436,7 +436,12 @@ async def usage(request: web.Request) -> web.Response:
 
 async def health(request: web.Request) -> web.Response:
     info = _ops(request).health()
-    body = {"status": "ok" if info.ok else "failing", "problems": list(info.problems)}
+    body = {
+        "status": "ok" if info.ok else "failing",
+        "problems": list(info.problems),
+        "role": info.role,
+        "since": info.since,
+    }
     return web.json_response(body, status=200 if info.ok else 503)
 
 

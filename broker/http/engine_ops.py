@@ -35,6 +35,7 @@ from broker.http.ops import (
     SubscriptionInfo,
     Usage,
 )
+from broker.role import Role
 from store.api import LEVELS
 
 if TYPE_CHECKING:
@@ -68,9 +69,15 @@ class EngineAdminOps:
     """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
     the transports know those, the engine does not."""
 
-    def __init__(self, engine: Engine, peers: Callable[[], Mapping[str, tuple[str, float]]]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        peers: Callable[[], Mapping[str, tuple[str, float]]],
+        role: Role | None = None,
+    ) -> None:
         self._engine = engine
         self._peers = peers
+        self._role = role or Role()
 
     # -- destinations ----------------------------------------------------------------
 
@@ -230,10 +237,10 @@ class EngineAdminOps:
         )
 
     def health(self) -> Health:
+        role = self._role
         failed = self._engine.persistence.failed
-        if failed is not None:
-            return Health(False, (f"message store failed: {failed}",))
-        return Health(True)
+        problems = (f"message store failed: {failed}",) if failed is not None else ()
+        return Health(failed is None, problems, role.name, role.since)
 
     # -- the core's admin operations (broker.core.admin) ---------------------------------
 

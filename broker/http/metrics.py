@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from broker.core.engine import Engine
+    from broker.role import Role
 
 PATH = "/metrics"
 
@@ -97,17 +98,23 @@ class Snapshot:
     rows: list[DestinationRow]
     latency_counts: list[int]
     latency_sum_ms: int
+    #: The broker's part in a shared-store pair, and since when (epoch seconds).
+    role: tuple[str, float] | None = None
 
 
-def take(engine: Engine, events_dropped: int = 0) -> Snapshot:
+def take(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> Snapshot:
     """Every number at once (a benchmark's, or a test's: the broker's loop uses ``collect``)."""
     latency = engine.observer.latency
     return Snapshot(
-        broker_row(engine, events_dropped), destination_rows(engine), list(latency.counts), latency.sum_ms
+        broker_row(engine, events_dropped),
+        destination_rows(engine),
+        list(latency.counts),
+        latency.sum_ms,
+        _role_of(role),
     )
 
 
-async def collect(engine: Engine, events_dropped: int = 0) -> Snapshot:
+async def collect(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> Snapshot:
     """``take``, with the destinations read a slice at a time between other clients' work."""
     latency = engine.observer.latency
     broker = broker_row(engine, events_dropped)
@@ -116,7 +123,11 @@ async def collect(engine: Engine, events_dropped: int = 0) -> Snapshot:
     for part in destination_slices(engine, slices.SLICE):
         rows += part
         await asyncio.sleep(0)
-    return Snapshot(broker, rows, counts, sum_ms)
+    return Snapshot(broker, rows, counts, sum_ms, _role_of(role))
+
+
+def _role_of(role: Role | None) -> tuple[str, float] | None:
+    return (role.name, role.since) if role is not None else None
 
 
 class BrokerCollector(Collector):
@@ -135,6 +146,21 @@ class BrokerCollector(Collector):
             else:
                 yield GaugeMetricFamily(name, doc, value=value)
         yield _latency(snapshot)
+        if snapshot.role is not None:
+            yield from _role(*snapshot.role)
+
+
+def _role(name: str, since: float) -> Iterator[Metric]:
+    family = GaugeMetricFamily(
+        "stompd_role", "This broker's part in a shared-store pair (1).", labels=["role"]
+    )
+    family.add_metric([name], 1)
+    yield family
+    yield GaugeMetricFamily(
+        "stompd_role_since_seconds",
+        "When the broker took its part (the master: took the store's lock), in seconds since the epoch.",
+        value=since,
+    )
 
 
 def _latency(snapshot: Snapshot) -> HistogramMetricFamily:
@@ -193,13 +219,13 @@ def text(snapshot: Snapshot) -> bytes:
 
 
 def handler(
-    engine: Engine, events_dropped: Callable[[], int] | None = None
+    engine: Engine, events_dropped: Callable[[], int] | None = None, role: Role | None = None
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def serve(request: web.Request) -> web.StreamResponse:
         # Read and written on the loop, which alone touches the engine's objects, a slice
         # at a time: traffic goes on between slices.  The classic text format (0.0.4),
         # which every Prometheus reads.
-        snapshot = await collect(engine, events_dropped() if events_dropped is not None else 0)
+        snapshot = await collect(engine, events_dropped() if events_dropped is not None else 0, role)
         response = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
         await response.prepare(request)
         for chunk in chunks(snapshot):

@@ -137,6 +137,10 @@ class Usage:
 class Health:
     ok: bool
     problems: tuple[str, ...] = ()
+    #: The broker's part in a shared-store pair (broker/role.py), and since when (seconds
+    #: since the epoch).  Only a master answers: a standby has no HTTP server.
+    role: str = "master"
+    since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

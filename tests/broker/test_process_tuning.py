@@ -1,4 +1,4 @@
-"""What the broker's own process sets for itself at start (``broker.app.run``)."""
+"""What the broker's own process sets for itself at start (``broker.ha.run``)."""
 
 from __future__ import annotations
 

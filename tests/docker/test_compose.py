@@ -72,7 +72,7 @@ def test_interpolation_reads_the_environment_and_keeps_defaults() -> None:
 
 def test_builds_name_an_existing_dockerfile_its_targets_and_args(services: dict[str, Any]) -> None:
     builds = {name: s["build"] for name, s in services.items() if "build" in s}
-    assert builds.keys() == {"stompd", "report"}
+    assert builds.keys() == {"stompd", "report", "stompd-a", "stompd-b"}
     for name, build in builds.items():
         context = (DOCKER / build["context"]).resolve()
         assert context.is_dir(), name
@@ -82,6 +82,7 @@ def test_builds_name_an_existing_dockerfile_its_targets_and_args(services: dict[
             dockerfile.arg(stage, arg)  # raises unless the stage declares it
     assert services["stompd"]["build"]["target"] == "broker"
     assert services["report"]["build"]["target"] == "report"
+    assert services["stompd-a"]["build"] == services["stompd-b"]["build"] == services["stompd"]["build"]
 
 
 def test_every_mount_exists_and_every_named_volume_is_declared(
@@ -212,3 +213,31 @@ def test_grafana_is_provisioned_with_prometheus_and_the_dashboard(services: dict
     assert dashboards.host_path == DASHBOARD.parent
     home = environment(grafana)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
     assert home == f"{dashboards.target}/{DASHBOARD.name}" and DASHBOARD.is_file()
+
+
+def test_the_pair_profile_is_two_brokers_on_one_volume_with_the_stores_lock(services: dict[str, Any]) -> None:
+    pair = {name: s for name, s in services.items() if "pair" in s.get("profiles", [])}
+    assert pair.keys() == {"stompd-a", "stompd-b"}
+    image = Dockerfile()
+    broker = image.stage("broker")
+    config_path = image.exec_form(broker, "ENTRYPOINT")[2]
+    data = {mount_at(s, "/var/lib/stompd").source for s in pair.values()}
+    assert len(data) == 1 and not mount_at(pair["stompd-a"], "/var/lib/stompd").is_bind
+    assert data.isdisjoint(m.source for m in mounts(services["stompd"]))
+    for name, service in pair.items():
+        config = mount_at(service, config_path)
+        assert config.read_only and config.host_path == DOCKER / "pair" / "activemq.xml"
+        assert service["hostname"] == name
+    # Each its own host ports: clients list both.
+    published = [p for s in pair.values() for p in s["ports"]] + list(services["stompd"]["ports"])
+    host_ports = [str(p).split(":")[-2] for p in published]
+    assert len(set(host_ports)) == len(host_ports)
+    env = image.env(broker)
+    loaded = load_config(DOCKER / "pair" / "activemq.xml", environ=env, cwd=Path("/var/lib/stompd"))
+    assert not loaded.warnings, loaded.warnings
+    config = loaded.config
+    assert config.store_directory == Path("/var/lib/stompd/store")
+    assert config.persistence.locker.lock_acquire_sleep_interval == 1000
+    assert config.persistence.lock_keep_alive_period == 2000
+    # The temp store is each broker's own, off the shared volume.
+    assert not config.temp_directory.is_relative_to("/var/lib/stompd")

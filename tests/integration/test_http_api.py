@@ -106,7 +106,11 @@ def test_usage_reports_the_meters_against_their_limits(broker: BrokerThread) -> 
     )
     destinations = call(url, "GET", "/api/v1/destinations").body["destinations"]
     # Messages held in RAM are charged to their destination's meter and to the broker's.
-    assert usage["memory"]["used"] == sum(d["memory_bytes"] for d in destinations) > 5000
+    held = sum(d["memory_bytes"] for d in destinations)
+    assert held > 5000
+    # ... and so is what each destination costs.
+    assert usage["memory"]["destinations"] > 1000 * len(destinations)
+    assert usage["memory"]["used"] == held + usage["memory"]["destinations"]
     assert usage["memory"]["peak"] >= usage["memory"]["used"]
     assert usage["store"]["used"] > 2000  # the persistent one
     assert usage["temp"]["used"] == 0
@@ -161,7 +165,10 @@ def test_connections_are_listed_and_one_can_be_closed(broker: BrokerThread) -> N
 def test_health(broker: BrokerThread) -> None:
     reply = call(base(broker), "GET", "/health")
     assert reply.status == 200
-    assert reply.body == {"status": "ok", "problems": []}
+    # A broker without a pair is the master from its start.
+    assert broker.broker is not None
+    since = broker.broker.role.since
+    assert reply.body == {"status": "ok", "problems": [], "role": "master", "since": since}
 
 
 def test_create_a_queue_and_a_topic(broker: BrokerThread) -> None:

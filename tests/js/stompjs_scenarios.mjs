@@ -230,6 +230,45 @@ const scenarios = {
     return { connects, body: message.body, persistent: message.headers.persistent };
   },
 
+  // README.md's failover: WS_URL is a comma-separated list of a pair's brokers (the
+  // standby's first, it refuses the connection); every (re)connect takes the next one.
+  // The Python side kills the master when it reads {"event": "kill-me"} and answers
+  // "killed" on stdin; the message stored on the master is there after the takeover.
+  async failover() {
+    const urls = url.split(',');
+    let next = 0;
+    let connects = 0;
+    let connected;
+    let reconnected;
+    const first = new Promise((resolve) => { connected = resolve; });
+    const second = new Promise((resolve) => { reconnected = resolve; });
+    const client = new Client({
+      reconnectDelay: 200,
+      heartbeatIncoming: 0,
+      heartbeatOutgoing: 0,
+      beforeConnect: (c) => { c.brokerURL = urls[next++ % urls.length]; },
+      onConnect: () => {
+        connects += 1;
+        (connects === 1 ? connected : reconnected)(client.brokerURL);
+      },
+    });
+    client.activate();
+    const before = await withTimeout(first, 'connect');
+    const destination = '/queue/js.failover';
+    const stored = receipt(client, 'stored');
+    client.publish({ destination, body: 'kept', headers: { persistent: 'true', receipt: 'stored' } });
+    await stored;
+    const lines = createInterface({ input: process.stdin });
+    const killed = new Promise((resolve) => lines.once('line', resolve));
+    emit({ event: 'kill-me' });
+    await withTimeout(killed, 'the kill');
+    const after = await withTimeout(second, 'reconnect to the new master');
+    const [message] = await collect(client, destination, 1);
+    lines.close();
+    await client.deactivate();
+    return { before, after, body: message.body };
+  },
+
   // With a TCP client on the Python side: consume what it left on /queue/tcp.to-js,
   // produce a binary body with custom headers for it on /queue/js.to-tcp.
   async exchange() {

@@ -198,6 +198,25 @@ def test_bad_arguments_exit_2(sink: SinkThread) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["--destination", "/topic/x", "--backlog"])
     assert exc.value.code == 2
+    # A producer that asks for no RECEIPT cannot tell what to send again after a failover.
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--failover", f"127.0.0.1:{sink.port}"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--failover", "127.0.0.1", "--receipt-every", "1"])
+    assert exc.value.code == 2
+
+
+def test_failover_goes_down_the_list_to_the_broker_that_answers(sink: SinkThread, run_tool: RunTool) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a standby: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        standby = probe.getsockname()[1]
+    brokers = f"127.0.0.1:{standby},127.0.0.1:{sink.port}"
+    code, s = run_tool(sink.port, "--failover", brokers, "--receipt-every", "10", "--messages", "500", *FAST)
+    assert (code, s["sent"], s["received"], s["lost"], s["errors"]) == (0, 500, 500, 0, 0)
+    assert s["failover"]["reconnects"] == 0 and s["failover"]["resent"] == 0
 
 
 def test_fixed_rate_with_producer_and_consumer_in_processes_of_their_own(

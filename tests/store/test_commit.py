@@ -296,3 +296,23 @@ def test_an_empty_submission_is_durable_in_its_turn(db: LevelDB) -> None:
     assert committer.flush_wait(5)
     committer.close()
     assert fired == ["put", "empty"]
+
+
+def test_a_fenced_committer_writes_nothing_more_and_tells_nobody(db: LevelDB) -> None:
+    """The lock was lost: the batch being written cannot be taken back, but nobody hears
+    it is durable, and what is pending or submitted later never reaches the store."""
+    gated = GatedDB(db)
+    posted: list[str] = []
+    errors: list[BaseException] = []
+    committer = GroupCommitter(gated, run_now, errors.append)
+    committer.submit([(b"in-flight", b"1")], [], lambda: posted.append("in-flight"))
+    assert gated.writing.wait(5)
+    committer.submit([(b"pending", b"1")], [], lambda: posted.append("pending"))
+    committer.fence()
+    committer.submit([(b"later", b"1")], [], lambda: posted.append("later"))
+    gated.gate.set()
+    assert not committer.flush_wait(5)
+    committer.close()
+    assert posted == [] and errors == []
+    assert gated.writes == [1]
+    assert db.get(b"pending") is None and db.get(b"later") is None

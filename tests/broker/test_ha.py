@@ -1,0 +1,243 @@
+"""The pair's runner (broker/ha.py), step by step: its waits go through a barrier the test
+releases, its brokers are stand-ins that record what was asked of them, and the lock is
+the real one on a temporary directory (held against it from a second ``StoreLock``).
+
+tests/integration/test_pair.py runs two real brokers on one directory."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from broker.app import BrokerOptions, LockSettings
+from broker.ha import Pair
+from broker.role import Role
+from store.errors import StoreLocked
+from store.lock import LOCK_FILE, StoreLock
+
+INTERVAL_MS = 500
+STEP_TIMEOUT = 10.0
+
+
+class Steps:
+    """The runner's ``pause``: each wait is announced, then held until ``release``."""
+
+    def __init__(self) -> None:
+        self.waits: list[float | None] = []
+        self._entered: asyncio.Queue[float | None] = asyncio.Queue()
+        self._go: asyncio.Queue[None] = asyncio.Queue()
+
+    async def pause(self, seconds: float | None) -> None:
+        self.waits.append(seconds)
+        self._entered.put_nowait(seconds)
+        await self._go.get()
+
+    async def reached(self) -> float | None:
+        """The next wait the runner enters (what it waits for)."""
+        return await asyncio.wait_for(self._entered.get(), STEP_TIMEOUT)
+
+    def release(self) -> None:
+        self._go.put_nowait(None)
+
+
+class StandIn:
+    """A broker that records start, stop and abandon (``fail``: StoreLocked at start)."""
+
+    def __init__(self, role: Role, fail: bool) -> None:
+        self.role = role
+        self.fail = fail
+        self.calls: list[str] = []
+
+    async def start(self) -> int:
+        self.calls.append("start")
+        if self.fail:
+            raise StoreLocked("IO error: lock store/LOCK: Resource temporarily unavailable")
+        return 1
+
+    async def stop(self) -> None:
+        self.calls.append("stop")
+
+    async def abandon(self) -> None:
+        self.calls.append("abandon")
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, *, keep_alive_ms: int = 0, fail_if_locked: bool = False) -> None:
+        self.options = BrokerOptions(
+            data_dir=tmp_path,
+            lock=LockSettings(INTERVAL_MS, keep_alive_ms, fail_if_locked),
+        )
+        self.steps = Steps()
+        self.brokers: list[StandIn] = []
+        #: How many brokers fail with StoreLocked before one starts.
+        self.locked_starts = 0
+        ticks = itertools.count(1000)
+        self.pair = Pair(
+            self.options,
+            pause=self.steps.pause,
+            clock=lambda: float(next(ticks)),
+            broker_factory=self._make,  # type: ignore[arg-type]
+        )
+        self.other = StoreLock(tmp_path / "store")
+
+    def _make(self, options: BrokerOptions, role: Role) -> StandIn:
+        broker = StandIn(role, fail=len(self.brokers) < self.locked_starts)
+        self.brokers.append(broker)
+        return broker
+
+    @property
+    def lock_file(self) -> Path:
+        return self.pair.lock.path
+
+
+def drive(tmp_path: Path, scenario: Callable[[Harness], Awaitable[None]], **kwargs: object) -> Harness:
+    async def main() -> Harness:
+        harness = Harness(tmp_path, **kwargs)  # type: ignore[arg-type]
+        runner = asyncio.create_task(harness.pair.run())
+        try:
+            await scenario(harness)
+            harness.pair.stop()
+            harness.steps.release()
+            await asyncio.wait_for(runner, STEP_TIMEOUT)
+        finally:
+            runner.cancel()
+            harness.other.close()
+        return harness
+
+    return asyncio.run(main())
+
+
+def held_by_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "this broker is the standby;" in r.getMessage()]
+
+
+def test_the_standby_waits_quietly_makes_no_broker_then_takes_over(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        assert h.other.try_acquire().acquired
+        for _ in range(3):
+            assert await h.steps.reached() == INTERVAL_MS / 1000
+            # Waiting: no broker (so no listener, no store opened), the role says so.
+            assert h.brokers == [] and h.pair.role.name == "standby"
+            h.steps.release()
+        assert await h.steps.reached() == INTERVAL_MS / 1000
+        assert h.other.owner is not None
+        assert len(held_by_lines(caplog)) == 1  # said once, with who holds it
+        assert f"pid {h.other.owner.pid}" in held_by_lines(caplog)[0]
+        h.other.release()  # the master goes
+        since_standby = h.pair.role.since
+        h.steps.release()
+        # The next try takes the lock and starts the broker; with no keep-alive it then
+        # waits for the stop alone.
+        assert await h.steps.reached() is None
+        assert [b.calls for b in h.brokers] == [["start"]]
+        assert h.pair.role.name == "master" and h.pair.role.since > since_standby
+        assert h.pair.lock.held
+
+    h = drive(tmp_path, scenario)
+    assert [b.calls for b in h.brokers] == [["start", "stop"]]
+    assert not h.pair.lock.held and h.lock_file.read_bytes() == b""
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("became the master: took the store's lock") for m in messages)
+    assert any(m.startswith("released the store's lock") for m in messages)
+
+
+def test_a_new_holder_is_said_again(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        assert h.other.try_acquire().acquired
+        await h.steps.reached()
+        h.other.release()
+        third = StoreLock(h.lock_file.parent)
+        assert third.try_acquire().acquired  # another broker got in first
+        h.steps.release()
+        await h.steps.reached()
+        h.steps.release()
+        await h.steps.reached()
+        assert len(held_by_lines(caplog)) == 2
+        third.close()
+
+    drive(tmp_path, scenario)
+
+
+def test_a_master_that_loses_its_lock_abandons_at_once_and_waits_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        # Master at once (nobody holds the lock); it checks every 100 ms.
+        assert await h.steps.reached() == 0.1
+        assert h.pair.role.name == "master"
+        h.steps.release()
+        assert await h.steps.reached() == 0.1  # the check found the lock its own
+        assert h.brokers[0].calls == ["start"]
+        # Someone removes the lock file, and another broker locks a new one.
+        h.lock_file.unlink()
+        assert h.other.try_acquire().acquired
+        h.steps.release()
+        # Abandoned (not stopped), and a standby again, waiting for the other.
+        assert await h.steps.reached() == INTERVAL_MS / 1000
+        assert h.brokers[0].calls == ["start", "abandon"]
+        assert h.pair.role.name == "standby" and not h.pair.lock.held
+
+    h = drive(tmp_path, scenario, keep_alive_ms=100)
+    assert len(h.brokers) == 1
+    lost = [r for r in caplog.records if r.getMessage().startswith("lost the store's lock")]
+    assert len(lost) == 1 and lost[0].levelno == logging.ERROR
+    assert "removed or replaced" in lost[0].getMessage()
+    # Not ours any more: the other's record is left alone.
+    assert h.lock_file.read_bytes() != b""
+
+
+def test_a_store_still_open_elsewhere_is_waited_for_holding_the_lock(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        h.locked_starts = 2
+        for _ in range(2):
+            assert await h.steps.reached() == INTERVAL_MS / 1000
+            assert h.pair.lock.held and h.pair.role.name == "master"
+            h.steps.release()
+        assert await h.steps.reached() is None
+        assert [b.calls for b in h.brokers] == [["start"], ["start"], ["start"]]
+
+    drive(tmp_path, scenario)
+    warned = [r for r in caplog.records if "another process still has the store open" in r.getMessage()]
+    assert len(warned) == 1
+
+
+def test_fail_if_locked_exits_naming_the_holder(tmp_path: Path) -> None:
+    async def main() -> None:
+        h = Harness(tmp_path, fail_if_locked=True)
+        assert h.other.try_acquire().acquired
+        try:
+            with pytest.raises(StoreLocked, match=r"held by host .* pid \d+ .*failIfLocked"):
+                await h.pair.run()
+        finally:
+            h.other.close()
+        assert h.brokers == [] and not h.pair.lock.held
+
+    asyncio.run(main())
+
+
+def test_stop_while_standby_makes_nothing(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        assert h.other.try_acquire().acquired
+        await h.steps.reached()
+
+    h = drive(tmp_path, scenario)
+    assert h.brokers == [] and not h.pair.lock.held
+    assert (tmp_path / "store" / LOCK_FILE).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
