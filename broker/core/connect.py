@@ -64,7 +64,14 @@ class Connect:
         verdict, session.login_verdict = session.login_verdict, None
         session.principal = self.guard.login(login, headers.get("passcode"), verdict)
         session.client_id = headers.get("client-id")
-        reply = {"version": version, "server": self.settings.server, "session": session.id}
+        settings = self.settings
+        # broker-name: which node of a network this is (a bridge's path check needs it).
+        reply = {
+            "version": version,
+            "server": settings.server,
+            "session": session.id,
+            "broker-name": settings.broker_name,
+        }
         if version != f.V1_0 or "heart-beat" in headers:
             cx, cy = parse_heartbeat(headers.get("heart-beat"))
             # Like ActiveMQ we take the client's intervals (echoing them back), but we

@@ -57,6 +57,7 @@ class Queue:
         "_disk_scan_pos",
         "_disk_scanned_for",
         "_groups",
+        "_levels",
         "_rr",
         "_scan",
         "clock",
@@ -111,6 +112,9 @@ class Queue:
         #: Where persistent messages found expired go, for ``settlement`` (shared by every queue).
         self.expired = expired
         self._active: list[Subscription] = []
+        #: With consumers of different priorities: the active ones grouped by priority,
+        #: highest first, each group with its own round-robin position (None: one group).
+        self._levels: list[tuple[list[Subscription], list[int]]] | None = None
         self._groups: dict[str, Subscription] = {}
         self._rr = 0
         self._scan = False
@@ -139,8 +143,19 @@ class Queue:
         self._recompute()
 
     def _recompute(self) -> None:
-        exclusive = [c for c in self.consumers if c.exclusive]
-        self._active = exclusive[:1] if exclusive else list(self.consumers)
+        consumers = self.consumers
+        exclusive = [c for c in consumers if c.exclusive]
+        # Standby consumers only when there is no other kind.
+        active = exclusive[:1] if exclusive else [c for c in consumers if not c.standby] or list(consumers)
+        self._active = active
+        self._levels = None
+        if len({c.priority for c in active}) > 1:
+            # Highest first here too: a disk scan offers a message to them in this order.
+            active.sort(key=_minus_priority)
+            by_priority: dict[int, list[Subscription]] = {}
+            for c in active:
+                by_priority.setdefault(c.priority, []).append(c)
+            self._levels = [(by_priority[p], [0]) for p in sorted(by_priority, reverse=True)]
         for group, owner in list(self._groups.items()):
             if owner not in self._active:
                 del self._groups[group]
@@ -339,7 +354,10 @@ class Queue:
         self.dispatch()
 
     def _pick(self, message: Message | None) -> Subscription | None:
-        """The next ready consumer in round-robin order (that takes ``message``, if given)."""
+        """The next ready consumer in round-robin order (that takes ``message``, if given);
+        with consumer priorities, from the highest priority that has one."""
+        if self._levels is not None:
+            return self._pick_by_priority(message)
         active = self._active
         n = len(active)
         start = self._rr
@@ -349,6 +367,19 @@ class Queue:
             if sub.ready and (message is None or sub.accepts(message)):
                 self._rr = (index + 1) % n
                 return sub
+        return None
+
+    def _pick_by_priority(self, message: Message | None) -> Subscription | None:
+        assert self._levels is not None
+        for members, rr in self._levels:
+            n = len(members)
+            start = rr[0]
+            for i in range(n):
+                index = (start + i) % n
+                sub = members[index]
+                if sub.ready and (message is None or sub.accepts(message)):
+                    rr[0] = (index + 1) % n
+                    return sub
         return None
 
     def _deliver(self, sub: Subscription, message: Message) -> None:
@@ -409,3 +440,7 @@ class Queue:
 
 def _seq(message: Message) -> int:
     return message.seq
+
+
+def _minus_priority(sub: Subscription) -> int:
+    return -sub.priority

@@ -95,6 +95,14 @@ class TopicRouter:
             trie.remove(pattern, sub)
         self._generation += 1
 
+    def has_subscribers(self, kind: str, bare: str) -> bool:
+        """Whether any subscription's pattern matches the topic (without making it)."""
+        topic = self.topics.get(kind + bare)
+        if topic is not None:
+            return bool(self.subscribers(topic))
+        trie = self._tries.get(kind)
+        return trie is not None and bool(trie.match(bare))
+
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         name = kind + bare
         topic = self.topics.get(name)
