@@ -11,7 +11,7 @@ batches.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.core import names
 from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
@@ -21,6 +21,7 @@ from broker.core.session import CONNECTED
 from broker.core.wildcards import is_wildcard
 from broker.http.ops import (
     AdminError,
+    BridgeInfo,
     BrowsedMessage,
     BrowsePage,
     Conflict,
@@ -66,9 +67,16 @@ class EngineAdminOps:
     """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
     the transports know those, the engine does not."""
 
-    def __init__(self, engine: Engine, peers: Callable[[], Mapping[str, tuple[str, float]]]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        peers: Callable[[], Mapping[str, tuple[str, float]]],
+        network: Callable[[], list[dict[str, object]]] | None = None,
+    ) -> None:
         self._engine = engine
         self._peers = peers
+        #: The network bridges' status (broker.network.Bridge.status), one dict each.
+        self._network = network
 
     # -- destinations ----------------------------------------------------------------
 
@@ -231,6 +239,17 @@ class EngineAdminOps:
             destinations=len(engine.queues) + len(engine.router.topics),
             blocked_producers=engine.flow.stats.blocked_now,
         )
+
+    def network(self) -> list[BridgeInfo]:
+        if self._network is None:
+            return []
+        out = []
+        for status in self._network():
+            values: dict[str, Any] = dict(status)
+            values["forwarding"] = tuple(values["forwarding"])
+            values["pulling"] = tuple(values["pulling"])
+            out.append(BridgeInfo(**values))
+        return out
 
     def health(self) -> Health:
         failed = self._engine.persistence.failed

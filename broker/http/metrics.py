@@ -14,6 +14,7 @@ is deleted or collected is simply not in the next scrape.  The Grafana dashboard
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,15 +95,23 @@ class Snapshot:
     rows: list[DestinationRow]
     latency_counts: list[int]
     latency_sum_ms: int
+    #: The network bridges (broker.network.Bridge.status), and the forwarded copies the
+    #: audit dropped.
+    bridges: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    duplicates_dropped: int = 0
 
 
-def take(engine: Engine, events_dropped: int = 0) -> Snapshot:
+def take(
+    engine: Engine, events_dropped: int = 0, network: Callable[[], list[dict[str, object]]] | None = None
+) -> Snapshot:
     latency = engine.observer.latency
     return Snapshot(
         broker_row(engine, events_dropped),
         destination_rows(engine),
         list(latency.counts),
         latency.sum_ms,
+        network() if network is not None else [],
+        engine.audit.duplicates,
     )
 
 
@@ -138,6 +147,62 @@ class SnapshotCollector(Collector):
             ]
             yield family
         yield _latency(snapshot)
+        yield from _network(snapshot)
+
+
+#: Bridge status field -> (series, help, counter?).
+_BRIDGE_SERIES = {
+    "forwarded": (
+        "stompd_network_bridge_forwarded",
+        "Messages sent over the bridge and receipted by the remote.",
+        True,
+    ),
+    "received": (
+        "stompd_network_bridge_received",
+        "Messages taken from the remote broker and stored here.",
+        True,
+    ),
+    "in_flight": (
+        "stompd_network_bridge_in_flight",
+        "Messages sent over the bridge, their receipt not back yet.",
+        False,
+    ),
+    "pending": (
+        "stompd_network_bridge_pending",
+        "Messages here waiting to be forwarded over the bridge.",
+        False,
+    ),
+    "connects": ("stompd_network_bridge_connects", "Connections the bridge made.", True),
+    "failures": ("stompd_network_bridge_failures", "Connections the bridge lost or could not make.", True),
+}
+_BRIDGE_LABELS = ("connector", "remote")
+
+
+def _network(snapshot: Snapshot) -> Iterator[Metric]:
+    bridges = snapshot.bridges
+    labels = [[str(bridge["connector"]), str(bridge["remote"])] for bridge in bridges]
+    up = GaugeMetricFamily(
+        "stompd_network_bridge_up",
+        "1 while the bridge is connected to its remote broker.",
+        labels=_BRIDGE_LABELS,
+    )
+    for label, bridge in zip(labels, bridges, strict=True):
+        up.add_metric(label, 1 if bridge["state"] == "connected" else 0)
+    yield up
+    for field_name, (name, doc, counter) in _BRIDGE_SERIES.items():
+        family: Metric = (
+            CounterMetricFamily(name, doc, labels=_BRIDGE_LABELS)
+            if counter
+            else GaugeMetricFamily(name, doc, labels=_BRIDGE_LABELS)
+        )
+        for label, bridge in zip(labels, bridges, strict=True):
+            family.add_metric(label, bridge[field_name])  # type: ignore[attr-defined]
+        yield family
+    yield CounterMetricFamily(
+        "stompd_network_duplicates_dropped",
+        "Forwarded messages dropped because this broker had them already (the producer audit).",
+        value=snapshot.duplicates_dropped,
+    )
 
 
 class BrokerCollector(Collector):
@@ -182,13 +247,15 @@ def text(snapshot: Snapshot) -> bytes:
 
 
 def handler(
-    engine: Engine, events_dropped: Callable[[], int] | None = None
+    engine: Engine,
+    events_dropped: Callable[[], int] | None = None,
+    network: Callable[[], list[dict[str, object]]] | None = None,
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def serve(request: web.Request) -> web.Response:
         # Read on the loop, which alone touches the engine's objects; written out on a
         # worker thread, so that traffic goes on meanwhile.  The classic text format
         # (0.0.4), which every Prometheus reads.
-        snapshot = take(engine, events_dropped() if events_dropped is not None else 0)
+        snapshot = take(engine, events_dropped() if events_dropped is not None else 0, network)
         body = await asyncio.get_running_loop().run_in_executor(None, text, snapshot)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 

@@ -1,0 +1,267 @@
+"""Networks of brokers, end to end: nodes run from activemq.xml files with
+``<networkConnectors>``, in this process on real sockets, and real STOMP clients.
+
+Two and three nodes, duplex and not, a mesh with a loop, networkTTL, excluded
+destinations, a link dropped mid-flight.  Where a test shows that something did *not*
+cross, a barrier says when it would have: a later consumer or message on the same
+advisory subscription or link, which is handled in order, has crossed first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import Future
+
+import pytest
+
+from broker.app import BrokerThread
+from broker.core.bridging import PATH_HEADER
+from tests.network_support import (
+    Nodes,
+    bridges,
+    connector,
+    consumer,
+    depth,
+    eventually,
+    free_port,
+    nodes,
+    on_loop,
+    produce,
+    wait_connected,
+    wait_forwarding,
+)
+from tests.stomp_raw import RawClient
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["nodes"]
+
+
+def drain(client: RawClient, n: int, ack: bool = True) -> list[bytes]:
+    bodies = []
+    for _ in range(n):
+        frame = client.recv(timeout=15)
+        assert frame.command == "MESSAGE", frame
+        bodies.append(frame.body)
+        if ack and "ack" in frame.headers:
+            client.send("ACK", {"id": frame.headers["ack"]})
+    return bodies
+
+
+def test_two_nodes_a_queues_messages_go_where_its_consumer_is_with_their_headers_intact(nodes: Nodes) -> None:
+    b = nodes.start("B")
+    a = nodes.start("A", connector("to-b", b.port))
+    wait_connected(a)
+    # Sent before anyone wants them: they wait on A, in priority order.
+    producer = RawClient(a.port)
+    producer.connect()
+    expires = str(int(time.time() * 1000) + 600_000)
+    for i, priority in enumerate((1, 9, 4)):
+        producer.send(
+            "SEND",
+            {
+                "destination": "/queue/orders",
+                "persistent": "true",
+                "priority": str(priority),
+                "expires": expires,
+                "JMSXGroupID": "g1",
+                "custom": f"v{i}",
+                "receipt": str(i),
+            },
+            f"m{i}".encode(),
+        )
+    producer.send("SEND", {"destination": "/queue/orders", "ttl": "1", "receipt": "x"}, b"expired on A")
+    assert [producer.recv().command for _ in range(4)] == ["RECEIPT"] * 4
+    time.sleep(0.01)  # the ttl:1 message is past its time before anyone wants it
+    on_b = consumer(b, "/queue/orders", ack="client-individual")
+    wait_forwarding(a, "/queue/orders")
+    frames = []
+    for _ in range(3):
+        frame = on_b.recv(timeout=15)
+        frames.append(frame)
+        on_b.send("ACK", {"id": frame.headers["ack"]})
+    assert [f.body for f in frames] == [b"m1", b"m2", b"m0"]
+    first = frames[0].headers
+    assert first["priority"] == "9" and first["expires"] == expires and first["persistent"] == "true"
+    assert first["JMSXGroupID"] == "g1" and first["custom"] == "v1"
+    assert first[PATH_HEADER] == "A"
+    assert first["message-id"].startswith("ID-")
+    # Nothing more comes (the expired one was never forwarded), and A has let go of all.
+    assert on_b.sync() == []
+    eventually(lambda: depth(a, "/queue/orders") == 0, what="A's queue empty")
+    (bridge,) = bridges(a)
+    assert bridge["forwarded"] == 3 and bridge["remote_broker"] == "B" and bridge["state"] == "connected"
+
+
+def test_a_queue_with_consumers_of_its_own_keeps_its_messages_and_with_decrease_priority_shares_the_rest(
+    nodes: Nodes,
+) -> None:
+    b = nodes.start("B")
+    a = nodes.start("A", connector("standby", b.port))
+    on_b = consumer(b, "/queue/q")
+    on_a = consumer(a, "/queue/q", ack="client", **{"activemq.prefetchSize": "1"})
+    wait_forwarding(a, "/queue/q")
+    produce(a, "/queue/q", [b"1", b"2", b"3"])
+    # A's own consumer has them all, one at a time; the network consumer stands by.
+    for expected in (b"1", b"2", b"3"):
+        frame = on_a.recv()
+        assert frame.body == expected
+        on_a.send("ACK", {"id": frame.headers["ack"]})
+    assert on_b.sync() == []
+
+    c = nodes.start("C")
+    d = nodes.start("D", connector("low", c.port, decreaseNetworkConsumerPriority="true"))
+    on_c = consumer(c, "/queue/q")
+    on_d = consumer(d, "/queue/q", ack="client", **{"activemq.prefetchSize": "1"})
+    wait_forwarding(d, "/queue/q")
+    produce(d, "/queue/q", [b"a", b"b", b"c"])
+    # D's consumer takes one (its prefetch) and holds it; the rest go over the link.
+    assert on_d.recv().body == b"a"
+    assert sorted(drain(on_c, 2)) == [b"b", b"c"]
+
+
+def test_duplex_brings_the_remotes_messages_to_this_brokers_consumers(nodes: Nodes) -> None:
+    b = nodes.start("B")
+    a = nodes.start("A", connector("ab", b.port, duplex="true"))
+    on_a = consumer(a, "/queue/replies")
+    eventually(lambda: any("/queue/replies" in br["pulling"] for br in bridges(a)), what="A pulling")
+    produce(b, "/queue/replies", [b"r1", b"r2"])
+    assert drain(on_a, 2) == [b"r1", b"r2"]
+    eventually(lambda: depth(b, "/queue/replies") == 0, what="B's queue empty")
+    assert bridges(a)[0]["received"] == 2
+
+
+def test_a_line_of_three_with_ttl_2_and_no_further(nodes: Nodes) -> None:
+    d = nodes.start("D")
+    c = nodes.start("C", connector("cd", d.port, duplex="true", networkTTL="2"))
+    b = nodes.start("B", connector("bc", c.port, duplex="true", networkTTL="2"))
+    a = nodes.start("A", connector("ab", b.port, duplex="true", networkTTL="2"))
+    on_c = consumer(c, "/queue/line")
+    wait_forwarding(a, "/queue/line")
+    bodies = [str(i).encode() for i in range(200)]
+    produce(a, "/queue/line", bodies)
+    assert sorted(drain(on_c, 200), key=int) == bodies
+    assert on_c.sync() == []
+
+    # A consumer on D is three links from A: its demand reaches C and B, not A.
+    on_d = consumer(d, "/queue/far")
+    wait_forwarding(b, "/queue/far")
+    # Barrier: a consumer on B, one link from A, advised after D's (in order on A's
+    # advisory subscription): once A forwards its queue, it has seen D's demand too.
+    consumer(b, "/queue/near")
+    wait_forwarding(a, "/queue/near")
+    assert "/queue/far" not in bridges(a)[0]["forwarding"]
+    produce(a, "/queue/far", [b"stays on A"])
+    assert depth(a, "/queue/far") == 1
+    assert on_d.sync() == []
+
+
+def test_a_mesh_with_a_loop_delivers_each_message_once_and_none_circles(nodes: Nodes) -> None:
+    pa, pb, pc = free_port(), free_port(), free_port()
+    a = nodes.start("A", connector("ab", pb, duplex="true", networkTTL="3"), port=pa)
+    b = nodes.start("B", connector("bc", pc, duplex="true", networkTTL="3"), port=pb)
+    c = nodes.start("C", connector("ca", pa, duplex="true", networkTTL="3"), port=pc)
+    for node in (a, b, c):
+        wait_connected(node)
+    on_b = consumer(b, "/queue/mesh")
+    on_c = consumer(c, "/queue/mesh")
+    sub_b = consumer(b, "/topic/mesh")
+    sub_c = consumer(c, "/topic/mesh")
+    wait_forwarding(a, "/queue/mesh")
+    wait_forwarding(a, "/topic/mesh")
+    eventually(lambda: sum("/topic/mesh" in br["forwarding"] for node in (b, c) for br in bridges(node)) >= 2)
+    bodies = [str(i).encode() for i in range(300)]
+    produce(a, "/queue/mesh", bodies)
+    got_b: list[bytes] = []
+    got_c: list[bytes] = []
+
+    def all_arrived() -> bool:
+        for client, got in ((on_b, got_b), (on_c, got_c)):
+            got.extend(frame.body for frame in client.sync())
+        return len(got_b) + len(got_c) >= len(bodies)
+
+    eventually(all_arrived, what="every queue message delivered")
+    assert sorted(got_b + got_c, key=int) == bodies
+    for node in (a, b, c):
+        eventually(lambda node=node: depth(node, "/queue/mesh") == 0, what="no message left")
+    # A topic message crosses the loop both ways round: each subscriber still has it once.
+    produce(a, "/topic/mesh", [b"t1", b"t2"])
+    assert drain(sub_b, 2) == [b"t1", b"t2"]
+    assert drain(sub_c, 2) == [b"t1", b"t2"]
+    # Barrier: C had both before this one was sent from C, so a copy of them that C
+    # passed on to B went over the C-B link before it: B has dropped those copies.
+    produce(c, "/topic/mesh", [b"t3"])
+    assert drain(sub_b, 1) == [b"t3"]
+    assert sub_b.sync() == []
+
+
+def test_excluded_destinations_are_not_forwarded_and_dynamic_includes_limit_what_is(nodes: Nodes) -> None:
+    b = nodes.start("B")
+    network = (
+        f'<networkConnector name="ab" uri="static:(stomp://127.0.0.1:{b.port})?initialReconnectDelay=50">'
+        '<excludedDestinations><queue physicalName="secret.>"/><topic physicalName="internal"/>'
+        "</excludedDestinations>"
+        '<dynamicallyIncludedDestinations><queue physicalName="secret.>"/><queue physicalName="public.>"/>'
+        '<topic physicalName=">"/></dynamicallyIncludedDestinations>'
+        "</networkConnector>"
+    )
+    a = nodes.start("A", network)
+    on_secret = consumer(b, "/queue/secret.plans")
+    on_other = consumer(b, "/queue/other")
+    on_internal = consumer(b, "/topic/internal")
+    # Barrier: advised after the three above, and forwarded.
+    on_public = consumer(b, "/queue/public.news")
+    wait_forwarding(a, "/queue/public.news")
+    assert bridges(a)[0]["forwarding"] == ["/queue/public.news"]
+    produce(a, "/queue/secret.plans", [b"s"])
+    produce(a, "/queue/other", [b"o"])
+    produce(a, "/topic/internal", [b"i"])
+    produce(a, "/queue/public.news", [b"p"])
+    assert drain(on_public, 1) == [b"p"]
+    assert depth(a, "/queue/secret.plans") == 1 and depth(a, "/queue/other") == 1
+    for client in (on_secret, on_other, on_internal):
+        assert client.sync() == []
+
+
+def test_a_link_dropped_mid_flight_loses_nothing_and_doubles_nothing(nodes: Nodes) -> None:
+    b = nodes.start("B")
+    a = nodes.start("A", connector("ab", b.port, prefetchSize="50"))
+    on_b = consumer(b, "/queue/flight", ack="client-individual")
+    wait_forwarding(a, "/queue/flight")
+    bodies = [str(i).encode() for i in range(2000)]
+    producing = threading.Thread(target=produce, args=(a, "/queue/flight", bodies))
+    producing.start()
+    # Dropped while SENDs wait for their RECEIPT: the remote may have them or not.
+    assert drop_link(a) > 0
+    received = drain(on_b, 2000)
+    producing.join()
+    assert sorted(received, key=int) == bodies
+    assert on_b.sync() == []
+    eventually(lambda: depth(a, "/queue/flight") == 0, what="A's queue empty")
+    (bridge,) = bridges(a)
+    assert bridge["connects"] == 2 and bridge["failures"] == 1
+    # B had stored what was in flight; A sent it again; B dropped those copies.
+    assert on_loop(b, lambda: b.broker.engine.audit.duplicates) > 0  # type: ignore[union-attr]
+
+
+def drop_link(thread: BrokerThread) -> int:
+    """Abort the first bridge's connection as soon as messages are in flight over it;
+    how many were."""
+    assert thread.broker is not None and thread.broker.network is not None
+    bridge = thread.broker.network.bridges[0]
+    dropped: Future[int] = Future()
+
+    def attempt() -> None:
+        crossing = bridge.crossing
+        if crossing is not None and crossing.link is not None and crossing.in_flight > 10:
+            dropped.set_result(crossing.in_flight)
+            # Closed, not aborted: what was written reaches the remote (which stores it),
+            # its receipts do not come back here.
+            crossing.link.close("dropped by the test")
+        else:
+            asyncio.get_running_loop().call_later(0.0002, attempt)
+
+    thread.call(attempt)
+    return dropped.result(timeout=15)
