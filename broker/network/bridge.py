@@ -191,6 +191,8 @@ class Crossing:
         self.local: LocalClient | None = None
         #: CONNECTED came back: the connection counts as made (the back-off starts over).
         self.established = False
+        #: Why it ended, as the remote said it (an ERROR), if it did.
+        self.error = ""
         self._closed = False
         #: Is the remote stompd (it has advisories and network subscriptions)?
         self._stompd = False
@@ -199,6 +201,9 @@ class Crossing:
         self._push: dict[str, tuple[str, Want | None]] = {}
         self._push_by_key: dict[tuple[str, ...], str] = {}
         self._push_demand: Demand | None = None
+        #: Push subscriptions waiting for their destination's refusal to be over.
+        self._deferred: list[tuple[str, str, tuple[str, ...], Want | None]] = []
+        self._retry: asyncio.TimerHandle | None = None
         #: SENDs to the remote waiting for their RECEIPT: (receipt number, local
         #: subscription, local ack id, cumulative), in the order they went.
         self._sends: deque[tuple[int, str, str, bool]] = deque()
@@ -233,8 +238,8 @@ class Crossing:
         finally:
             deadline.cancel()
             self._teardown()
-        if not bridge.last_error or self.established:
-            bridge.last_error = reason
+        # What went wrong on this connection, said by the remote if it said anything.
+        bridge.last_error = self.error or reason
 
     def _connect_deadline(self) -> None:
         if not self.established and self.link is not None:
@@ -251,6 +256,9 @@ class Crossing:
         if self._closed:
             return
         self._closed = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
         local, self.local = self.local, None
         if local is not None:
             # What was sent and not receipted goes back to its queue (the remote may have
@@ -266,8 +274,8 @@ class Crossing:
         link = self.link
         assert link is not None
         if frame.command == ERROR:
-            bridge.last_error = "the remote broker refused the connection: " + _error_text(frame)
-            link.close(bridge.last_error)
+            self.error = "the remote broker refused the connection: " + _error_text(frame)
+            link.close(self.error)
             return
         if frame.command != CONNECTED:
             link.close(f"the remote broker answered CONNECT with {frame.command}")
@@ -276,11 +284,11 @@ class Crossing:
         uri = bridge.uri
         remote = headers.get("broker-name") or f"{uri.host}:{uri.port}"
         if remote == self.local_name:
-            bridge.last_error = (
+            self.error = (
                 f"the remote broker is named {remote!r} too: every broker of a network needs a "
                 "brokerName of its own"
             )
-            link.close(bridge.last_error)
+            link.close(self.error)
             return
         self.established = True
         bridge.remote_name = remote
@@ -371,10 +379,11 @@ class Crossing:
     def _push_change(self, added: bool, want: Want) -> None:
         if added:
             if want.key not in self._push_by_key:
-                self._push_by_key[want.key] = self._push_subscribe(
-                    want.destination, want.selector, want.path, want
-                )
+                sub_id = self._push_subscribe(want.destination, want.selector, want.path, want)
+                if sub_id is not None:
+                    self._push_by_key[want.key] = sub_id
             return
+        self._deferred = [entry for entry in self._deferred if entry[3] is not want]
         sub_id = self._push_by_key.pop(want.key, None)
         if sub_id is not None:
             self._push.pop(sub_id, None)
@@ -382,7 +391,16 @@ class Crossing:
 
     def _push_subscribe(
         self, destination: str, selector: str, path: tuple[str, ...], want: Want | None
-    ) -> str:
+    ) -> str | None:
+        """A network subscription here for ``destination`` (None: the remote refused it
+        lately; it is made once that pause is over)."""
+        until = self.bridge.refused.get(destination)
+        now = time.monotonic()
+        if until is not None and until > now:
+            self._deferred.append((destination, selector, path, want))
+            if self._retry is None:
+                self._retry = asyncio.get_running_loop().call_later(until - now, self._retry_deferred)
+            return None
         sub_id = f"p{next(self._ids)}"
         queue = destination.startswith("/queue/")
         connector = self.connector
@@ -406,7 +424,16 @@ class Crossing:
         self._push[sub_id] = (destination, want)
         if not self._local_send("SUBSCRIBE", headers):
             self._push.pop(sub_id, None)
+            return None
         return sub_id
+
+    def _retry_deferred(self) -> None:
+        self._retry = None
+        deferred, self._deferred = self._deferred, []
+        for destination, selector, path, want in deferred:
+            sub_id = self._push_subscribe(destination, selector, path, want)
+            if sub_id is not None and want is not None:
+                self._push_by_key[want.key] = sub_id
 
     def _forward(self, sub_id: str, frame: Frame) -> None:
         """A MESSAGE from a push subscription: to the remote, with a receipt."""
@@ -416,6 +443,10 @@ class Crossing:
         destination = headers.get("destination", "")
         cumulative = destination.startswith("/queue/")
         if link is None or not self._forwardable(destination):
+            # A topic's copy for the remote is dropped.  A queue's message (its
+            # destination refused just now, the link closing) is held until the
+            # connection ends and then goes back: never acked, even by a later ACK,
+            # since every later one of its subscription is held the same way.
             if not cumulative:
                 self._local_send("ACK", {"id": ack})
             return
@@ -482,17 +513,17 @@ class Crossing:
             # link would fail the same way at once each time it comes back.
             pause = self.connector.max_reconnect_delay / 1000
             bridge.refused[destination] = time.monotonic() + pause
-            bridge.last_error = f"the remote broker refused a message for {destination}: {text}"
+            self.error = f"the remote broker refused a message for {destination}: {text}"
             log.error(
                 "network bridge %s: %s; %s is not forwarded for %.0f s",
                 bridge.label,
-                bridge.last_error,
+                self.error,
                 destination,
                 pause,
             )
         else:
-            bridge.last_error = "the remote broker sent an ERROR: " + text
-            log.error("network bridge %s: %s", bridge.label, bridge.last_error)
+            self.error = "the remote broker sent an ERROR: " + text
+            log.error("network bridge %s: %s", bridge.label, self.error)
 
     # -- pull: the remote's messages to this broker ------------------------------------------
 

@@ -13,11 +13,13 @@ import asyncio
 import threading
 import time
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 
 from broker.app import BrokerThread
 from broker.core.bridging import PATH_HEADER
+from tests.listener_support import Pki
 from tests.network_support import (
     Nodes,
     bridges,
@@ -265,3 +267,82 @@ def drop_link(thread: BrokerThread) -> int:
 
     thread.call(attempt)
     return dropped.result(timeout=15)
+
+
+BRIDGE_USERS = """
+<plugins>
+  <simpleAuthenticationPlugin>
+    <users>
+      <authenticationUser username="bridge" password="bridge-pw" groups="bridges"/>
+      <authenticationUser username="app" password="app-pw" groups="users"/>
+    </users>
+  </simpleAuthenticationPlugin>
+  <authorizationPlugin><map><authorizationMap><authorizationEntries>
+    <authorizationEntry queue=">" read="users" write="users" admin="users"/>
+    <authorizationEntry queue="allowed.>" write="bridges" admin="bridges"/>
+    <authorizationEntry topic="ActiveMQ.Advisory.>" read="bridges" write="bridges" admin="bridges,users"/>
+  </authorizationEntries></authorizationMap></map></authorizationPlugin>
+</plugins>
+"""
+
+
+def test_a_bridge_logs_in_over_tls_with_a_client_certificate_and_is_authorized_like_any_client(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    pki = Pki.make(tmp_path)
+    listeners = (
+        '<transportConnector name="ssl" uri="stomp+ssl://127.0.0.1:0?needClientAuth=true"/>'
+        '<transportConnector name="stomp" uri="stomp://127.0.0.1:0"/>'
+    )
+    b = nodes.start("B", listeners=listeners, more=pki.pem_context() + BRIDGE_USERS)
+    ssl_port, plain_port = b.ports
+    d = tmp_path
+    client_side = (
+        f'<sslContext><sslContext certificateFile="{d}/client.pem" keyFile="{d}/client.pem" '
+        f'caFile="{d}/server-ca.crt"/></sslContext>'
+    )
+    a = nodes.start(
+        "A",
+        connector(
+            "secure",
+            ssl_port,
+            scheme="stomp+ssl",
+            options="initialReconnectDelay=50&amp;maxReconnectDelay=60000",
+            userName="bridge",
+            password="bridge-pw",
+        ),
+        more=client_side,
+    )
+    wait_connected(a)
+    on_allowed = app_consumer(plain_port, "/queue/allowed.orders")
+    on_denied = app_consumer(plain_port, "/queue/denied.orders")
+    wait_forwarding(a, "/queue/allowed.orders")
+    wait_forwarding(a, "/queue/denied.orders")
+    produce(a, "/queue/denied.orders", [b"not for the bridge"])
+    # B refuses it (and closes the link): A keeps it, says why, and stops offering it.
+    eventually(lambda: "not authorized" in (bridges(a)[0]["last_error"] or ""), what="the refusal")
+    assert "User bridge is not authorized to write to: /queue/denied.orders" in bridges(a)[0]["last_error"]
+    produce(a, "/queue/allowed.orders", [b"fine"])
+    assert drain(on_allowed, 1) == [b"fine"]
+    assert depth(a, "/queue/denied.orders") == 1
+    assert on_denied.sync() == []
+
+    # Wrong credentials: B refuses the connection, the bridge says so and tries again.
+    e = nodes.start(
+        "E",
+        connector("wrong", ssl_port, scheme="stomp+ssl", userName="bridge", password="nope"),
+        more=client_side,
+    )
+    eventually(
+        lambda: "User name [bridge] or password is invalid" in (bridges(e)[0]["last_error"] or ""),
+        what="the login refused",
+    )
+    assert bridges(e)[0]["connects"] == 0
+
+
+def app_consumer(port: int, destination: str) -> RawClient:
+    client = RawClient(port)
+    client.connect(login="app", passcode="app-pw")
+    client.send("SUBSCRIBE", {"id": "1", "destination": destination, "receipt": "sub"})
+    assert client.recv().command == "RECEIPT"
+    return client
