@@ -4,6 +4,7 @@ their bridges."""
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +56,7 @@ class Nodes:
         port: int = 0,
         more: str = "",
         listeners: str = "",
+        http: bool = False,
     ) -> BrokerThread:
         """Node ``name`` with these ``<networkConnector>``s (and ``more`` elements) on
         ``port`` (0: any free one)."""
@@ -75,7 +77,11 @@ class Nodes:
                 Override("http_port", 0, "--http-port"),
             ],
         )
-        thread = BrokerThread(broker_options(config)).start()
+        options = broker_options(config)
+        if http:
+            # The admin server on a free port of its own (``.http_port``).
+            options = dataclasses.replace(options, http_port=0)
+        thread = BrokerThread(options).start()
         self.threads[name] = thread
         return thread
 
