@@ -13,6 +13,10 @@ ACK_MODES: tuple[AckMode, ...] = ("auto", "client", "client-individual")
 class Settings:
     host: str = "127.0.0.1"
     port: int = 61613
+    #: Ports producers and consumers connect to instead of ``port``, round-robin by
+    #: their number (brokers of a network: send to one node, receive from another).
+    producer_ports: tuple[int, ...] = ()
+    consumer_ports: tuple[int, ...] = ()
     login: str | None = None
     passcode: str | None = None
     # CONNECT's `host` header.  RabbitMQ treats it as the vhost and needs "/"; ActiveMQ
@@ -43,6 +47,11 @@ class Settings:
     # drain it, in one run (so one run id covers both halves).
     backlog: bool = False
     progress: bool = True
+
+    def port_of(self, role: str, number: int) -> int:
+        """The port producer (or consumer) ``number`` connects to."""
+        ports = self.producer_ports if role == "producer" else self.consumer_ports
+        return ports[number % len(ports)] if ports else self.port
 
     @property
     def is_topic(self) -> bool:

@@ -347,13 +347,13 @@ class Worker:
     def _cell(self, field_: int, value: int) -> None:
         self.board.set_worker(self.plan.slot, field_, value)
 
-    async def _connect(self, name: str) -> StompConnection | None:
+    async def _connect(self, role: str, number: int) -> StompConnection | None:
         s = self.plan.settings
         try:
             return await connect(
-                name=name,
+                name=f"{role} {number}",
                 host=s.host,
-                port=s.port,
+                port=s.port_of(role, number),
                 vhost=s.vhost,
                 login=s.login,
                 passcode=s.passcode,
@@ -367,7 +367,7 @@ class Worker:
 
     async def _add_consumer(self, number: int) -> None:
         plan = self.plan
-        conn = await self._connect(f"consumer {number}")
+        conn = await self._connect("consumer", number)
         if conn is None:
             return
         group = number if plan.settings.is_topic else QUEUE_GROUP
@@ -385,7 +385,7 @@ class Worker:
             close_quietly(consumer.conn)
 
     async def _add_producer(self, number: int) -> None:
-        conn = await self._connect(f"producer {number}")
+        conn = await self._connect("producer", number)
         if conn is not None:
             self.producers.append(Producer(number, self.plan.settings, self.plan.run_id, conn))
 

@@ -56,6 +56,7 @@ class Queue:
         "_disk_scan_failures",
         "_disk_scan_pos",
         "_disk_scanned_for",
+        "_filtered",
         "_groups",
         "_levels",
         "_rr",
@@ -118,6 +119,10 @@ class Queue:
         self._groups: dict[str, Subscription] = {}
         self._rr = 0
         self._scan = False
+        #: Some consumer takes all but a few messages (a network subscription, which
+        #: refuses what was on the broker it feeds): dispatch stays at the head, and
+        #: looks past a message none of the ready consumers takes once it meets one.
+        self._filtered = False
         self._disk_scan_busy = False
         #: Failed scans in a row (a retry is scheduled while this is above zero).
         self._disk_scan_failures = 0
@@ -159,7 +164,16 @@ class Queue:
         for group, owner in list(self._groups.items()):
             if owner not in self._active:
                 del self._groups[group]
-        self._scan = bool(self._groups) or any(c.selector is not None for c in self._active)
+        scan = bool(self._groups)
+        filtered = False
+        for c in active:
+            if c.selector is not None:
+                if c.network is not None and not c.selector_text:
+                    filtered = True
+                else:
+                    scan = True
+        self._scan = scan
+        self._filtered = filtered
         # A new set of consumers: what the swapped part holds must be looked at again.
         self._disk_scan_pos = [0] * 10
         self._disk_scanned_for = frozenset()
@@ -176,7 +190,7 @@ class Queue:
         if not self.cursor.count and not self._scan:
             # Nothing waiting: hand it straight to the next ready consumer, without a
             # trip through the cursor (the common case when consumers keep up).
-            sub = self._pick(None)
+            sub = self._pick(message if self._filtered else None)
             if sub is not None:
                 if message.expires and message.expires <= self.clock.ms:
                     self._count_expired(message)
@@ -226,6 +240,16 @@ class Queue:
             if message.expires and message.expires <= self.clock.ms:
                 self._expire(message)
                 continue
+            if self._filtered and not sub.accepts(message):
+                taker = self._pick(message)
+                if taker is None:
+                    # Nobody ready takes it: back it goes, and from now on dispatch
+                    # looks past it (until the set of consumers changes).
+                    cursor.push_returned(message)
+                    self._scan = True
+                    self._dispatch_scanning()
+                    return
+                sub = taker
             self._deliver(sub, message)
 
     def _dispatch_scanning(self) -> None:

@@ -52,6 +52,8 @@ WAITING: Final = "waiting"
 STOPPED: Final = "stopped"
 #: How long a CONNECT may take (the TCP connect, TLS, the CONNECTED frame).
 CONNECT_TIMEOUT_S = 10.0
+#: A forwarded SEND asks for a receipt at least this often (and the last of a turn).
+RECEIPT_EVERY = 100
 #: A MESSAGE's headers that are the broker's, not the message's: not copied to a SEND.
 _BROKER_ONLY = frozenset(
     {
@@ -208,6 +210,12 @@ class Crossing:
         #: subscription, local ack id, cumulative), in the order they went.
         self._sends: deque[tuple[int, str, str, bool]] = deque()
         self._send_destinations: dict[int, str] = {}
+        #: SENDs of this turn, written together (``_write_sends``).
+        self._out: list[tuple[int, str, Frame]] = []
+        #: Destinations a receipted SEND went to on this connection.
+        self._announced: set[str] = set()
+        #: Destination -> whether the connector's lists let it over this link.
+        self._allowed: dict[str, bool] = {}
         # Pull: remote subscription id -> (destination, want).
         self._pull: dict[str, tuple[str, Want | None]] = {}
         self._pull_by_key: dict[tuple[str, ...], str] = {}
@@ -436,7 +444,8 @@ class Crossing:
                 self._push_by_key[want.key] = sub_id
 
     def _forward(self, sub_id: str, frame: Frame) -> None:
-        """A MESSAGE from a push subscription: to the remote, with a receipt."""
+        """A MESSAGE from a push subscription: to the remote (acked here once a RECEIPT
+        covers it)."""
         link = self.link
         headers = frame.headers
         ack = headers.get("ack", "")
@@ -458,20 +467,48 @@ class Crossing:
         if headers.get("redelivered") == "true":
             out[bridging.REDELIVERED_HEADER] = "true"
         n = next(self._ids)
-        out["receipt"] = f"s{n}"
         self._sends.append((n, sub_id, ack, cumulative))
-        self._send_destinations[n] = destination
-        link.send(Frame("SEND", out, frame.body))
+        out_frames = self._out
+        if not out_frames:
+            asyncio.get_running_loop().call_soon(self._write_sends)
+        out_frames.append((n, destination, Frame("SEND", out, frame.body)))
+
+    def _write_sends(self) -> None:
+        """The SENDs of one turn to the link.  A stompd remote handles a connection's
+        frames in order and a RECEIPT waits for everything stored before it: one on the
+        last SEND of the turn (and every ``RECEIPT_EVERY``) says the remote has them all.
+        The first SEND to each destination has one too, so that a refusal (an ERROR
+        names the receipt) says which destination.  Any other broker: one each."""
+        out_frames, self._out = self._out, []
+        link = self.link
+        if link is None:
+            return
+        every = not self._stompd
+        last = len(out_frames) - 1
+        announced = self._announced
+        for index, (n, destination, frame) in enumerate(out_frames):
+            if every or index == last or not n % RECEIPT_EVERY or destination not in announced:
+                frame.headers["receipt"] = f"s{n}"
+                self._send_destinations[n] = destination
+                announced.add(destination)
+            link.send(frame)
 
     def _forwardable(self, destination: str) -> bool:
-        kind, _, name = destination[1:].partition("/")
-        if kind == TOPIC and name.startswith(ADVISORY_PREFIX):
-            return False
         until = self.bridge.refused.get(destination)
         if until is not None:
             if until > time.monotonic():
                 return False
             del self.bridge.refused[destination]
+        allowed = self._allowed.get(destination)
+        if allowed is None:
+            allowed = self._allowed[destination] = self._allows(destination)
+        return allowed
+
+    def _allows(self, destination: str) -> bool:
+        """Whether the connector's lists let ``destination`` over this link."""
+        kind, _, name = destination[1:].partition("/")
+        if kind == TOPIC and name.startswith(ADVISORY_PREFIX):
+            return False
         connector = self.connector
         if any(d.kind == kind and matches(d.pattern, name) for d in connector.excluded):
             return False
@@ -663,6 +700,11 @@ class Crossing:
     @property
     def in_flight(self) -> int:
         return len(self._sends) + len(self._pulled)
+
+    @property
+    def awaiting_receipt(self) -> int:
+        """Messages gone out, to the remote or to this broker, whose RECEIPT has not come back."""
+        return len(self._sends) - len(self._out) + len(self._pulled)
 
     def pending(self) -> int:
         """Messages here waiting to be forwarded: the depth of the queues it forwards, and

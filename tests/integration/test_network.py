@@ -257,7 +257,7 @@ def drop_link(thread: BrokerThread) -> int:
 
     def attempt() -> None:
         crossing = bridge.crossing
-        if crossing is not None and crossing.link is not None and crossing.in_flight > 10:
+        if crossing is not None and crossing.link is not None and crossing.awaiting_receipt > 10:
             dropped.set_result(crossing.in_flight)
             # Closed, not aborted: what was written reaches the remote (which stores it),
             # its receipts do not come back here.
