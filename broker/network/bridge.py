@@ -23,10 +23,11 @@ expiry, time stamp, group and every other header.  docs/network.md has the whole
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import logging
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Final
 
 from broker.core import bridging
@@ -106,6 +107,10 @@ class Bridge:
         self.last_error = ""
         #: Destinations the remote refused (an ERROR for a SEND): not forwarded until then.
         self.refused: dict[str, float] = {}
+        #: Fingerprints of the last messages pulled from a remote that is not stompd
+        #: (``_fingerprint``), and the copies it sent again that they caught.
+        self.pulled: OrderedDict[bytes, None] = OrderedDict()
+        self.pulled_again = 0
         self.crossing: Crossing | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -158,6 +163,14 @@ class Bridge:
             if crossing.established or not connector.use_exponential_back_off:
                 continue
             delay = min(delay * connector.back_off_multiplier, connector.max_reconnect_delay / 1000)
+
+    def remember_pulled(self, fingerprint: bytes) -> None:
+        """Kept for as many messages as can be in flight twice over: what the remote may
+        redeliver after a dropped link (its prefetch window) is among them."""
+        pulled = self.pulled
+        pulled[fingerprint] = None
+        if len(pulled) > 4 * self.connector.prefetch_size:
+            pulled.popitem(last=False)
 
     def status(self) -> dict[str, object]:
         crossing = self.crossing
@@ -220,8 +233,9 @@ class Crossing:
         self._pull: dict[str, tuple[str, Want | None]] = {}
         self._pull_by_key: dict[tuple[str, ...], str] = {}
         self._pull_demand: Demand | None = None
-        #: Local SENDs (pulled messages) waiting for this broker's RECEIPT: receipt -> the remote ACK.
-        self._pulled: dict[str, dict[str, str]] = {}
+        #: Local SENDs (pulled messages) waiting for this broker's RECEIPT: receipt -> the
+        #: remote ACK, and the message's fingerprint (a remote that is not stompd).
+        self._pulled: dict[str, tuple[dict[str, str], bytes | None]] = {}
         self._lost = asyncio.get_running_loop().create_future()
 
     # -- the connection ------------------------------------------------------------------
@@ -634,23 +648,35 @@ class Crossing:
             return
         out = {name: value for name, value in headers.items() if name not in _BROKER_ONLY}
         out["destination"] = headers.get("destination", "")
+        redelivered = headers.get("redelivered") == "true"
+        fingerprint = None
+        if not self._stompd:
+            # Its message-id may not survive a redelivery (RabbitMQ's names the session):
+            # what it sends again after a dropped link is known by its content instead.
+            fingerprint = _fingerprint(out, frame.body)
+            if redelivered and fingerprint in self.bridge.pulled:
+                self.bridge.pulled_again += 1
+                link.send(Frame("ACK", ack))
+                return
         out[bridging.ID_HEADER] = headers.get(bridging.ID_HEADER) or headers.get("message-id", "")
         remote = self.bridge.remote_name
         out[bridging.PATH_HEADER] = f"{path},{remote}" if path else remote
-        if headers.get("redelivered") == "true":
+        if redelivered:
             out[bridging.REDELIVERED_HEADER] = "true"
         receipt = f"r{next(self._ids)}"
         out["receipt"] = receipt
-        self._pulled[receipt] = ack
+        self._pulled[receipt] = (ack, fingerprint)
         if not self._local_send("SEND", out, frame.body):
             self._pulled.pop(receipt, None)
             self.close("a message from the remote broker could not be stored here")
+        elif fingerprint is not None:
+            self.bridge.remember_pulled(fingerprint)
 
     def _local_receipt(self, receipt: str) -> None:
-        ack = self._pulled.pop(receipt, None)
-        if ack is not None and self.link is not None:
+        pulled = self._pulled.pop(receipt, None)
+        if pulled is not None and self.link is not None:
             self.bridge.received += 1
-            self.link.send(Frame("ACK", ack))
+            self.link.send(Frame("ACK", pulled[0]))
 
     # -- the local side ------------------------------------------------------------------
 
@@ -684,6 +710,10 @@ class Crossing:
             self._local_receipt(frame.headers.get("receipt-id", ""))
 
     def _local_failed(self, exc: BaseException) -> None:
+        # What it had not receipted may be lost here: not to be taken for a copy.
+        for _, fingerprint in self._pulled.values():
+            if fingerprint is not None:
+                self.bridge.pulled.pop(fingerprint, None)
         self.close(f"this broker failed the bridge's session: {exc}")
 
     def _local_reading(self, reading: bool) -> None:
@@ -739,6 +769,15 @@ def _consumer_priority(headers: dict[str, str], decrease: bool, want: Want | Non
         headers[bridging.PRIORITY] = str(want.priority if want is not None else NETWORK_PRIORITY)
     else:
         headers[bridging.NETWORK_STANDBY] = "true"
+
+
+def _fingerprint(headers: dict[str, str], body: bytes) -> bytes:
+    """A message's content (its destination, headers and body): how a copy the remote
+    sends again is known when its message-id is not the same."""
+    digest = hashlib.blake2b(body, digest_size=16)
+    for name, value in sorted(headers.items()):
+        digest.update(f"\n{name}:{value}".encode())
+    return digest.digest()
 
 
 def _remote_ack(headers: dict[str, str], version: str) -> dict[str, str]:
