@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from config.loader import load
 from config.model import NetworkDestination, NetworkUri
 from config.report import render
 from tests.config.helpers import FIRST_BODY_LINE, errors_of, load_body, one_error, warnings_of
@@ -135,3 +136,33 @@ def test_mistakes_are_errors_naming_the_line_and_the_element(tmp_path: Path) -> 
 def test_a_network_wants_named_brokers(tmp_path: Path) -> None:
     body = '<networkConnectors><networkConnector uri="static:(stomp://b:61613)"/></networkConnectors>\n'
     assert 'no brokerName: this node is "localhost"' in warnings_of(load_body(tmp_path, body))
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "activemq.xml.example"
+
+
+def test_the_examples_network_connectors_load_as_documented(tmp_path: Path) -> None:
+    """The example keeps its networkConnectors in a comment (it has no broker to join):
+    uncommented, with an <sslContext> for the stomp+ssl:// broker, they load cleanly."""
+    from tests.listener_support import Pki
+
+    text = EXAMPLE.read_text()
+    start = text.index("        <networkConnectors>")
+    end_marker = "        end of the networkConnectors example -->\n"
+    end = text.index(end_marker)
+    comment = text.rindex("<!-- Networks of brokers", 0, start)
+    pki = Pki.make(tmp_path)
+    live = text[:comment] + text[start:end] + pki.pem_context() + text[end + len(end_marker) :]
+    file = tmp_path / "activemq.xml"
+    file.write_text(live)
+    loaded = load(file)
+    assert loaded.warnings == ()
+    east, drain = loaded.config.network_connectors
+    assert [str(uri) for uri in east.uris] == [
+        "stomp://broker2.example.com:61613",
+        "stomp+ssl://broker3.example.com:61612",
+    ]
+    assert east.duplex and east.network_ttl == 2 and east.max_reconnect_delay == 10000
+    assert east.password == "bridge-secret"
+    assert [str(d) for d in east.statically_included] == ["queue://AUDIT"]
+    assert [str(d) for d in drain.pulled] == ["queue://ORDERS.LEGACY"]
