@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peers import ROOT, cpu_seconds, free_port, stomp_ready
+from peers import ROOT, cpu_seconds, free_port, stomp_ready, stop_child
 
 OPTIONS = "initialReconnectDelay=100&amp;maxReconnectDelay=1000"
 
@@ -85,13 +84,8 @@ class Node:
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        if proc is not None:
+            stop_child(proc)
 
 
 def perf(args: list[str], timeout: float = 600) -> dict[str, Any]:
@@ -165,13 +159,24 @@ def single(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
         node.stop()
 
 
-def hop(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
+def two_nodes(tmp: Path, args: argparse.Namespace, link: str) -> list[Node]:
+    """A and B (A's connector to B), started, with a demand that has crossed."""
     b = Node(tmp, "B", [])
-    a = Node(tmp, "A", [("push", b.port)])
+    a = Node(tmp, "A", [(link, b.port)])
     nodes = [a, b]
     run_nodes(nodes)
     try:
         wait_demand(a.port, b.port, args.destination)
+    except BaseException:
+        stop_nodes(nodes)
+        raise
+    return nodes
+
+
+def hop(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
+    nodes = two_nodes(tmp, args, "push")
+    a, b = nodes
+    try:
         before = a.cpu() + b.cpu()
         result = perf(load(args, a.port, b.port))
         return figure(result, a.cpu() + b.cpu() - before)
@@ -212,12 +217,9 @@ def spread(tmp: Path, args: argparse.Namespace) -> dict[str, Any]:
         single_result = perf(load(args, one.port, one.port, pairs))
     finally:
         one.stop()
-    b = Node(tmp, "B", [])
-    a = Node(tmp, "A", [("duplex", b.port)])
-    nodes = [a, b]
-    run_nodes(nodes)
+    nodes = two_nodes(tmp, args, "duplex")
+    a, b = nodes
     try:
-        wait_demand(a.port, b.port, args.destination)
         ports = f"{a.port},{b.port}"
         spread_args = load(args, a.port, b.port, pairs)
         spread_args[spread_args.index("--producer-ports") + 1] = ports

@@ -4,6 +4,7 @@ their bridges."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import socket
 import time
@@ -18,12 +19,34 @@ from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.loader import load
 from config.overrides import Override, apply
+from protocol.frames import Frame
 from tests.stomp_raw import RawClient
 
 T = TypeVar("T")
 
 #: Bridges in tests reconnect at once and often.
 BACK_OFF = "initialReconnectDelay=50&amp;maxReconnectDelay=400"
+
+
+def drop_link(thread: BrokerThread) -> int:
+    """Close the first bridge's connection as soon as messages are in flight over it;
+    how many were."""
+    assert thread.broker is not None and thread.broker.network is not None
+    bridge = thread.broker.network.bridges[0]
+    dropped: Future[int] = Future()
+
+    def attempt() -> None:
+        crossing = bridge.crossing
+        if crossing is not None and crossing.link is not None and crossing.awaiting_receipt > 10:
+            dropped.set_result(crossing.in_flight)
+            # Closed, not aborted: what was written reaches the remote (which stores it),
+            # its receipts do not come back here.
+            crossing.link.close("dropped by the test")
+        else:
+            asyncio.get_running_loop().call_later(0.0002, attempt)
+
+    thread.call(attempt)
+    return dropped.result(timeout=15)
 
 
 def free_port() -> int:
@@ -189,3 +212,60 @@ def produce(thread: BrokerThread, destination: str, bodies: list[bytes], **heade
         assert frame.command == "RECEIPT", frame
     client.send("DISCONNECT")
     client.close()
+
+
+# -- migrations: a broker that is not stompd, drained into a stompd node ---------------------
+
+
+def migrate(
+    nodes: Nodes, port: int, remote: Callable[[], RawClient], count: int, credentials: str
+) -> list[Frame]:
+    """Fill ``/queue/legacy`` on the broker at ``port`` (``remote()`` connects to it), start a
+    stompd node that pulls it (``pulledDestinations``) and forwards ``/queue/outbound`` to
+    it (``staticallyIncludedDestinations``), drop the link as soon as messages are in flight
+    over it, and take every message from stompd's ``/queue/legacy``: their frames."""
+    producer = remote()
+    for i in range(count):
+        headers = {"destination": "/queue/legacy", "persistent": "true", "order": str(i), "receipt": str(i)}
+        producer.send("SEND", headers, f"legacy-{i}".encode())
+    for _ in range(count):
+        assert producer.recv().command == "RECEIPT"
+    network = (
+        f'<networkConnector name="drain" uri="static:(stomp://127.0.0.1:{port})?initialReconnectDelay=50"'
+        f' {credentials} prefetchSize="20">'
+        '<staticallyIncludedDestinations><queue physicalName="outbound"/></staticallyIncludedDestinations>'
+        '<pulledDestinations><queue physicalName="legacy"/></pulledDestinations>'
+        "</networkConnector>"
+    )
+    stompd = nodes.start("stompd", network)
+    assert drop_link(stompd) > 0
+    on_stompd = RawClient(stompd.port, timeout=30)
+    on_stompd.connect()
+    on_stompd.send("SUBSCRIBE", {"id": "1", "destination": "/queue/legacy", "ack": "client-individual"})
+    frames = []
+    for _ in range(count):
+        frame = on_stompd.recv()
+        frames.append(frame)
+        on_stompd.send("ACK", {"id": frame.headers["ack"]})
+    bodies = sorted((f.body for f in frames), key=lambda body: int(body.split(b"-")[1]))
+    assert bodies == [f"legacy-{i}".encode() for i in range(count)]
+    # Barrier: every pulled message ACKed there; nothing more comes here.
+    eventually(lambda: bridges(stompd)[0]["in_flight"] == 0, what="every pulled message acknowledged")
+    assert on_stompd.sync() == []
+    return frames
+
+
+def forward_outbound(stompd: BrokerThread, remote: Callable[[], RawClient], **headers: str) -> Frame:
+    """A message sent to stompd's ``/queue/outbound``, as the remote's consumer gets it."""
+    on_remote = remote()
+    on_remote.send("SUBSCRIBE", {"id": "o", "destination": "/queue/outbound", "receipt": "s"})
+    assert on_remote.recv().command == "RECEIPT"
+    sender = RawClient(stompd.port)
+    sender.connect()
+    sender.send(
+        "SEND", {"destination": "/queue/outbound", "persistent": "true", "receipt": "1", **headers}, b"out"
+    )
+    assert sender.recv().command == "RECEIPT"
+    forwarded = on_remote.recv()
+    assert forwarded.body == b"out" and forwarded.headers["_STOMPD_PATH"] == "stompd"
+    return forwarded

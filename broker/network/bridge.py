@@ -149,6 +149,9 @@ class Bridge:
                 raise
             except (OSError, TimeoutError) as exc:
                 self.last_error = _describe(exc)
+            except Exception as exc:
+                log.exception("network bridge %s failed", self.label)
+                self.last_error = f"the bridge failed: {exc!r}"
             finally:
                 self.crossing = None
                 self.connected_since = None
@@ -209,8 +212,10 @@ class Crossing:
         #: Why it ended, as the remote said it (an ERROR), if it did.
         self.error = ""
         self._closed = False
-        #: Is the remote stompd (it has advisories and network subscriptions)?
+        #: Is the remote stompd (it has advisories and network subscriptions)?  RabbitMQ
+        #: (it reads a relative ``expiration``, not ActiveMQ's absolute ``expires``)?
         self._stompd = False
+        self._rabbitmq = False
         self._ids = itertools.count(1)
         # Push: local subscription id -> the want (None: a statically included destination).
         self._push: dict[str, tuple[str, Want | None]] = {}
@@ -319,6 +324,7 @@ class Crossing:
         bridge.connected_since = time.time()
         bridge.state = CONNECTED_STATE
         self._stompd = bridge.remote_server.startswith("stompd/")
+        self._rabbitmq = bridge.remote_server.startswith("RabbitMQ/")
         log.info(
             "network bridge %s: connected to %s (%s)",
             bridge.label,
@@ -331,6 +337,7 @@ class Crossing:
             self._local_failed,
             self._local_reading,
             bridge.max_frame_size,
+            f"(network bridge {bridge.label})",
         )
         connector = self.connector
         self._push_demand = Demand(
@@ -480,6 +487,8 @@ class Crossing:
         out[bridging.PATH_HEADER] = f"{path},{self.local_name}" if path else self.local_name
         if headers.get("redelivered") == "true":
             out[bridging.REDELIVERED_HEADER] = "true"
+        if self._rabbitmq:
+            _rabbitmq_expiration(out)
         n = next(self._ids)
         self._sends.append((n, sub_id, ack, cumulative))
         out_frames = self._out
@@ -769,6 +778,14 @@ def _consumer_priority(headers: dict[str, str], decrease: bool, want: Want | Non
         headers[bridging.PRIORITY] = str(want.priority if want is not None else NETWORK_PRIORITY)
     else:
         headers[bridging.NETWORK_STANDBY] = "true"
+
+
+def _rabbitmq_expiration(headers: dict[str, str]) -> None:
+    """RabbitMQ expires a message by ``expiration`` (ms from now), not ``expires``."""
+    text = headers.get("expires", "0")
+    expires = int(text) if text.isdigit() else 0
+    if expires and "expiration" not in headers:
+        headers["expiration"] = str(max(expires - int(time.time() * 1000), 1))
 
 
 def _fingerprint(headers: dict[str, str], body: bytes) -> bytes:

@@ -118,6 +118,9 @@ class Link(asyncio.Protocol):
                     handler.on_frame(frame)
         except StompError as exc:
             self.close(f"the remote broker sent a malformed frame: {exc}")
+        except Exception as exc:
+            log.exception("network bridge: handling a frame from the remote broker failed")
+            self.close(f"handling a frame from the remote broker failed: {exc!r}")
 
     def _negotiated(self, frame: Frame) -> None:
         if frame.command != CONNECTED:

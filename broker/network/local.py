@@ -46,6 +46,7 @@ class LocalClient:
         on_failure: Callable[[BaseException], None],
         on_reading: Callable[[bool], None],
         max_frame_size: int,
+        name: str = "network bridge",
     ) -> None:
         self._engine = engine
         self._on_frame = on_frame
@@ -72,6 +73,8 @@ class LocalClient:
             meter=engine.usage.memory,
         )
         self.session: Session = engine.open_internal_session(self._outbox)
+        #: What the connection list shows as its login.
+        self.session.login = name
 
     # -- frames in -------------------------------------------------------------------
 
@@ -106,11 +109,17 @@ class LocalClient:
         self._read_scheduled = False
         parser = self._parser
         on_frame = self._on_frame
-        while not self.closed:
-            frame = parser.next_frame()
-            if frame is None:
-                return
-            on_frame(frame)
+        try:
+            while not self.closed:
+                frame = parser.next_frame()
+                if frame is None:
+                    return
+                on_frame(frame)
+        except Exception as exc:
+            # Whatever went wrong, the frames after it must not be left unread in flight:
+            # the bridge ends this session (what it held goes back) and starts over.
+            log.exception("network bridge: handling a frame from this broker failed")
+            self._on_failure(exc)
 
     def _failed(self, exc: BaseException) -> None:
         """The engine gave up on this session (a refused parked SEND, a slow consumer)."""

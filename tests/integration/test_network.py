@@ -9,15 +9,12 @@ advisory subscription or link, which is handled in order, has crossed first.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.core.bridging import PATH_HEADER
 from tests.listener_support import Pki
 from tests.network_support import (
@@ -26,6 +23,7 @@ from tests.network_support import (
     connector,
     consumer,
     depth,
+    drop_link,
     eventually,
     free_port,
     nodes,
@@ -246,27 +244,6 @@ def test_a_link_dropped_mid_flight_loses_nothing_and_doubles_nothing(nodes: Node
     assert bridge["connects"] == 2 and bridge["failures"] == 1
     # B had stored what was in flight; A sent it again; B dropped those copies.
     assert on_loop(b, lambda: b.broker.engine.audit.duplicates) > 0  # type: ignore[union-attr]
-
-
-def drop_link(thread: BrokerThread) -> int:
-    """Abort the first bridge's connection as soon as messages are in flight over it;
-    how many were."""
-    assert thread.broker is not None and thread.broker.network is not None
-    bridge = thread.broker.network.bridges[0]
-    dropped: Future[int] = Future()
-
-    def attempt() -> None:
-        crossing = bridge.crossing
-        if crossing is not None and crossing.link is not None and crossing.awaiting_receipt > 10:
-            dropped.set_result(crossing.in_flight)
-            # Closed, not aborted: what was written reaches the remote (which stores it),
-            # its receipts do not come back here.
-            crossing.link.close("dropped by the test")
-        else:
-            asyncio.get_running_loop().call_later(0.0002, attempt)
-
-    thread.call(attempt)
-    return dropped.result(timeout=15)
 
 
 BRIDGE_USERS = """

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_network import drop_link
-from tests.network_support import Nodes, eventually, free_port, nodes
+from tests.network_support import Nodes, eventually, forward_outbound, free_port, migrate, nodes
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -128,49 +127,13 @@ def browse_count(port: int, queue: str) -> int:
 def test_a_migration_drains_activemq_into_stompd_and_forwards_to_it_nothing_lost_nothing_doubled(
     activemq: int, nodes: Nodes
 ) -> None:
-    producer = amq_client(activemq)
-    for i in range(COUNT):
-        producer.send(
-            "SEND",
-            {"destination": "/queue/legacy", "persistent": "true", "order": str(i), "receipt": str(i)},
-            f"legacy-{i}".encode(),
-        )
-    for _ in range(COUNT):
-        assert producer.recv().command == "RECEIPT"
-    network = (
-        f'<networkConnector name="drain" uri="static:(stomp://127.0.0.1:{activemq})?initialReconnectDelay=50"'
-        ' userName="admin" password="admin" prefetchSize="20">'
-        '<staticallyIncludedDestinations><queue physicalName="outbound"/></staticallyIncludedDestinations>'
-        '<pulledDestinations><queue physicalName="legacy"/></pulledDestinations>'
-        "</networkConnector>"
+    frames = migrate(
+        nodes, activemq, lambda: amq_client(activemq), COUNT, 'userName="admin" password="admin"'
     )
-    stompd = nodes.start("stompd", network)
-    # Dropped while ActiveMQ's messages wait for stompd's receipt or ActiveMQ for its ACK.
-    assert drop_link(stompd) > 0
-    on_stompd = RawClient(stompd.port, timeout=30)
-    on_stompd.connect()
-    on_stompd.send("SUBSCRIBE", {"id": "1", "destination": "/queue/legacy", "ack": "client-individual"})
-    frames = []
-    for _ in range(COUNT):
-        frame = on_stompd.recv()
-        frames.append(frame)
-        on_stompd.send("ACK", {"id": frame.headers["ack"]})
-    bodies = sorted((f.body for f in frames), key=lambda body: int(body.split(b"-")[1]))
-    assert bodies == [f"legacy-{i}".encode() for i in range(COUNT)]
     first = frames[0].headers
     assert first["message-id"].startswith("ID:") and first["order"] in {str(i) for i in range(COUNT)}
     assert first["_STOMPD_PATH"] == f"127.0.0.1:{activemq}"
-    assert on_stompd.sync() == []
     eventually(lambda: browse_count(activemq, "/queue/legacy") == 0, what="ActiveMQ's legacy queue drained")
-
-    # The other way: stompd's outbound queue goes to ActiveMQ.
-    on_amq = amq_client(activemq)
-    on_amq.send("SUBSCRIBE", {"id": "1", "destination": "/queue/outbound", "ack": "auto", "receipt": "s"})
-    assert on_amq.recv().command == "RECEIPT"
-    sender = RawClient(stompd.port)
-    sender.connect()
-    sender.send("SEND", {"destination": "/queue/outbound", "persistent": "true", "receipt": "1"}, b"to amq")
-    assert sender.recv().command == "RECEIPT"
-    forwarded = on_amq.recv()
-    assert forwarded.body == b"to amq" and forwarded.headers["_STOMPD_PATH"] == "stompd"
-    assert forwarded.headers["persistent"] == "true"
+    expires = str(int(time.time() * 1000) + 60_000)
+    forwarded = forward_outbound(nodes.threads["stompd"], lambda: amq_client(activemq), expires=expires)
+    assert forwarded.headers["persistent"] == "true" and forwarded.headers["expires"] == expires
