@@ -95,6 +95,33 @@ def test_two_nodes_a_queues_messages_go_where_its_consumer_is_with_their_headers
     assert bridge["forwarded"] == 3 and bridge["remote_broker"] == "B" and bridge["state"] == "connected"
 
 
+def test_a_bridge_keeps_trying_until_its_remote_broker_is_up(nodes: Nodes) -> None:
+    port = free_port()
+    a = nodes.start("A", connector("later", port))
+    eventually(lambda: bridges(a)[0]["failures"] >= 3, what="three failed attempts")
+    (bridge,) = bridges(a)
+    assert bridge["state"] in ("waiting", "connecting") and bridge["connects"] == 0
+    assert "cannot connect" in bridge["last_error"]
+    nodes.start("B", port=port)
+    wait_connected(a)
+    assert bridges(a)[0]["remote_broker"] == "B"
+
+
+def test_a_message_redelivered_on_one_node_is_still_redelivered_on_the_next(nodes: Nodes) -> None:
+    b = nodes.start("B")
+    a = nodes.start("A", connector("to-b", b.port))
+    on_a = consumer(a, "/queue/again", ack="client")
+    produce(a, "/queue/again", [b"seen once"])
+    assert on_a.recv().headers.get("redelivered") is None
+    on_b = consumer(b, "/queue/again")
+    wait_forwarding(a, "/queue/again")
+    # A's consumer leaves without acking: the message goes back on A, redelivered, and
+    # with no consumer of its own left there, A forwards it.
+    on_a.close()
+    frame = on_b.recv()
+    assert (frame.body, frame.headers["redelivered"]) == (b"seen once", "true")
+
+
 def test_a_queue_with_consumers_of_its_own_keeps_its_messages_and_with_decrease_priority_shares_the_rest(
     nodes: Nodes,
 ) -> None:
