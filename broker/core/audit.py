@@ -65,8 +65,25 @@ class ProducerAudit:
         index = seq & (self._size - 1)
         return bool(window.bits[index >> 3] & (1 << (index & 7)))
 
+    def add(self, message_id: str) -> bool:
+        """Record ``message_id``; whether it was recorded already (a copy), in one pass."""
+        prefix, seq = _split(message_id)
+        if seq >= 0:
+            window = self._windows.get(prefix)
+            if window is not None and window.high - self._size < seq <= window.high:
+                index = seq & (self._size - 1)
+                if window.bits[index >> 3] & (1 << (index & 7)):
+                    return True
+        elif message_id in self._others:
+            return True
+        self._record(prefix, seq, message_id)
+        return False
+
     def record(self, message_id: str) -> None:
         prefix, seq = _split(message_id)
+        self._record(prefix, seq, message_id)
+
+    def _record(self, prefix: str, seq: int, message_id: str) -> None:
         if seq < 0:
             others = self._others
             others[message_id] = None

@@ -111,12 +111,13 @@ class Sending:
         message this broker could still lose.  Then both are kept (a duplicate, never a
         loss)."""
         audit = self.audit
-        if audit.seen(message_id) and not self.flow:
-            audit.duplicates += 1
-            self.persistence.hold(session.outbox)
-            return True
-        audit.record(message_id)
-        return False
+        if not audit.add(message_id):
+            return False
+        if self.flow:
+            return False
+        audit.duplicates += 1
+        self.persistence.hold(session.outbox)
+        return True
 
     def prepare(self, session: Session, frame: f.Frame) -> tuple[Message, tuple[Destination, ...]]:
         """The message a SEND carries, and where it goes."""

@@ -32,12 +32,16 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core import bridging
 from broker.core.advisory import PREFIX as ADVISORY_PREFIX
+from broker.core.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
 from broker.core.wildcards import is_wildcard, matches
 from broker.network.demand import ADVISORY_DESTINATIONS, NETWORK_PRIORITY, QUEUE, TOPIC, Demand, Want
 from broker.network.link import Link
 from broker.network.local import LocalClient
+from protocol.encoder import FRAME_END
 from protocol.errors import StompError
+from protocol.escaping import escape, unescape
 from protocol.frames import CONNECTED, ERROR, MESSAGE, RECEIPT, V1_0, V1_2, Frame
+from protocol.parser import FrameParser
 
 if TYPE_CHECKING:
     import ssl
@@ -69,6 +73,14 @@ _BROKER_ONLY = frozenset(
     }
 )
 _REMOTE_ADVISORIES = ("adv-q", "adv-t")
+# Pieces of a MESSAGE as the engine writes it, and of the SEND made of it.
+_MESSAGE_ID_AT: Final = len(b"MESSAGE\nmessage-id:")
+_SUBSCRIPTION_AT: Final = len(b"subscription:")
+_SEND_ID: Final = b"SEND\n" + bridging.ID_HEADER.encode() + b":"
+_DEFAULTS: Final = b"\nexpires:0\npriority:4\n"
+_PATH_LINE: Final = b"\n" + bridging.PATH_HEADER.encode() + b":"
+_PATH_START: Final = bridging.PATH_HEADER.encode() + b":"
+_REDELIVERED_LINE: Final = bridging.REDELIVERED_HEADER.encode() + b":true\n"
 _LOCAL_ADVISORIES = ("a-q", "a-t")
 
 
@@ -228,8 +240,10 @@ class Crossing:
         #: subscription, local ack id, cumulative), in the order they went.
         self._sends: deque[tuple[int, str, str, bool]] = deque()
         self._send_destinations: dict[int, str] = {}
-        #: SENDs of this turn, written together (``_write_sends``).
-        self._out: list[tuple[int, str, Frame]] = []
+        #: SENDs of this turn, written together (``_write_sends``): a frame, or the
+        #: pieces of one (``_forward_pieces``).
+        self._out: list[tuple[int, str, Frame | list[bytes]]] = []
+        self._local_name_bytes = escape(bridge.broker_name, V1_2).encode()
         #: Destinations a receipted SEND went to on this connection.
         self._announced: set[str] = set()
         #: Destination -> whether the connector's lists let it over this link.
@@ -338,6 +352,7 @@ class Crossing:
             self._local_reading,
             bridge.max_frame_size,
             f"(network bridge {bridge.label})",
+            self._local_message,
         )
         connector = self.connector
         self._push_demand = Demand(
@@ -467,18 +482,10 @@ class Crossing:
     def _forward(self, sub_id: str, frame: Frame) -> None:
         """A MESSAGE from a push subscription: to the remote (acked here once a RECEIPT
         covers it)."""
-        link = self.link
         headers = frame.headers
         ack = headers.get("ack", "")
         destination = headers.get("destination", "")
-        cumulative = destination.startswith("/queue/")
-        if link is None or not self._forwardable(destination):
-            # A topic's copy for the remote is dropped.  A queue's message (its
-            # destination refused just now, the link closing) is held until the
-            # connection ends and then goes back: never acked, even by a later ACK,
-            # since every later one of its subscription is held the same way.
-            if not cumulative:
-                self._local_send("ACK", {"id": ack})
+        if not self._forwarding(destination, ack):
             return
         out = {name: value for name, value in headers.items() if name not in _BROKER_ONLY}
         out["destination"] = destination
@@ -489,12 +496,68 @@ class Crossing:
             out[bridging.REDELIVERED_HEADER] = "true"
         if self._rabbitmq:
             _rabbitmq_expiration(out)
+        self._queue_send(sub_id, ack, destination, Frame("SEND", out, frame.body))
+
+    def _forward_pieces(self, sub_id: str, pieces: list[bytes]) -> None:
+        """The same for a MESSAGE still in the pieces the engine wrote (``LocalClient``):
+        the SEND is made of them, bytes for bytes, without parsing the frame.
+
+        ``pieces``: the head (``MESSAGE``, message-id, destination, timestamp, expires,
+        priority, then the message's own headers, all escaped as STOMP 1.2 escapes them,
+        which is what the link speaks), ``subscription``, ``ack``, maybe
+        ``redelivered:true``, the end of the headers, and the body."""
+        head = pieces[0]
+        index = 2
+        ack = ""
+        piece = pieces[index]
+        if piece.startswith(b"ack:"):
+            ack = piece[4:-1].decode()
+            index += 1
+        redelivered = pieces[index] == REDELIVERED_LINE
+        if redelivered:
+            index += 1
+        start = head.index(b"\ndestination:") + 13
+        raw = head[start : head.index(b"\n", start)].decode()
+        destination = unescape(raw, V1_2) if "\\" in raw else raw
+        if not self._forwarding(destination, ack):
+            return
+        # "MESSAGE\nmessage-id:ID\n..." becomes "SEND\n_STOMPD_ID:ID\n...": the message's
+        # id is its id on the next broker too.
+        rest = head[_MESSAGE_ID_AT:]
+        # No expiry and the default priority go without saying (two headers fewer to read).
+        defaults = rest.find(_DEFAULTS)
+        if defaults >= 0:
+            rest = rest[:defaults] + rest[defaults + len(_DEFAULTS) - 1 :]
+        local = self._local_name_bytes
+        at = rest.find(_PATH_LINE)
+        if at < 0:
+            rest += _PATH_START + local + b"\n"
+        else:
+            end = rest.index(b"\n", at + len(_PATH_LINE))
+            rest = rest[:end] + b"," + local + rest[end:]
+        prefix = _SEND_ID + rest
+        if redelivered:
+            prefix += _REDELIVERED_LINE
+        self._queue_send(sub_id, ack, destination, [prefix, pieces[index], pieces[index + 1], FRAME_END])
+
+    def _forwarding(self, destination: str, ack: str) -> bool:
+        if self.link is not None and self._forwardable(destination):
+            return True
+        # A topic's copy for the remote is dropped.  A queue's message (its destination
+        # refused just now, the link closing) is held until the connection ends and then
+        # goes back: never acked, even by a later ACK, since every later one of its
+        # subscription is held the same way.
+        if not destination.startswith("/queue/"):
+            self._local_send("ACK", {"id": ack})
+        return False
+
+    def _queue_send(self, sub_id: str, ack: str, destination: str, send: Frame | list[bytes]) -> None:
         n = next(self._ids)
-        self._sends.append((n, sub_id, ack, cumulative))
+        self._sends.append((n, sub_id, ack, destination.startswith("/queue/")))
         out_frames = self._out
         if not out_frames:
             asyncio.get_running_loop().call_soon(self._write_sends)
-        out_frames.append((n, destination, Frame("SEND", out, frame.body)))
+        out_frames.append((n, destination, send))
 
     def _write_sends(self) -> None:
         """The SENDs of one turn to the link.  A stompd remote handles a connection's
@@ -509,12 +572,19 @@ class Crossing:
         every = not self._stompd
         last = len(out_frames) - 1
         announced = self._announced
-        for index, (n, destination, frame) in enumerate(out_frames):
-            if every or index == last or not n % RECEIPT_EVERY or destination not in announced:
-                frame.headers["receipt"] = f"s{n}"
+        for index, (n, destination, send) in enumerate(out_frames):
+            receipt = every or index == last or not n % RECEIPT_EVERY or destination not in announced
+            if receipt:
                 self._send_destinations[n] = destination
                 announced.add(destination)
-            link.send(frame)
+            if isinstance(send, Frame):
+                if receipt:
+                    send.headers["receipt"] = f"s{n}"
+                link.send(send)
+            else:
+                if receipt:
+                    send.insert(1, b"receipt:s%d\n" % n)
+                link.send_pieces(send)
 
     def _forwardable(self, destination: str) -> bool:
         until = self.bridge.refused.get(destination)
@@ -705,6 +775,21 @@ class Crossing:
             )
             return False
         return True
+
+    def _local_message(self, pieces: list[bytes]) -> None:
+        """A MESSAGE this broker wrote to the bridge, as the pieces it wrote (``LocalClient``)."""
+        sub_id = pieces[1][_SUBSCRIPTION_AT:-1].decode()
+        link = self.link
+        if sub_id in self._push and link is not None and link.version == V1_2:
+            self._forward_pieces(sub_id, pieces)
+            return
+        # An advisory, or a link that speaks an older STOMP: the frame, parsed.
+        parser = FrameParser(max_frame_size=1 << 62)
+        parser.version = V1_2
+        parser.feed(b"".join(pieces) + FRAME_END)
+        frame = parser.next_frame()
+        if frame is not None:
+            self._local_frame(frame)
 
     def _local_frame(self, frame: Frame) -> None:
         command = frame.command

@@ -143,6 +143,14 @@ class Link(asyncio.Protocol):
             self._scheduled = True
             self._loop.call_soon(self._flush)
 
+    def send_pieces(self, pieces: list[bytes]) -> None:
+        """A frame already encoded (for this link's version), in pieces."""
+        if not self._closed:
+            self._chunks.extend(pieces)
+            if not self._scheduled:
+                self._scheduled = True
+                self._loop.call_soon(self._flush)
+
     def _flush(self) -> None:
         self._scheduled = False
         chunks = self._chunks

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from broker.io.outbox import Outbox
+from protocol.encoder import FRAME_END
 from protocol.frames import V1_2, Frame
 from protocol.parser import FrameParser
 
@@ -47,9 +48,13 @@ class LocalClient:
         on_reading: Callable[[bool], None],
         max_frame_size: int,
         name: str = "network bridge",
+        on_message: Callable[[list[bytes]], None] | None = None,
     ) -> None:
         self._engine = engine
         self._on_frame = on_frame
+        #: A subscription's MESSAGE, in the pieces it was written as (see ``_frames``).
+        self._on_message = on_message
+        self._written: list[list[bytes]] = []
         self._on_failure = on_failure
         #: Told False when the engine stops reading this client (its SENDs wait for room).
         self._on_reading = on_reading
@@ -63,7 +68,7 @@ class LocalClient:
         #: The bridge's own say (its remote link is backed up).
         self._wanted = True
         self._outbox_writable = True
-        self._outbox = Outbox(
+        self._outbox = _LocalOutbox(
             self._loop,
             self._pipe,  # type: ignore[arg-type]
             self._failed,
@@ -96,30 +101,54 @@ class LocalClient:
 
     # -- frames out ------------------------------------------------------------------
 
-    def received(self, data: bytes) -> None:
-        """Bytes the outbox wrote.  Read in a turn of their own: a write can come from
-        inside the engine (an outbox past its high-water mark writes at once), and what
-        the bridge does with a frame (an ACK) must not run inside another frame's work."""
-        self._parser.feed(data)
+    def received(self, chunks: list[bytes]) -> None:
+        """What the outbox wrote in one flush, as the pieces it was pushed in.  Read in a
+        turn of their own: a write can come from inside the engine (an outbox past its
+        high-water mark writes at once), and what the bridge does with a frame (an ACK)
+        must not run inside another frame's work."""
+        self._written.append(chunks)
         if not self._read_scheduled:
             self._read_scheduled = True
             self._loop.call_soon(self._read)
 
     def _read(self) -> None:
         self._read_scheduled = False
-        parser = self._parser
-        on_frame = self._on_frame
+        written, self._written = self._written, []
         try:
-            while not self.closed:
-                frame = parser.next_frame()
-                if frame is None:
+            for chunks in written:
+                if self.closed:
                     return
-                on_frame(frame)
+                self._frames(chunks)
         except Exception as exc:
             # Whatever went wrong, the frames after it must not be left unread in flight:
             # the bridge ends this session (what it held goes back) and starts over.
             log.exception("network bridge: handling a frame from this broker failed")
             self._on_failure(exc)
+
+    def _frames(self, chunks: list[bytes]) -> None:
+        """A MESSAGE from a subscription comes as its pieces (``Subscription.deliver``:
+        the shared head, its subscription's headers, the end of its headers, the body,
+        then ``FRAME_END``): those go to ``on_message`` as they are, unparsed.  Anything
+        else (a RECEIPT, a browser's MESSAGE) is a whole frame, parsed."""
+        parser = self._parser
+        on_frame = self._on_frame
+        on_message = self._on_message
+        n = len(chunks)
+        i = 0
+        while i < n and not self.closed:
+            part = chunks[i]
+            if on_message is not None and part.startswith(b"MESSAGE\n") and b"\0" not in part:
+                end = i + 1
+                while end < n and chunks[end] is not FRAME_END:
+                    end += 1
+                if end < n:
+                    on_message(chunks[i:end])
+                    i = end + 1
+                    continue
+            parser.feed(part)
+            i += 1
+            while (frame := parser.next_frame()) is not None:
+                on_frame(frame)
 
     def _failed(self, exc: BaseException) -> None:
         """The engine gave up on this session (a refused parked SEND, a slow consumer)."""
@@ -156,16 +185,28 @@ class LocalClient:
         self._engine.flush()
 
 
+class _LocalOutbox(Outbox):
+    """An outbox whose writes keep their pieces (no join: the client reads them apart)."""
+
+    __slots__ = ()
+
+    def _write(self, transport: asyncio.Transport, chunks: list[bytes]) -> None:
+        cast("_Pipe", transport).write_chunks(chunks)
+
+
 class _Pipe:
-    """The transport the outbox writes to: bytes straight back to the client's parser."""
+    """The transport the outbox writes to: straight back to the client."""
 
     __slots__ = ("_client",)
 
     def __init__(self, client: LocalClient) -> None:
         self._client = client
 
+    def write_chunks(self, chunks: list[bytes]) -> None:
+        self._client.received(chunks)
+
     def write(self, data: bytes) -> None:
-        self._client.received(data)
+        self._client.received([data])
 
     def is_closing(self) -> bool:
         return self._client.closed

@@ -267,3 +267,12 @@ def test_the_audit_forgets_the_oldest_prefix_past_its_limit() -> None:
     for prefix in "abc":
         audit.record(f"{prefix}-1")
     assert not audit.seen("a-1") and audit.seen("b-1") and audit.seen("c-1")
+
+
+@given(st.lists(st.integers(min_value=0, max_value=300), max_size=200))
+def test_the_audits_add_says_what_seen_said_before_recording(seqs: list[int]) -> None:
+    audit, twin = ProducerAudit(window=64), ProducerAudit(window=64)
+    for seq in seqs:
+        message_id = f"q-{seq}" if seq % 7 else f"plain-{seq}x"
+        assert audit.add(message_id) == twin.seen(message_id)
+        twin.record(message_id)
