@@ -95,6 +95,21 @@ def test_two_nodes_a_queues_messages_go_where_its_consumer_is_with_their_headers
     assert bridge["forwarded"] == 3 and bridge["remote_broker"] == "B" and bridge["state"] == "connected"
 
 
+def test_binary_bodies_and_escaped_headers_cross_as_they_are(nodes: Nodes) -> None:
+    c = nodes.start("C")
+    b = nodes.start("B", connector("bc", c.port, networkTTL="2"))
+    a = nodes.start("A", connector("ab", b.port, networkTTL="2"))
+    on_c = consumer(c, "/queue/raw")
+    wait_forwarding(a, "/queue/raw")
+    body = b"\x00binary\x00\xff" * 50
+    headers = {"note": "a:b\\c\nd", "content-length": str(len(body))}
+    produce(a, "/queue/raw", [body], **headers)
+    frame = on_c.recv()
+    assert frame.body == body
+    assert frame.headers["note"] == "a:b\\c\nd" and frame.headers["content-length"] == str(len(body))
+    assert frame.headers[PATH_HEADER] == "A,B"
+
+
 def test_a_bridge_keeps_trying_until_its_remote_broker_is_up(nodes: Nodes) -> None:
     port = free_port()
     a = nodes.start("A", connector("later", port))
