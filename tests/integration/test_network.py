@@ -9,6 +9,7 @@ advisory subscription or link, which is handled in order, has crossed first.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from broker.core.bridging import PATH_HEADER
+from tests.clients import Client
 from tests.listener_support import Pki
 from tests.network_support import (
     Nodes,
@@ -365,3 +367,22 @@ def app_consumer(port: int, destination: str) -> RawClient:
     client.send("SUBSCRIBE", {"id": "1", "destination": destination, "receipt": "sub"})
     assert client.recv().command == "RECEIPT"
     return client
+
+
+def test_a_stomp_py_client_reads_consumer_advisories(nodes: Nodes) -> None:
+    node = nodes.start("A")
+    watcher = Client(node.port)
+    watcher.subscribe("/topic/ActiveMQ.Advisory.Consumer.Queue.>")
+    app = Client(node.port)
+    app.subscribe("/queue/jobs", "j")
+    app.conn.unsubscribe("j")
+    started, ended = watcher.listener.wait_messages(2)
+    assert started.headers["destination"] == "/topic/ActiveMQ.Advisory.Consumer.Queue.jobs"
+    assert started.headers["type"] == "Advisory" and started.headers["consumerCount"] == "1"
+    assert started.headers["originBrokerName"] == "A"
+    info = json.loads(started.body)["ConsumerInfo"]
+    assert info["destination"]["physicalName"] == "jobs" and info["networkSubscription"] is False
+    assert ended.headers["consumerCount"] == "0"
+    assert json.loads(ended.body)["RemoveInfo"]["objectId"] == info["consumerId"]
+    for client in (watcher, app):
+        client.conn.disconnect()
