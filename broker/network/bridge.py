@@ -499,8 +499,9 @@ class Crossing:
         self._queue_send(sub_id, ack, destination, Frame("SEND", out, frame.body))
 
     def _forward_pieces(self, sub_id: str, pieces: list[bytes]) -> None:
-        """The same for a MESSAGE still in the pieces the engine wrote (``LocalClient``):
-        the SEND is made of them, bytes for bytes, without parsing the frame.
+        """The same, to a stompd remote, for a MESSAGE still in the pieces the engine
+        wrote (``LocalClient``): the SEND is made of them, bytes for bytes, without
+        parsing the frame.
 
         ``pieces``: the head (``MESSAGE``, message-id, destination, timestamp, expires,
         priority, then the message's own headers, all escaped as STOMP 1.2 escapes them,
@@ -780,10 +781,11 @@ class Crossing:
         """A MESSAGE this broker wrote to the bridge, as the pieces it wrote (``LocalClient``)."""
         sub_id = pieces[1][_SUBSCRIPTION_AT:-1].decode()
         link = self.link
-        if sub_id in self._push and link is not None and link.version == V1_2:
+        if sub_id in self._push and link is not None and link.version == V1_2 and self._stompd:
             self._forward_pieces(sub_id, pieces)
             return
-        # An advisory, or a link that speaks an older STOMP: the frame, parsed.
+        # An advisory, or a remote that is not stompd (its headers may need translating,
+        # its STOMP may be older): the frame, parsed.
         parser = FrameParser(max_frame_size=1 << 62)
         parser.version = V1_2
         parser.feed(b"".join(pieces) + FRAME_END)
