@@ -268,6 +268,43 @@ def cmd_usage(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dic
     return result
 
 
+def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/network")
+    if not args.json:
+        rows = [
+            [
+                b["connector"],
+                b["remote"],
+                b["remote_broker"] or "",
+                b["state"],
+                fmt.since(b["connected_since"]) if b["connected_since"] else "",
+                b["forwarded"],
+                b["received"],
+                b["in_flight"],
+                b["pending"],
+                b["last_error"] or "",
+            ]
+            for b in result["bridges"]
+        ]
+        headers = [
+            "Connector",
+            "Remote",
+            "Broker",
+            "State",
+            "Connected since",
+            "Forwarded",
+            "Received",
+            "In flight",
+            "Pending",
+            "Last error",
+        ]
+        if rows:
+            out.write(fmt.table(headers, rows) + "\n")
+        else:
+            out.write("no network bridges (no <networkConnector> in activemq.xml)\n")
+    return result
+
+
 # -- long operations ------------------------------------------------------------------
 
 
@@ -352,6 +389,7 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "browse-durable": cmd_browse_durable,
     "purge-durable": cmd_purge_durable,
     "usage": cmd_usage,
+    "network": cmd_network,
 }
 
 
@@ -434,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("client_id", metavar="CLIENT-ID")
     p.add_argument("name", metavar="NAME")
     command("usage", "memory, store and temp usage against their limits")
+    command("network", "network bridges (<networkConnectors>): state, remote, forwarded, pending")
     return parser
 
 

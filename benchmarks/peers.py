@@ -109,6 +109,17 @@ class RssSampler:
             self._thread.join()
 
 
+def stop_child(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM a child of ours, and SIGKILL it if it has not gone in 30 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
 class Broker:
     """One broker under test.  `start()` gives a fresh, empty instance; `stop()` ends it."""
 
@@ -178,13 +189,8 @@ class _ChildBroker(Broker):
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        if proc is not None:
+            stop_child(proc)
         if self._data is not None:
             self._data.cleanup()
             self._data = None

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from broker.core.guard import Guard
     from broker.http.server import HttpServer
     from broker.http.ws import WebSocketListener
+    from broker.network import Network, NetworkSettings
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -93,6 +94,8 @@ class BrokerOptions:
     guard: Guard | None = field(default=None, compare=False)
     #: Called on SIGHUP (the command line's: reload users and authorization entries).
     on_reload: Callable[[], object] | None = field(default=None, compare=False)
+    #: ``<networkConnectors>``: bridges to other brokers (None: none).
+    network: NetworkSettings | None = field(default=None, compare=False)
 
 
 class Broker:
@@ -113,6 +116,8 @@ class Broker:
         self.http: HttpServer | None = None
         self.ws: list[WebSocketListener] = []
         self.exporter: Exporter | None = None
+        #: The network bridges (None: no networkConnector).
+        self.network: Network | None = None
         self._tick: asyncio.TimerHandle | None = None
         self._ticks = 0
         self._libc = _libc()
@@ -181,6 +186,12 @@ class Broker:
             await self.stop()
             raise
         self._tick = loop.call_later(TICK_S, self._on_tick)
+        if options.network is not None and options.network.connectors:
+            # Here, not at the top: the bridges' code is loaded by a broker that has some.
+            from broker.network import Network
+
+            self.network = Network(self.engine, options.network)
+            self.network.start()
         addresses = ", ".join(
             _address(listener, port) for listener, port in zip(options.listeners, self.ports, strict=True)
         )
@@ -197,7 +208,7 @@ class Broker:
             from broker.http.ws import PATH, StompWebSocketEndpoint
 
             self.http = HttpServer(
-                EngineAdminOps(self.engine, self.server.peers, self.role),
+                EngineAdminOps(self.engine, self.server.peers, self.role, self._network_status),
                 options.http_security,
                 options.http_static_dir,
                 self.server.verifier,
@@ -207,7 +218,8 @@ class Broker:
             )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(
-                metrics.PATH, metrics.handler(self.engine, self._events_dropped, self.role)
+                metrics.PATH,
+                metrics.handler(self.engine, self._events_dropped, self.role, self._network_status),
             )
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
@@ -229,6 +241,9 @@ class Broker:
         self.port = next(
             (port for listener, port in zip(listeners, ports, strict=True) if not listener.websocket), 0
         )
+
+    def _network_status(self) -> list[dict[str, object]]:
+        return self.network.status() if self.network is not None else []
 
     def _events_dropped(self) -> int:
         return self.exporter.dropped if self.exporter is not None else 0
@@ -267,8 +282,11 @@ class Broker:
 
     async def stop(self) -> None:
         # Ticks go on while connections close: they flush what closing them stored.
-        # STOMP first, WebSocket clients included, so the HTTP servers find no handler
+        # The bridges first (what they had in flight goes back to its queues), then
+        # STOMP, WebSocket clients included, so the HTTP servers find no handler
         # still running when they stop.
+        if self.network is not None:
+            await self.network.stop()
         await self._close_listeners(grace=5.0)
         if self._tick is not None:
             self._tick.cancel()
@@ -286,6 +304,8 @@ class Broker:
         self.message_store.fence()
         if self._tick is not None:
             self._tick.cancel()
+        if self.network is not None:
+            await self.network.stop()
         await self._close_listeners(grace=0.0)
         self._close_stores()
         log.info("stompd stopped serving")

@@ -24,9 +24,10 @@ from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from broker.network.network import NetworkSettings
 from broker.policies import destination_policy, resolver
 from broker.security.guard import Security
-from broker.tls import TlsSetupError, server_context
+from broker.tls import TlsSetupError, client_context, server_context
 from config.model import (
     BrokerConfig,
     DeadLetterStrategy,
@@ -57,8 +58,11 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
     guard = Security(config.authentication, config.authorization)
     if static_dir is not None and not static_dir.is_dir():
         raise CannotRun(f"httpServer staticDirectory {static_dir} is not a directory")
+    listeners = tuple(_listener(connector, config) for connector in config.connectors)
+    name = config.broker.broker_name
+    first = config.first_stomp_connector() or config.connectors[0]
     return BrokerOptions(
-        listeners=tuple(_listener(connector, config) for connector in config.connectors),
+        listeners=listeners,
         data_dir=config.broker.data_directory,
         store_dir=config.persistence.directory,
         temp_dir=config.broker.tmp_data_directory,
@@ -68,7 +72,10 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             fail_if_locked=config.persistence.locker.fail_if_locked,
         ),
         core=CoreSettings(
-            broker_name=config.broker.broker_name,
+            broker_name=name,
+            broker_id=f"ID:{name}",
+            broker_url=f"{first.scheme}://{first.host}:{first.port}",
+            advisory_support=config.broker.advisory_support,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             memory_limit=usage.memory_limit,
@@ -102,6 +109,27 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         http_allowed_origins=_origins(config.http.allowed_origins),
         guard=guard,
         export=_export(config.export),
+        network=_network(config),
+    )
+
+
+def _network(config: BrokerConfig) -> NetworkSettings | None:
+    if not config.network_connectors:
+        return None
+    tls = any(uri.tls for connector in config.network_connectors for uri in connector.uris)
+    context = None
+    if tls:
+        if config.ssl is None:
+            raise CannotRun("a networkConnector bridges over stomp+ssl://: it needs an <sslContext>")
+        try:
+            context = client_context(config.ssl)
+        except TlsSetupError as exc:
+            raise CannotRun(f"cannot load the TLS certificates for the network bridges: {exc}") from None
+    return NetworkSettings(
+        broker_name=config.broker.broker_name,
+        connectors=config.network_connectors,
+        ssl_context=context,
+        max_frame_size=max(connector.max_frame_size for connector in config.connectors),
     )
 
 
@@ -204,7 +232,10 @@ def not_applied(config: BrokerConfig) -> set[str]:
     """
     defaults = BrokerConfig()
     out = _changed(
-        config.broker, defaults.broker, "broker", ("data_directory", "tmp_data_directory", "broker_name")
+        config.broker,
+        defaults.broker,
+        "broker",
+        ("data_directory", "tmp_data_directory", "broker_name", "advisory_support"),
     )
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
     dead_letter = config.policies.default.dead_letter

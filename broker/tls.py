@@ -47,6 +47,33 @@ def server_context(
     return context_from(material, need_client_auth=need_client_auth, want_client_auth=want_client_auth)
 
 
+def client_context(settings: SslContext) -> ssl.SSLContext:
+    """The client side of ``<sslContext>``, for network bridges over ``stomp+ssl://``: the
+    remote broker's certificate is checked against the trust store (and its host name),
+    and the key store's certificate is this broker's, for a remote that asks for one."""
+    from config.tls import TlsFileError, read_key_material
+
+    try:
+        material = read_key_material(settings)
+    except TlsFileError as exc:
+        raise TlsSetupError(str(exc)) from None
+    if material.ca_pem is None:
+        raise TlsSetupError(
+            "a bridge over stomp+ssl:// checks the remote broker's certificate against the CA "
+            "certificates of a trustStore or caFile in <sslContext>"
+        )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION
+    context.load_verify_locations(cadata=material.ca_pem.decode("ascii"))
+    with _in_memory_file(material.certificate_chain_pem + material.private_key_pem) as path:
+        try:
+            context.load_cert_chain(path)
+        except ssl.SSLError as exc:
+            raise TlsSetupError(f"the certificate or its key cannot be used: {exc.reason or exc}") from None
+    return context
+
+
 def context_from(
     material: KeyMaterial, *, need_client_auth: bool = False, want_client_auth: bool = False
 ) -> ssl.SSLContext:

@@ -171,6 +171,18 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         " timeBeforeDispatchStarts topic topicPrefetch useCache useConsumerPriority "
         "usePrefetchExtension useTopicSubscriptionInflightStats"
     ),
+    "networkConnector": _names(
+        "advisoryAckPercentage advisoryForFailedForward advisoryPrefetchSize alwaysSyncSend autoStart "
+        "bridgeFactory bridgeTempDestinations brokerName brokerService brokerURL "
+        "checkDuplicateMessagesOnDuplex clientIdToken conduitNetworkQueueSubscriptions "
+        "conduitSubscriptions connectionFilter consumerPriorityBase consumerTTL "
+        "decreaseNetworkConsumerPriority destinationFilter discoveryAgent discoveryURI dispatchAsync "
+        "duplex durableDestinations dynamicOnly dynamicallyIncludedDestinations excludedDestinations "
+        "gcDestinationViews gcSweepTime localUri messageTTL name networkTTL objectName password "
+        "prefetchSize remotePassword remoteUserName staticBridge staticallyIncludedDestinations "
+        "suppressDuplicateQueueSubscriptions suppressDuplicateTopicSubscriptions syncDurableSubs uri "
+        "useBrokerNamesAsIdSeed useCompression useVirtualDestSubs userName"
+    ),
     "policyMap": _names("defaultEntry"),
     "redeliveryPlugin": _names(
         "adminConnectionContext fallbackToDeadLetter next redeliveryPolicyMap sendToDlqIfMaxRetriesExceeded"

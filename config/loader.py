@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from config import xmltree
 from config.files import FileRefused, read_regular
 from config.issues import ConfigError, ConfigIssue, Issues
+from config.loader_network import load_network_connectors
 from config.loader_policies import load_destination_policy
 from config.loader_security import load_plugins, load_ssl
 from config.loader_transports import allowed_origins, inherit, load_connectors, load_defaults
@@ -58,6 +59,7 @@ _BROKER_CHILDREN_ONCE = (
     "transportDefaults",
     "httpServer",
     "export",
+    "networkConnectors",
 )
 
 
@@ -184,6 +186,7 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
     fields.get("tmpDataDirectory", "tmp_data_directory", path)
     fields.get("persistent", "persistent", boolean)
     fields.get("schedulerSupport", "scheduler_support", boolean)
+    fields.get("advisorySupport", "advisory_support", boolean)
     fields.finish()
     config = BrokerConfig(broker=BrokerSettings(**fields.values, origins=fields.origins))
     seen: dict[str, Node] = {}
@@ -232,8 +235,43 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
         config = replace(config, http=_http(ctx, seen["httpServer"]))
     if "export" in seen:
         config = replace(config, export=_export(ctx, seen["export"]))
+    if "networkConnectors" in seen:
+        connectors = load_network_connectors(ctx, seen["networkConnectors"])
+        config = replace(config, network_connectors=tuple(connectors))
+        _check_network(ctx, node, config)
     _check_seed_002(ctx, seen.get("systemUsage"), config)
     return config
+
+
+def _check_network(ctx: Context, broker: Node, config: BrokerConfig) -> None:
+    """Each node of a network is known by its brokerName (the path a forwarded message
+    carries): a name the path cannot hold, or the default one, is a problem there."""
+    if not config.network_connectors:
+        return
+    name = config.broker.broker_name
+    if "," in name or not name.strip():
+        ctx.error(broker, f'brokerName="{name}": a node of a network needs a name without commas')
+    elif "broker_name" not in config.broker.origins:
+        ctx.warn(
+            broker,
+            'no brokerName: this node is "localhost" to the network; give every node a name of its own '
+            "(a message is never forwarded to a node of its own name)",
+        )
+    if not config.broker.advisory_support:
+        ctx.warn(
+            broker,
+            'advisorySupport="false": the brokers this one is joined to cannot learn of its consumers, '
+            "so they forward to it only what their staticallyIncludedDestinations name",
+        )
+    for connector in config.network_connectors:
+        if any(uri.tls for uri in connector.uris) and config.ssl is None:
+            ctx.issues.error(
+                connector.source.line,
+                "broker/networkConnectors/networkConnector",
+                f"{connector.name!r} bridges over stomp+ssl://: <sslContext> in <broker> needs the CA "
+                "certificates the remote broker is checked against (trustStore, or caFile), and a "
+                "keyStore if the remote asks for a client certificate",
+            )
 
 
 def _connectors(ctx: Context, broker: Node, node: Node | None, config: BrokerConfig) -> BrokerConfig:

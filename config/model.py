@@ -98,6 +98,9 @@ class BrokerSettings:
     persistent: bool = _setting(True, "persistent")
     #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
     scheduler_support: bool = _setting(True, "schedulerSupport")
+    #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
+    #: learn each other's consumers from).
+    advisory_support: bool = _setting(True, "advisorySupport")
     origins: Origins = _origins()
 
 
@@ -426,6 +429,81 @@ class Export:
     origins: Origins = _origins()
 
 
+NetworkScheme = Literal["stomp", "stomp+nio", "stomp+ssl", "stomp+nio+ssl"]
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkUri:
+    """One remote broker a ``<networkConnector>``'s ``static:(...)`` list names: a bridge each."""
+
+    scheme: NetworkScheme
+    host: str
+    port: int
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme in TLS_SCHEMES
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkDestination:
+    """A ``<queue physicalName>`` or ``<topic physicalName>`` in a networkConnector's lists
+    (an ActiveMQ wildcard pattern)."""
+
+    kind: Literal["queue", "topic"]
+    pattern: str
+    source: Origin = field(default=DEFAULT, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.kind}://{self.pattern}"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConnector:
+    """``<networkConnector>``: this broker's bridges to the brokers its URI names.
+
+    ActiveMQ's attributes and defaults (5.17).  ``pulled`` (``<pulledDestinations>``) is
+    stompd's: queues this broker takes from the remote whatever its own consumers, the
+    way to drain a broker that is not stompd (ActiveMQ, RabbitMQ) during a migration.
+    """
+
+    name: str = _setting("NC", "name")
+    uris: tuple[NetworkUri, ...] = ()
+    #: Forward both ways over the one connection: the remote's messages come here for
+    #: this broker's consumers too.
+    duplex: bool = _setting(False, "duplex")
+    #: Brokers a message (and a consumer's demand) may cross.
+    network_ttl: int = _setting(1, "networkTTL")
+    message_ttl: int = _setting(1, "messageTTL")
+    consumer_ttl: int = _setting(1, "consumerTTL")
+    #: One subscription here per destination, however many consumers the remote has.
+    conduit_subscriptions: bool = _setting(True, "conduitSubscriptions")
+    #: Network consumers take messages after the local ones (priority -5, less per hop);
+    #: false: only while the destination has no local consumer at all.
+    decrease_network_consumer_priority: bool = _setting(False, "decreaseNetworkConsumerPriority")
+    #: ActiveMQ: a network durable subscription waits for its consumer to come back rather
+    #: than being made at start.  stompd's bridges follow active consumers only: that is
+    #: how they always behave, whichever the value.
+    dynamic_only: bool = _setting(False, "dynamicOnly")
+    prefetch_size: int = _setting(1000, "prefetchSize")
+    user_name: str | None = _setting(None, "userName")
+    password: str | None = _setting(None, "password", secret=True)
+    #: The static: URI's reconnect options (ActiveMQ's static discovery agent's).
+    initial_reconnect_delay: int = _setting(1000, "initialReconnectDelay", "ms")
+    max_reconnect_delay: int = _setting(30000, "maxReconnectDelay", "ms")
+    use_exponential_back_off: bool = _setting(True, "useExponentialBackOff")
+    back_off_multiplier: float = _setting(2.0, "backOffMultiplier")
+    statically_included: tuple[NetworkDestination, ...] = ()
+    dynamically_included: tuple[NetworkDestination, ...] = ()
+    excluded: tuple[NetworkDestination, ...] = ()
+    pulled: tuple[NetworkDestination, ...] = ()
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
 def _default_connectors() -> tuple[TransportConnector, ...]:
     return (TransportConnector(),)
 
@@ -449,6 +527,8 @@ class BrokerConfig:
     ssl: SslContext | None = None
     http: HttpServer = field(default_factory=HttpServer)
     export: Export = field(default_factory=Export)
+    #: ``<networkConnectors>``, in file order.
+    network_connectors: tuple[NetworkConnector, ...] = ()
     #: The file it was loaded from (None: embedded defaults).
     source: Path | None = field(default=None, compare=False)
 

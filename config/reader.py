@@ -26,8 +26,6 @@ T = TypeVar("T")
 #: Why a feature ActiveMQ has is not in stompd, for the warnings that say it is ignored.
 FEATURES: Mapping[str, str] = {
     "managementContext": "JMX is not supported: stompd serves Prometheus metrics on its HTTP server",
-    "networkConnectors": "networks of brokers are not supported",
-    "networkConnector": "networks of brokers are not supported",
     "proxyConnectors": "proxy connectors are not supported",
     "jmsBridgeConnectors": "JMS bridges are not supported",
     "destinationInterceptors": "virtual and composite destination interceptors are not supported",

@@ -155,6 +155,34 @@ def sections(config: BrokerConfig) -> list[Section]:
     out.extend(_security(config))
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
+    out.extend(_network(config))
+    return out
+
+
+def _network(config: BrokerConfig) -> list[Section]:
+    out: list[Section] = []
+    lists = (
+        ("statically_included", "staticallyIncludedDestinations"),
+        ("dynamically_included", "dynamicallyIncludedDestinations"),
+        ("excluded", "excludedDestinations"),
+        ("pulled", "pulledDestinations"),
+    )
+    for index, connector in enumerate(config.network_connectors):
+        key = f"network_connectors[{index}]"
+        rows = [
+            Row(
+                f"{key}.uris",
+                "uri",
+                f"static:({','.join(str(uri) for uri in connector.uris)})",
+                str(connector.source),
+            )
+        ]
+        rows += _rows(connector, key)
+        for name, label in lists:
+            for destination in getattr(connector, name):
+                rows.append(Row(f"{key}.{name}", label, str(destination), str(destination.source)))
+        title = f"networkConnector {connector.name!r} ({connector.source})"
+        out.append(Section(key, title, tuple(rows)))
     return out
 
 

@@ -71,6 +71,16 @@ def _brokers(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(brokers)
 
 
+def _ports(text: str) -> tuple[int, ...]:
+    try:
+        ports = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ports like 61613,61614, not {text!r}") from None
+    if not ports or not all(0 < port < 65536 for port in ports):
+        raise argparse.ArgumentTypeError(f"ports are 1-65535, not {text!r}")
+    return ports
+
+
 def _property(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name:
@@ -89,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     conn = p.add_argument_group("connection")
     conn.add_argument("--host", default="127.0.0.1")
     conn.add_argument("--port", type=int, default=61613)
+    conn.add_argument(
+        "--producer-ports",
+        type=_ports,
+        default=(),
+        metavar="P1,P2",
+        help="producers connect to these ports in turn instead of --port (brokers of a network)",
+    )
+    conn.add_argument(
+        "--consumer-ports", type=_ports, default=(), metavar="P1,P2", help="the same for consumers"
+    )
     conn.add_argument("--login")
     conn.add_argument("--passcode")
     conn.add_argument("--vhost", default="/", help='CONNECT "host" header (RabbitMQ vhost); default "/"')
@@ -231,6 +251,8 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         port=args.port,
         failover=args.failover or (),
         reconnect_timeout=args.reconnect_timeout,
+        producer_ports=args.producer_ports,
+        consumer_ports=args.consumer_ports,
         login=args.login,
         passcode=args.passcode,
         vhost=args.vhost,

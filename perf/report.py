@@ -192,7 +192,7 @@ def format_human(summary: Summary) -> str:
     kind = "topic" if s.is_topic else "queue"
     mode = "persistent" if s.persistent else "non-persistent"
     lat = summary.latency_ms()
-    where = ",".join(f"{host}:{port}" for host, port in s.brokers)
+    where = ",".join(f"{host}:{port}" for host, port in s.brokers_of("producer", 0))
     where = f"failover:({where})" if s.failover else where
     lines = [
         f"stompd-perf: {s.destination} ({kind}) on {where}, {s.producers} producer(s) -> "

@@ -18,6 +18,10 @@ class Settings:
     failover: tuple[tuple[str, int], ...] = ()
     # How long a lost connection may take to come back through --failover.
     reconnect_timeout: float = 60.0
+    #: Ports producers and consumers connect to instead of ``port``, round-robin by
+    #: their number (brokers of a network: send to one node, receive from another).
+    producer_ports: tuple[int, ...] = ()
+    consumer_ports: tuple[int, ...] = ()
     login: str | None = None
     passcode: str | None = None
     # CONNECT's `host` header.  RabbitMQ treats it as the vhost and needs "/"; ActiveMQ
@@ -49,10 +53,14 @@ class Settings:
     backlog: bool = False
     progress: bool = True
 
-    @property
-    def brokers(self) -> tuple[tuple[str, int], ...]:
-        """Where to connect, in the order to try them."""
-        return self.failover or ((self.host, self.port),)
+    def port_of(self, role: str, number: int) -> int:
+        """The port producer (or consumer) ``number`` connects to."""
+        ports = self.producer_ports if role == "producer" else self.consumer_ports
+        return ports[number % len(ports)] if ports else self.port
+
+    def brokers_of(self, role: str, number: int) -> tuple[tuple[str, int], ...]:
+        """Where producer (or consumer) ``number`` connects, in the order to try them."""
+        return self.failover or ((self.host, self.port_of(role, number)),)
 
     @property
     def is_topic(self) -> bool:

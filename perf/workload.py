@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import time
@@ -70,7 +71,8 @@ class WorkerResult:
     longest_gap_ns: int = 0
 
 
-async def _no_failover(name: str) -> StompConnection:
+async def _lost(name: str) -> StompConnection:
+    """A producer's connection is lost and there is no --failover list to try."""
     raise StompFailure(f"{name}: connection lost (no --failover list)", counted=True)
 
 
@@ -92,14 +94,14 @@ class Producer:
         settings: Settings,
         run_id: int,
         conn: StompConnection,
-        dial: Callable[[str], Awaitable[StompConnection]] | None = None,
+        dial: Callable[[], Awaitable[StompConnection]] | None = None,
     ) -> None:
         self.number = number
         self.settings = settings
         self.run_id = run_id
         self.conn = conn
         #: Connects again through --failover's list.
-        self.dial = dial or _no_failover
+        self.dial = dial or functools.partial(_lost, f"producer {number}")
         self.quota = settings.messages_for(number)
         self.sent = 0
         self.sent_in_window = 0
@@ -138,7 +140,7 @@ class Producer:
                     # Lost its broker: connect again through the list, and send again what
                     # no RECEIPT confirmed (the new master may or may not have it).
                     down = time.monotonic_ns()
-                    self.conn = await self.dial(f"producer {self.number}")
+                    self.conn = await self.dial()
                     self.outages.append(Outage(down, time.monotonic_ns()))
                     self.resent += self._seq - self.confirmed
                     self._seq = self.confirmed
@@ -430,21 +432,21 @@ class Worker:
     def _cell(self, field_: int, value: int) -> None:
         self.board.set_worker(self.plan.slot, field_, value)
 
-    async def _connect(self, name: str) -> StompConnection | None:
+    async def _connect(self, role: str, number: int) -> StompConnection | None:
         try:
-            return await self._dial(name, self.plan.settings.connect_timeout)
+            return await self._dial(role, number, self.plan.settings.connect_timeout)
         except StompFailure as exc:
             if not exc.counted:
                 self.errors.add(str(exc))
             return None
 
-    async def _dial(self, name: str, within: float | None = None) -> StompConnection:
+    async def _dial(self, role: str, number: int, within: float | None = None) -> StompConnection:
         """A connection to --host/--port, or to the first broker of --failover's list that
         answers within ``within`` seconds (default --reconnect-timeout)."""
         s = self.plan.settings
         return await connect_any(
-            name=name,
-            brokers=s.brokers,
+            name=f"{role} {number}",
+            brokers=s.brokers_of(role, number),
             vhost=s.vhost,
             login=s.login,
             passcode=s.passcode,
@@ -463,7 +465,7 @@ class Worker:
                 return
             down = time.monotonic_ns()
             try:
-                conn = await self._dial(f"consumer {consumer.number}")
+                conn = await self._dial("consumer", consumer.number)
             except StompFailure as exc:
                 self.errors.add(str(exc))
                 return
@@ -475,7 +477,7 @@ class Worker:
 
     async def _add_consumer(self, number: int) -> None:
         plan = self.plan
-        conn = await self._connect(f"consumer {number}")
+        conn = await self._connect("consumer", number)
         if conn is None:
             return
         group = number if plan.settings.is_topic else QUEUE_GROUP
@@ -493,9 +495,9 @@ class Worker:
             close_quietly(consumer.conn)
 
     async def _add_producer(self, number: int) -> None:
-        conn = await self._connect(f"producer {number}")
+        conn = await self._connect("producer", number)
         if conn is not None:
-            dial = self._dial if self.plan.settings.failover else None
+            dial = functools.partial(self._dial, "producer", number) if self.plan.settings.failover else None
             self.producers.append(Producer(number, self.plan.settings, self.plan.run_id, conn, dial))
 
     def _publish(self) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from broker.core.selector import Selector
 from broker.http.ops import (
+    BridgeInfo,
     BrowsedMessage,
     BrowsePage,
     ConnectionInfo,
@@ -87,6 +88,9 @@ class FakeOps:
     def usage(self) -> Usage:
         meter = Meter(0, 1, 0)
         return Usage(meter, meter, meter, 0, len(self.queues), 0)
+
+    def network(self) -> list[BridgeInfo]:
+        return []
 
     def health(self) -> Health:
         return Health(True)

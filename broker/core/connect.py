@@ -70,7 +70,14 @@ class Connect:
         if client_id:
             self._claim(session, client_id)
         session.client_id = client_id
-        reply = {"version": version, "server": self.settings.server, "session": session.id}
+        settings = self.settings
+        # broker-name: which node of a network this is (a bridge's path check needs it).
+        reply = {
+            "version": version,
+            "server": settings.server,
+            "session": session.id,
+            "broker-name": settings.broker_name,
+        }
         if version != f.V1_0 or "heart-beat" in headers:
             cx, cy = parse_heartbeat(headers.get("heart-beat"))
             # Like ActiveMQ we take the client's intervals (echoing them back), but we

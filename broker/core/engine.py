@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.core.acks import Acks
+from broker.core.advisory import Advisories
 from broker.core.chores import Chores
 from broker.core.clock import Clock
 from broker.core.connect import Connect, next_phase
@@ -28,7 +29,7 @@ from broker.core.durable import DurableSubscriptions
 from broker.core.errors import NoRoomToCreate
 from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
 from broker.core.gc import Housekeeping
-from broker.core.guard import OpenGuard
+from broker.core.guard import SYSTEM, OpenGuard
 from broker.core.observe import Observer
 from broker.core.persistence import Persistence
 from broker.core.recovery import recover
@@ -98,8 +99,11 @@ class Engine:
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions
         )
+        #: The ids of forwarded messages this broker has (copies are dropped).
+        self.audit = sending.audit
+        self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
         self.subscribing = subscribing = Subscribing(
-            settings, usage.memory, destinations, durables, persistence, routing, settlement
+            settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
         )
         self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
         #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
@@ -127,6 +131,15 @@ class Engine:
         session = Session(f"{self._id_prefix}{next(self._session_ids)}", outbox, self.clock, address)
         self.sessions[session.id] = session
         self.sessions_opened += 1
+        return session
+
+    def open_internal_session(self, outbox: Outbox) -> Session:
+        """A session of the broker's own (a network bridge's local side): connected at
+        once in STOMP 1.2, allowed everything, as the broker itself is."""
+        session = self.open_session(outbox)
+        session.version = f.V1_2
+        session.phase = CONNECTED
+        session.principal = SYSTEM
         return session
 
     def close_session(self, session: Session) -> None:

@@ -145,6 +145,6 @@ class Housekeeping:
     def _idle(self, target: Destination) -> bool:
         if isinstance(target, Queue):
             return not target.consumers and not target.cursor.count
-        if self.destinations.router.has_subscribers(target):
+        if self.destinations.router.has_subscribers(target.kind, target.bare):
             return False
         return not (self.durables.records and self.durables.matching(target.kind, target.bare))

@@ -40,16 +40,23 @@ class Principal:
     """An authenticated connection's identity (its groups live in the guard, so that a
     reload that changes them applies to connections already open)."""
 
-    __slots__ = ("anonymous", "key", "user")
+    __slots__ = ("anonymous", "key", "system", "user")
 
-    def __init__(self, user: str, anonymous: bool = False) -> None:
+    def __init__(self, user: str, anonymous: bool = False, *, system: bool = False) -> None:
         self.user = user
         self.anonymous = anonymous
+        #: The broker itself (a network bridge's local side): never asked about.
+        self.system = system
         #: What decisions are cached by: an anonymous client is not a user of that name.
-        self.key = "\0" + user if anonymous else user
+        self.key = "\0" + user if anonymous else "\1" + user if system else user
 
     def __repr__(self) -> str:
         return f"<Principal {self.user}{' (anonymous)' if self.anonymous else ''}>"
+
+
+#: Who the broker's own sessions are (``Engine.open_internal_session``): a network
+#: bridge's local side does what the broker does, and the remote broker authorizes it.
+SYSTEM = Principal("system", system=True)
 
 
 class Guard(Protocol):

@@ -61,6 +61,7 @@ class Queue:
         "_disk_scan_failures",
         "_disk_scan_pos",
         "_disk_scanned_for",
+        "_filtered",
         "_group_owners",
         "_groups",
         "_scan",
@@ -138,6 +139,10 @@ class Queue:
         self._groups: dict[str, Subscription] = {}
         self._group_owners: dict[Subscription, list[str]] | None = None
         self._scan = False
+        #: Some consumer takes all but a few messages (a network subscription, which
+        #: refuses what was on the broker it feeds): dispatch stays at the head, and
+        #: looks past a message none of the ready consumers takes once it meets one.
+        self._filtered = False
         self._disk_scan_busy = False
         #: Failed scans in a row (a retry is scheduled while this is above zero).
         self._disk_scan_failures = 0
@@ -172,12 +177,14 @@ class Queue:
         self._changed(replaced)
 
     def _changed(self, replaced: bool) -> None:
-        """The consumers changed (``replaced``: an exclusive consumer took over, or left)."""
+        """The consumers changed (``replaced``: the active set was chosen anew)."""
         if replaced:
             for group, owner in list(self._groups.items()):
                 if not self.consumers.is_active(owner):
                     self._disown(group, owner)
-        self._scan = bool(self._groups) or self.consumers.selective > 0
+        consumers = self.consumers
+        self._scan = bool(self._groups) or consumers.selective > 0
+        self._filtered = consumers.filtered > 0
         # A new set of consumers: what the swapped part holds must be looked at again.
         self._disk_scan_pos = NO_POSITIONS
         self._disk_scanned_for = NO_CONSUMERS_SEEN
@@ -207,7 +214,7 @@ class Queue:
         if not self.cursor.count and not self._scan:
             # Nothing waiting: hand it straight to the next ready consumer, without a
             # trip through the cursor (the common case when consumers keep up).
-            sub = self.consumers.pick(None)
+            sub = self.consumers.pick(message if self._filtered else None)
             if sub is not None:
                 if message.expires and message.expires <= self.clock.ms:
                     self._count_expired(message)
@@ -258,6 +265,16 @@ class Queue:
             if message.expires and message.expires <= self.clock.ms:
                 self._expire(message)
                 continue
+            if self._filtered and not sub.accepts(message):
+                taker = self.consumers.pick(message)
+                if taker is None:
+                    # Nobody ready takes it: back it goes, and from now on dispatch
+                    # looks past it (until the set of consumers changes).
+                    cursor.push_returned(message)
+                    self._scan = True
+                    self._dispatch_scanning()
+                    return
+                sub = taker
             self._deliver(sub, message)
 
     def _dispatch_scanning(self) -> None:

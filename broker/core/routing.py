@@ -48,6 +48,12 @@ class Routing:
         self.seq += 1
         return self.seq
 
+    def stamp(self, message: Message) -> None:
+        """A sequence and id for a message that is not routed (a replayed advisory)."""
+        self.seq += 1
+        message.seq = self.seq
+        message.id_prefix = self._id_prefix
+
     def route_all(
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
@@ -70,7 +76,9 @@ class Routing:
         # sequence older than what that cursor already swapped out (keys sort by it).
         self.seq += 1
         message.seq = self.seq
-        message.id_prefix = self._id_prefix
+        if not message.id_prefix:
+            # Else it keeps the id it came with (a message forwarded by a network bridge).
+            message.id_prefix = self._id_prefix
         if sent:
             # Before it is routed: dispatch may follow at once, and events are in causal order.
             events = self.observer.events

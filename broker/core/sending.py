@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final
 
-from broker.core import names, scheduler
+from broker.core import bridging, names, scheduler
+from broker.core.audit import ProducerAudit
 from broker.core.errors import InvalidHeader, StoreFailed, int_header
 from broker.core.flow import DEFERRED
 from broker.core.guard import WRITE
@@ -42,7 +43,16 @@ SENT_TO_KEPT: Final = 1024
 
 
 class Sending:
-    __slots__ = ("clock", "destinations", "flow", "persistence", "scheduler", "settings", "transactions")
+    __slots__ = (
+        "audit",
+        "clock",
+        "destinations",
+        "flow",
+        "persistence",
+        "scheduler",
+        "settings",
+        "transactions",
+    )
 
     def __init__(
         self,
@@ -53,7 +63,10 @@ class Sending:
         scheduler: Scheduler,
         flow: FlowControl,
         transactions: Transactions,
+        audit: ProducerAudit | None = None,
     ) -> None:
+        #: The forwarded messages this broker has (their ids), to drop copies.
+        self.audit = audit if audit is not None else ProducerAudit()
         self.settings = settings
         self.clock = clock
         self.destinations = destinations
@@ -74,6 +87,8 @@ class Sending:
         receipt = headers.get("receipt")
         tx_id = headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
+        if message.id_prefix and self._copy_of_known(session, message.id_prefix):
+            return None
         if targets is not session.last_sent:
             self._sent(session, targets)
         if message.persistent and self.persistence.failed is not None:
@@ -95,6 +110,24 @@ class Sending:
             return DEFERRED
         self.scheduler.deliver(message, targets, session)
         return None
+
+    def _copy_of_known(self, session: Session, message_id: str) -> bool:
+        """Whether a forwarded message (it came with its id) is one this broker has already:
+        then it is dropped, and its RECEIPT waits until the batch that holds whatever
+        else is stored now is durable (the first copy is in it, or in one before it).
+
+        Not while SENDs wait for room (flow control): the first copy may be one of them,
+        not yet stored, and a receipt for the second would let the sender forget a
+        message this broker could still lose.  Then both are kept (a duplicate, never a
+        loss)."""
+        audit = self.audit
+        if not audit.add(message_id):
+            return False
+        if self.flow:
+            return False
+        audit.duplicates += 1
+        self.persistence.hold(session.outbox)
+        return True
 
     def prepare(self, session: Session, frame: f.Frame) -> tuple[Message, tuple[Destination, ...]]:
         """The message a SEND carries, and where it goes."""
@@ -188,6 +221,8 @@ class Sending:
         text = pop("timestamp", None)
         if text is not None:
             timestamp = int_header("timestamp", text)
+        network_id = pop(bridging.ID_HEADER, None)
+        redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
@@ -205,6 +240,11 @@ class Sending:
             group=headers.get("JMSXGroupID"),
             content_length=content_length,
             origin=session.id,
+            redelivered=redelivered,
         )
+        if network_id:
+            # A forwarded message keeps the id its first broker gave it (``str``, not an
+            # ``IdPrefix``: ``Message.id`` is then the whole of it).
+            message.id_prefix = str(network_id)
         message.arrived = now
         return message

@@ -45,8 +45,14 @@ class DestinationPolicy:
 @dataclass(frozen=True, slots=True)
 class CoreSettings:
     server: str = "stompd/0.1.0"
-    #: <broker brokerName>: how ActiveMQ names the broker in its errors.
+    #: ``<broker brokerName>``: this broker's name in a network of brokers (each
+    #: forwarded message's path holds it; advisories carry it as ``originBrokerName``).
     broker_name: str = "localhost"
+    #: Advisories' ``originBrokerId`` and ``originBrokerURL``.
+    broker_id: str = "ID:localhost"
+    broker_url: str = field(default="", compare=False)
+    #: ``advisorySupport``: consumer advisories (broker.core.advisory).
+    advisory_support: bool = True
     #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
     #: default is 1.0, strict, which is a top complaint about it).
     heartbeat_grace: float = 1.5

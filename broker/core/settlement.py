@@ -105,9 +105,13 @@ class Settlement:
         by_queue: dict[Queue, list[Message]] = {}
         destinations = self.destinations
         queues = destinations.queues
+        # A link that drops is not a consumer that failed: what a network bridge had in
+        # flight goes back however often that happens (the copy the other broker may
+        # have kept is dropped there, by its audit).
+        network = sub.network is not None
         for message in messages:
             limit = destinations.policy_of(message.destination).max_redeliveries
-            if limit >= 0 and message.delivery_count > limit:
+            if limit >= 0 and message.delivery_count > limit and not network:
                 self.dead_letter(message, sub=sub)
                 continue
             queue = queues.get(message.destination)

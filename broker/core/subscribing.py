@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from broker.core import names
+from broker.core import bridging, names
 from broker.core.browsing import QueueBrowser
 from broker.core.cursor import Cursor
 from broker.core.durable import DurableSubscription
@@ -34,6 +34,7 @@ from protocol.errors import MissingHeader
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from broker.core.advisory import Advisories
     from broker.core.destinations import Destinations
     from broker.core.durable import DurableSubscriptions
     from broker.core.guard import Guard, Principal
@@ -47,7 +48,16 @@ if TYPE_CHECKING:
 
 
 class Subscribing:
-    __slots__ = ("destinations", "durables", "memory", "persistence", "routing", "settings", "settlement")
+    __slots__ = (
+        "advisories",
+        "destinations",
+        "durables",
+        "memory",
+        "persistence",
+        "routing",
+        "settings",
+        "settlement",
+    )
 
     def __init__(
         self,
@@ -58,7 +68,9 @@ class Subscribing:
         persistence: Persistence,
         routing: Routing,
         settlement: Settlement,
+        advisories: Advisories,
     ) -> None:
+        self.advisories = advisories
         self.settings = settings
         self.memory = memory
         self.destinations = destinations
@@ -102,11 +114,20 @@ class Subscribing:
         )
         guard = self.destinations.guard
         filtered = False
-        if guard.authorizing:
+        if guard.authorizing and not session.principal.system:
             self.destinations.authorize(session, READ, destination)
             if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
                 selector = _readable(guard, session.principal, selector)
                 filtered = True
+        priority = 0
+        text = headers.get(bridging.PRIORITY)
+        if text is not None:
+            priority = int_header(bridging.PRIORITY, text)
+            if not -128 <= priority <= 127:
+                raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
+        network = _network(headers)
+        if network is not None:
+            selector = bridging.network_filter(network, selector)
         # Before anything is made: a SUBSCRIBE that would make a destination there is no
         # room for yet waits for it, as a SEND does (NoRoomToCreate).
         self.destinations.make_room(session, destination)
@@ -130,7 +151,11 @@ class Subscribing:
             no_local=no_local,
             exclusive=headers.get("activemq.exclusive") == "true",
             observer=self.settlement.observer,
+            priority=priority,
+            standby=network is not None and headers.get(bridging.NETWORK_STANDBY) == "true",
+            network=network,
         )
+        sub.selector_text = selector_text
         destinations = self.destinations
         for kind, name in targets:
             if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
@@ -155,9 +180,17 @@ class Subscribing:
             sub.cursor = destinations.topic_cursor(sub)
         for kind, pattern in sub.topic_patterns:
             destinations.router.subscribe(kind, pattern, sub)
+        self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
-        return lambda: _start(sub)
+        return lambda: self._start(sub)
+
+    def _start(self, sub: Subscription) -> None:
+        for queue in sub.queues:
+            queue.add_consumer(sub)
+        # Once it counts among its queues' consumers (the advisory says how many).
+        self.advisories.added(sub)
+        sub.pump()
 
     def _browse(
         self, session: Session, sub_id: str, destination: str, selector_text: str
@@ -334,6 +367,10 @@ class Subscribing:
         sub.inflight.clear()
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
+        for queue in sub.queues:
+            # Consumers that stood by (network ones) may take over what waits there.
+            queue.dispatch()
+        self.advisories.removed(sub)
 
     def close(self, session: Session) -> Iterator[int]:
         """The connection is gone: each of its subscriptions ends, one step at a time
@@ -344,6 +381,20 @@ class Subscribing:
             inflight = len(sub.inflight)
             self.unsubscribe(session, sub)
             yield 1 + inflight
+
+
+def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
+    """A network subscription's SUBSCRIBE headers (broker.core.bridging), if it is one."""
+    node = headers.get(bridging.NETWORK)
+    if node is None:
+        return None
+    if not node or "," in node:
+        raise InvalidHeader(f"{bridging.NETWORK} names one broker, got {node!r}")
+    text = headers.get(bridging.NETWORK_TTL, "1")
+    ttl = int_header(bridging.NETWORK_TTL, text)
+    if ttl < 1:
+        raise InvalidHeader(f"{bridging.NETWORK_TTL} must be at least 1, got {text!r}")
+    return bridging.NetworkInfo(node, ttl, bridging.split_path(headers.get(bridging.NETWORK_PATH)))
 
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
@@ -373,9 +424,3 @@ def _readable(
         return selector is None or selector(message)
 
     return accepts
-
-
-def _start(sub: Subscription) -> None:
-    for queue in sub.queues:
-        queue.add_consumer(sub)
-    sub.pump()

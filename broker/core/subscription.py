@@ -19,6 +19,7 @@ from protocol.encoder import FRAME_END, encode_headers
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.bridging import NetworkInfo
     from broker.core.channel import Channel
     from broker.core.durable import DurableSubscription
     from broker.core.message import Message
@@ -60,13 +61,17 @@ class Subscription:
         "id",
         "inflight",
         "key",
+        "network",
         "no_local",
         "observer",
         "persistence",
         "prefetch",
+        "priority",
         "queues",
         "selector",
+        "selector_text",
         "session",
+        "standby",
         "topic_patterns",
     )
 
@@ -84,6 +89,9 @@ class Subscription:
         no_local: bool = False,
         exclusive: bool = False,
         observer: Observer | None = None,
+        priority: int = 0,
+        standby: bool = False,
+        network: NetworkInfo | None = None,
     ) -> None:
         self.session = session
         #: Latency of ack:auto deliveries (acked as they go out), and the event sink.
@@ -97,8 +105,18 @@ class Subscription:
         self.auto = ack == AUTO
         self.prefetch = prefetch
         self.selector = selector
+        #: The SUBSCRIBE's selector as written ("": none), for consumer advisories.
+        self.selector_text = ""
         self.no_local = no_local
         self.exclusive = exclusive
+        #: ``activemq.priority``: a queue hands messages to its highest-priority ready
+        #: consumers first.
+        self.priority = priority
+        #: Takes a queue's messages only while the queue has no consumer that is not on
+        #: standby (a network subscription, without decreaseNetworkConsumerPriority).
+        self.standby = standby
+        #: Set for a network subscription (broker.core.bridging).
+        self.network = network
         self.queues: list[Source] = []
         #: Set for a durable topic subscription: its record.
         self.durable: DurableSubscription | None = None

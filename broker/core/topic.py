@@ -161,12 +161,13 @@ class TopicRouter:
             topic._generation = self._wild_generation
         return topic._subscribers
 
-    def has_subscribers(self, topic: Topic) -> bool:
-        """Whether any subscription matches ``topic`` now (without building the list)."""
-        if topic.name in self._exact:
+    def has_subscribers(self, kind: str, bare: str) -> bool:
+        """Whether any subscription matches the topic now (without making it, nor building
+        its list of subscribers)."""
+        if kind + bare in self._exact:
             return True
-        trie = self._tries.get(topic.kind)
-        return trie is not None and len(trie) > 0 and bool(trie.match(topic.bare))
+        trie = self._tries.get(kind)
+        return trie is not None and len(trie) > 0 and bool(trie.match(bare))
 
     def publish(self, topic: Topic, message: Message, events: EventSink | None = None) -> None:
         """``message`` to every subscriber that accepts it: at once where it can take it, else

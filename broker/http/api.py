@@ -159,6 +159,7 @@ async def index(request: web.Request) -> web.Response:
             "subscriptions": f"{PREFIX}/subscriptions",
             "operations": f"{PREFIX}/operations",
             "usage": f"{PREFIX}/usage",
+            "network": f"{PREFIX}/network",
             "health": "/health",
         }
     )
@@ -417,6 +418,11 @@ async def purge_subscription(request: web.Request) -> web.Response:
     return await _start(
         request, operation, lambda p: ops.purge_subscription(client_id, name, p), body.get("wait")
     )
+
+
+@routes.get(PREFIX + "/network")
+async def network(request: web.Request) -> web.Response:
+    return web.json_response({"bridges": [asdict(info) for info in _ops(request).network()]})
 
 
 @routes.get(PREFIX + "/usage")

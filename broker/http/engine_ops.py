@@ -11,7 +11,7 @@ batches.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.core import names
 from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
@@ -22,6 +22,7 @@ from broker.core.wildcards import has_wildcard_element
 from broker.http import slices
 from broker.http.ops import (
     AdminError,
+    BridgeInfo,
     BrowsedMessage,
     BrowsePage,
     Conflict,
@@ -74,10 +75,13 @@ class EngineAdminOps:
         engine: Engine,
         peers: Callable[[], Mapping[str, tuple[str, float]]],
         role: Role | None = None,
+        network: Callable[[], list[dict[str, object]]] | None = None,
     ) -> None:
         self._engine = engine
         self._peers = peers
         self._role = role or Role()
+        #: The network bridges' status (broker.network.Bridge.status), one dict each.
+        self._network = network
 
     # -- destinations ----------------------------------------------------------------
 
@@ -235,6 +239,17 @@ class EngineAdminOps:
             blocked_producers=engine.flow.stats.blocked_now,
             destinations_bytes=engine.destinations.charged,
         )
+
+    def network(self) -> list[BridgeInfo]:
+        if self._network is None:
+            return []
+        out = []
+        for status in self._network():
+            values: dict[str, Any] = dict(status)
+            values["forwarding"] = tuple(values["forwarding"])
+            values["pulling"] = tuple(values["pulling"])
+            out.append(BridgeInfo(**values))
+        return out
 
     def health(self) -> Health:
         role = self._role

@@ -16,8 +16,9 @@ is deleted or collected is simply not in the next scrape.  The Grafana dashboard
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
@@ -100,9 +101,19 @@ class Snapshot:
     latency_sum_ms: int
     #: The broker's part in a shared-store pair, and since when (epoch seconds).
     role: tuple[str, float] | None = None
+    #: The network bridges (broker.network.Bridge.status), and the forwarded copies the
+    #: audit dropped.
+    bridges: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    duplicates_dropped: int = 0
 
 
-def take(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> Snapshot:
+#: The network bridges' status (``broker.network``), one dict each.
+Network: TypeAlias = "Callable[[], list[dict[str, object]]]"
+
+
+def take(
+    engine: Engine, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
+) -> Snapshot:
     """Every number at once (a benchmark's, or a test's: the broker's loop uses ``collect``)."""
     latency = engine.observer.latency
     return Snapshot(
@@ -111,19 +122,25 @@ def take(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> S
         list(latency.counts),
         latency.sum_ms,
         _role_of(role),
+        network() if network is not None else [],
+        engine.audit.duplicates,
     )
 
 
-async def collect(engine: Engine, events_dropped: int = 0, role: Role | None = None) -> Snapshot:
+async def collect(
+    engine: Engine, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
+) -> Snapshot:
     """``take``, with the destinations read a slice at a time between other clients' work."""
     latency = engine.observer.latency
     broker = broker_row(engine, events_dropped)
     counts, sum_ms = list(latency.counts), latency.sum_ms
+    bridges = network() if network is not None else []
+    duplicates = engine.audit.duplicates
     rows: list[DestinationRow] = []
     for part in destination_slices(engine, slices.SLICE):
         rows += part
         await asyncio.sleep(0)
-    return Snapshot(broker, rows, counts, sum_ms, _role_of(role))
+    return Snapshot(broker, rows, counts, sum_ms, _role_of(role), bridges, duplicates)
 
 
 def _role_of(role: Role | None) -> tuple[str, float] | None:
@@ -148,6 +165,62 @@ class BrokerCollector(Collector):
         yield _latency(snapshot)
         if snapshot.role is not None:
             yield from _role(*snapshot.role)
+        yield from _network(snapshot)
+
+
+#: Bridge status field -> (series, help, counter?).
+_BRIDGE_SERIES = {
+    "forwarded": (
+        "stompd_network_bridge_forwarded",
+        "Messages sent over the bridge and receipted by the remote.",
+        True,
+    ),
+    "received": (
+        "stompd_network_bridge_received",
+        "Messages taken from the remote broker and stored here.",
+        True,
+    ),
+    "in_flight": (
+        "stompd_network_bridge_in_flight",
+        "Messages sent over the bridge, their receipt not back yet.",
+        False,
+    ),
+    "pending": (
+        "stompd_network_bridge_pending",
+        "Messages here waiting to be forwarded over the bridge.",
+        False,
+    ),
+    "connects": ("stompd_network_bridge_connects", "Connections the bridge made.", True),
+    "failures": ("stompd_network_bridge_failures", "Connections the bridge lost or could not make.", True),
+}
+_BRIDGE_LABELS = ("connector", "remote")
+
+
+def _network(snapshot: Snapshot) -> Iterator[Metric]:
+    bridges = snapshot.bridges
+    labels = [[str(bridge["connector"]), str(bridge["remote"])] for bridge in bridges]
+    up = GaugeMetricFamily(
+        "stompd_network_bridge_up",
+        "1 while the bridge is connected to its remote broker.",
+        labels=_BRIDGE_LABELS,
+    )
+    for label, bridge in zip(labels, bridges, strict=True):
+        up.add_metric(label, 1 if bridge["state"] == "connected" else 0)
+    yield up
+    for field_name, (name, doc, counter) in _BRIDGE_SERIES.items():
+        family: Metric = (
+            CounterMetricFamily(name, doc, labels=_BRIDGE_LABELS)
+            if counter
+            else GaugeMetricFamily(name, doc, labels=_BRIDGE_LABELS)
+        )
+        for label, bridge in zip(labels, bridges, strict=True):
+            family.add_metric(label, bridge[field_name])  # type: ignore[attr-defined]
+        yield family
+    yield CounterMetricFamily(
+        "stompd_network_duplicates_dropped",
+        "Forwarded messages dropped because this broker had them already (the producer audit).",
+        value=snapshot.duplicates_dropped,
+    )
 
 
 def _role(name: str, since: float) -> Iterator[Metric]:
@@ -219,13 +292,17 @@ def text(snapshot: Snapshot) -> bytes:
 
 
 def handler(
-    engine: Engine, events_dropped: Callable[[], int] | None = None, role: Role | None = None
+    engine: Engine,
+    events_dropped: Callable[[], int] | None = None,
+    role: Role | None = None,
+    network: Network | None = None,
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def serve(request: web.Request) -> web.StreamResponse:
         # Read and written on the loop, which alone touches the engine's objects, a slice
         # at a time: traffic goes on between slices.  The classic text format (0.0.4),
         # which every Prometheus reads.
-        snapshot = await collect(engine, events_dropped() if events_dropped is not None else 0, role)
+        dropped = events_dropped() if events_dropped is not None else 0
+        snapshot = await collect(engine, dropped, role, network)
         response = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
         await response.prepare(request)
         for chunk in chunks(snapshot):

@@ -134,6 +134,32 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class BridgeInfo:
+    """One network bridge (a ``<networkConnector>`` to one remote broker) and its counts."""
+
+    connector: str
+    #: The URI it connects to (``stomp://host:port``), and the broker there (its name).
+    remote: str
+    remote_broker: str | None
+    #: connecting, connected, waiting (to reconnect, after a back-off) or stopped.
+    state: str
+    connected_since: float | None
+    duplex: bool
+    #: Messages sent to the remote and receipted there; taken from it and stored here.
+    forwarded: int
+    received: int
+    #: Messages on their way (sent, their RECEIPT not back yet).
+    in_flight: int
+    #: Messages here waiting to be forwarded over it.
+    pending: int
+    forwarding: tuple[str, ...]
+    pulling: tuple[str, ...]
+    connects: int
+    failures: int
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Health:
     ok: bool
     problems: tuple[str, ...] = ()
@@ -207,6 +233,9 @@ class AdminOps(Protocol):
     def usage(self) -> Usage: ...
 
     def health(self) -> Health: ...
+
+    def network(self) -> list[BridgeInfo]:
+        """The network bridges (empty: no networkConnector)."""
 
     # -- over the whole queue, memory and disk ----------------------------------------
 

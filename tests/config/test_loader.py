@@ -239,7 +239,8 @@ def test_ignored_activemq_features_are_warnings_with_reasons(tmp_path: Path) -> 
     text = warnings_of(loaded)
     for expected in (
         "JMX",
-        "networks of brokers",
+        "tcp://other:61616: OpenWire is not a STOMP transport stompd bridges over",
+        "no STOMP broker in the list; this networkConnector is ignored",
         "OpenWire is not STOMP",
         "AMQP is not STOMP",
         "MQTT is not STOMP",

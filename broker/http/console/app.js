@@ -426,6 +426,31 @@ function renderConnections(connections, subscriptions) {
   $("subscriptions").tBodies[0].replaceChildren(...subRows);
 }
 
+// -- network bridges --------------------------------------------------------------------
+
+function renderBridges(bridges) {
+  const rows = bridges.map((b) =>
+    el(
+      "tr",
+      { "data-bridge": `${b.connector} ${b.remote}`, class: b.state === "connected" ? "" : "down" },
+      el("td", {}, b.connector),
+      el("td", { class: "mono" }, b.remote),
+      el("td", {}, b.remote_broker || "–"),
+      el("td", { class: "state" }, b.state),
+      el("td", {}, b.connected_since ? when(b.connected_since) : "–"),
+      el("td", { class: "num" }, num(b.forwarded)),
+      el("td", { class: "num" }, num(b.received)),
+      el("td", { class: "num" }, num(b.in_flight)),
+      el("td", { class: "num" }, num(b.pending)),
+      el("td", { class: "mono" }, b.forwarding.join(", ") || "–"),
+      el("td", { class: "mono" }, b.pulling.join(", ") || "–"),
+      el("td", {}, b.last_error || "–"),
+    ),
+  );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 12, class: "empty" }, "no network bridges (no <networkConnector>)")));
+  $("bridges").tBodies[0].replaceChildren(...rows);
+}
+
 // -- polling and routing ---------------------------------------------------------------
 
 async function refresh() {
@@ -443,6 +468,8 @@ async function refresh() {
     } else if (state.page === "connections") {
       const [connections, subscriptions] = await Promise.all([api("GET", "/connections"), api("GET", "/subscriptions")]);
       renderConnections(connections.connections, subscriptions.subscriptions);
+    } else if (state.page === "network") {
+      renderBridges((await api("GET", "/network")).bridges);
     }
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
@@ -464,6 +491,8 @@ function route() {
     }
   } else if (hash.startsWith("#/connections")) {
     page = "connections";
+  } else if (hash.startsWith("#/network")) {
+    page = "network";
   }
   state.page = page;
   for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
