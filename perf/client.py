@@ -235,11 +235,13 @@ async def connect(
     passcode: str | None,
     timeout: float,
     errors: ErrorLog,
+    factory: Callable[[str, ErrorLog], StompConnection] = StompConnection,
 ) -> StompConnection:
+    """A connected STOMP session; `factory` makes the protocol object (a subclass, say)."""
     loop = asyncio.get_running_loop()
     try:
         _, conn = await asyncio.wait_for(
-            loop.create_connection(lambda: StompConnection(name, errors), host, port), timeout
+            loop.create_connection(lambda: factory(name, errors), host, port), timeout
         )
     except (OSError, TimeoutError) as exc:
         raise StompFailure(f"{name}: cannot connect to {host}:{port}: {exc or 'timeout'}") from None
