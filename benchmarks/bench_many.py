@@ -71,7 +71,8 @@ The cases (N from --sizes unless said):
                  --slow-subscriptions subscribers each that stop reading (the others'
                  deliveries/s and starvation).  Plus the baseline, topic 1->4 (4
                  subscribers on 4 connections, the same messages), median of
-                 --fanout-rounds.
+                 --fanout-rounds; a 1->4 run of 1,000 messages lasts some 30 ms, so
+                 also one of --fanout-baseline-messages, for a steady rate.
 
 Everything it starts it stops by pid (workers, pinger, stompd, ActiveMQ through its own
 script), and it removes its temporary directories.  A broker that stalls past --cap is
@@ -1561,9 +1562,11 @@ class Bench:
         where: str,
         subscribers: int,
         name: str = "publish",
+        messages: int | None = None,
     ) -> dict[str, Any]:
         """Send the messages, wait for every delivery (or --cap with no progress); the figures."""
-        messages, size = self.args.fanout_messages, self.args.fanout_size
+        messages = messages or self.args.fanout_messages
+        size = self.args.fanout_size
         expected = messages * subscribers
         counts: list[int] = []
 
@@ -1599,9 +1602,12 @@ class Bench:
         log(f"  {total:,} of {expected:,} deliveries, {rate} /s, starved {starved}")
         return {"deliveries_per_s": rate}
 
-    def fanout_baseline(self) -> None:
-        rounds = self.args.fanout_rounds
-        with self.case("fanout-1-4", f"4 x {rounds} rounds") as case, Run(self, case) as run:
+    def fanout_baseline(self, messages: int | None = None) -> None:
+        """Topic 1->4: --fanout-rounds rounds of the fan-out's own message count (median), or
+        one round of `messages` (a run long enough for a steady rate)."""
+        rounds = 1 if messages else self.args.fanout_rounds
+        label = f"4 x {messages:,} messages" if messages else f"4 x {rounds} rounds"
+        with self.case("fanout-1-4", label) as case, Run(self, case) as run:
             consumer, producer = run.worker("c"), run.worker("p")
             rates: list[float] = []
             for i in range(rounds):
@@ -1617,11 +1623,9 @@ class Bench:
                     counting=True,
                 )
                 run.phase(f"subscribe {i + 1}", subscribe)
-                rate = self._publish(run, producer, [consumer], where, 4, f"publish {i + 1}")[
-                    "deliveries_per_s"
-                ]
-                if rate is not None:
-                    rates.append(rate)
+                figures = self._publish(run, producer, [consumer], where, 4, f"publish {i + 1}", messages)
+                if figures["deliveries_per_s"] is not None:
+                    rates.append(figures["deliveries_per_s"])
                 self.ask(consumer, "close", group="fan")
             case.figures["rounds"] = rates
             case.figures["deliveries_per_s"] = statistics.median(rates) if rates else None
@@ -1684,6 +1688,61 @@ def report(bench: Bench, started: str) -> str:
     return "\n".join(lines)
 
 
+COMPARED = {  # figure: how it is shown in --compare's table
+    "rss_per_destination_kb": "RSS per destination, KB",
+    "rss_per_connection_kb": "RSS per connection, KB",
+    "rss_after_mb": "RSS with them all, MB",
+    "collected_s_after_timeout": "all collected, s after inactiveTimoutBeforeGC",
+    "deliveries_per_s": "deliveries/s",
+    "starved": "subscribers starved",
+    "exit_s": "SIGTERM: exit, s",
+    "exit_status": "SIGTERM: exit status",
+    "found_after_restart": "receipted persistent messages there after restart",
+}
+
+
+def compare(paths: list[Path]) -> str:
+    """One markdown table from several --json-out files, a column each (BEFORE, ActiveMQ,
+    AFTER...): each phase's stall (max / p99 ms), the peak RSS, the figures above."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    for column, run in enumerate(runs):
+        for case in run["cases"]:
+            key = (case["case"], case["n"])
+
+            def put(what: str, cell: str, key: tuple[str, str] = key, column: int = column) -> None:
+                rows.setdefault((*key, what), ["n/a"] * len(runs))[column] = cell
+
+            for p in case["phases"]:
+                stall = fmt_ms(p["stall_max_ms"], p["timed_out"]) + " / " + fmt_ms(p["stall_p99_ms"])
+                put(f"{p['name']}: stall max / p99 ms", stall + (" (stopped)" if p["timed_out"] else ""))
+            peaks = [p["peak_rss_mb"] for p in case["phases"] if p["peak_rss_mb"] is not None]
+            if peaks:
+                put("peak RSS, MB", fmt_mb(max(peaks)))
+            for figure, label in COMPARED.items():
+                value = case["figures"].get(figure)
+                if value is None:
+                    continue
+                if figure == "found_after_restart":
+                    value = f"{value:,} of {case['figures'].get('receipted', 0):,}"
+                elif isinstance(value, float):
+                    value = f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+                elif isinstance(value, int):
+                    value = f"{value:,}"
+                put(label, str(value))
+            for problem in case["problems"]:
+                put("stopped", problem.replace("|", "/")[:120])
+    head = [
+        "case",
+        "N",
+        "figure",
+        *(f"{r['broker']} ({path.name})" for r, path in zip(runs, paths, strict=True)),
+    ]
+    lines = ["| " + " | ".join(head) + " |", "| --- | ---: | --- |" + " ---: |" * len(runs)]
+    lines += ["| " + " | ".join([*key, *cells]) + " |" for key, cells in rows.items()]
+    return "\n".join(lines)
+
+
 def sizes(text: str) -> list[int]:
     return [int(x.replace("_", "").replace(",", "")) for x in text.split(",") if x]
 
@@ -1714,12 +1773,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gc-timeout-ms", type=int, default=5000, help="inactiveTimoutBeforeGC of the gc case")
     p.add_argument("--fanout-messages", type=int, default=1000)
     p.add_argument("--fanout-size", type=int, default=256)
+    p.add_argument(
+        "--fanout-baseline-messages", type=int, default=250_000, help="the long 1->4 run's messages (250,000)"
+    )
     p.add_argument("--fanout-rounds", type=int, default=5, help="rounds of the 1->4 baseline (median; 5)")
     p.add_argument("--slow-connections", type=int, default=3)
     p.add_argument("--slow-subscriptions", type=int, default=100, help="subscribers on each slow connection")
     p.add_argument("--memory-limit", help="stompd --memory-limit (ActiveMQ's shared config: 64 mb)")
     p.add_argument("--json-out", type=Path)
+    p.add_argument(
+        "--compare", type=Path, nargs="+", metavar="JSON", help="print --json-out files side by side"
+    )
     args = p.parse_args(argv)
+    if args.compare:
+        print(compare(args.compare))
+        return 0
     chosen = list(CASES) if args.cases == "all" else args.cases.split(",")
     unknown = sorted(set(chosen) - set(CASES)) + sorted(set(args.dest_kinds.split(",")) - set(DEST_KINDS))
     if unknown:
@@ -1759,6 +1827,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.idle(args.ws_conns, ws=True)
         if "fanout" in chosen:
             bench.fanout_baseline()
+            bench.fanout_baseline(args.fanout_baseline_messages)
             for n in sizes(args.sizes):
                 bench.fanout(n, slow=False)
             for n in sizes(args.sizes):
