@@ -44,7 +44,10 @@ The cases (N from --sizes unless said):
                  ActiveMQ: `activemq dstat queues|topics` over JMX); for topic-send also
                  `wildcard sub` / `wildcard unsub` (SUBSCRIBE to /topic/PREFIX.> with a
                  receipt, then UNSUBSCRIBE).  Figure: RSS per destination, (RSS 2 s after
-                 the creation - RSS before) / N.
+                 the creation - RSS before) / N; for ActiveMQ also its live heap per
+                 destination (jcmd GC.run, then GC.heap_info's used), since a JVM's RSS is
+                 the heap it has grown to, up to -Xmx, more than what its objects hold.
+                 The creation is given up after --create-cap seconds.
   gc             N queues (--dest-sizes) made by SUBSCRIBE + UNSUBSCRIBE under a policy
                  gcInactiveDestinations="true" inactiveTimoutBeforeGC=--gc-timeout-ms
                  (ActiveMQ also schedulePeriodForDestinationPurge=1000).  Phases:
@@ -60,7 +63,8 @@ The cases (N from --sizes unless said):
   idle-conns     for N in --conn-sizes: N idle STOMP connections (phase `connect`), then
                  --idle-seconds of nothing (phase `idle`: the pinger's p99 while they are
                  connected), then a normal close (phase `close`).  Figure: RSS per
-                 connection, (RSS 2 s after connecting - RSS before) / N.
+                 connection, (RSS 2 s after connecting - RSS before) / N (and ActiveMQ's
+                 live heap per connection).
   ws-conns       the same with --ws-conns STOMP-over-WebSocket connections (stompd only:
                  --ws-port; the shared ActiveMQ has no ws:// connector).
   fanout         for N in --sizes: one topic, N subscribers on N/10 connections (ack
@@ -91,6 +95,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import resource
 import shutil
 import signal
@@ -587,9 +592,11 @@ class WorkerState:
             return {"t0": t0, "t1": time.monotonic(), "timed_out": True, "note": str(exc)}
         return {"t0": t0, "t1": time.monotonic()}
 
-    async def op_create(self, kind: str, prefix: str, n: int, timeout: float, batch: int = 1000) -> Reply:
+    async def op_create(
+        self, kind: str, prefix: str, n: int, timeout: float, limit: float | None = None, batch: int = 1000
+    ) -> Reply:
         """N destinations of one kind on one connection, a receipt every `batch`, at most
-        two batches outstanding."""
+        two batches outstanding; given up after `limit` seconds in all."""
         conn = await self._one("create", timeout)
         t0 = time.monotonic()
         outstanding: deque[tuple[int, asyncio.Future[None]]] = deque()
@@ -610,6 +617,9 @@ class WorkerState:
                     note = f"{done} of {n} acknowledged: {exc or 'no receipt'}"
                     return {"t0": t0, "t1": time.monotonic(), "timed_out": True, "done": done, "note": note}
                 done = count
+            if limit is not None and time.monotonic() - t0 > limit and done < n:
+                note = f"gave up after {limit:g} s: {done:,} of {n:,} acknowledged"
+                return {"t0": t0, "t1": time.monotonic(), "timed_out": True, "done": done, "note": note}
             await conn.drain()
         return {"t0": t0, "t1": time.monotonic(), "done": done}
 
@@ -1252,6 +1262,23 @@ class Run:
     def pool(self, count: int, name: str) -> list[Worker]:
         return [self.worker(f"{name}{i}") for i in range(count)]
 
+    def java_heap_mb(self) -> float | None:
+        """ActiveMQ: the JVM's heap in use after a full GC (what its objects hold, where its RSS
+        is the heap it has grown to, up to -Xmx).  None for stompd."""
+        if not isinstance(self.target, ActiveMQShared | ActiveMQNode):
+            return None
+        pid = str(self.target.pid())
+        try:
+            subprocess.run(["jcmd", pid, "GC.run"], capture_output=True, timeout=self.cap, check=True)
+            info = subprocess.run(
+                ["jcmd", pid, "GC.heap_info"], capture_output=True, text=True, timeout=self.cap
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            log(f"  jcmd: {exc}")
+            return None
+        used = re.search(r"heap\s+total \d+K, used (\d+)K", info.stdout)
+        return int(used.group(1)) / 1024 if used else None
+
     def settle_rss(self, seconds: float = 2.0) -> float:
         time.sleep(seconds)
         assert self.memory is not None
@@ -1368,9 +1395,9 @@ class Bench:
         with self.case(f"dest-{kind}", f"{n:,}") as case, Run(self, case) as run:
             w = run.worker("w")
             prefix = f"{PREFIX}.{kind.replace('-', '')}"
-            before = run.settle_rss()
-            run.phase("create", lambda: self.ask(w, "create", caps=50, kind=kind, prefix=prefix, n=n))
-            self._rss_each(case, "destination", before, run.settle_rss(), n)
+            before, heap = run.settle_rss(), run.java_heap_mb()
+            run.phase("create", lambda: self._create(w, kind, prefix, n))
+            self._rss_each(case, "destination", n, (before, run.settle_rss()), (heap, run.java_heap_mb()))
             what = "topic" if kind == "topic-send" else "queue"
             if self.stompd:
                 run.phase("metrics", lambda: self._http(run, "/metrics", case, "metrics_bytes"))
@@ -1391,12 +1418,23 @@ class Bench:
                     ),
                 )
 
+    def _create(self, w: Worker, kind: str, prefix: str, n: int) -> Reply:
+        limit = self.args.create_cap
+        return self.ask(w, "create", caps=limit / self.cap + 2, kind=kind, prefix=prefix, n=n, limit=limit)
+
     @staticmethod
-    def _rss_each(case: Case, what: str, before: float, after: float, n: int) -> None:
-        each = round((after - before) * 1024 / n, 2)
-        case.figures.update(rss_before_mb=round(before, 1), rss_after_mb=round(after, 1))
+    def _rss_each(
+        case: Case, what: str, n: int, rss: tuple[float, float], heap: tuple[float | None, float | None]
+    ) -> None:
+        """RSS (and ActiveMQ's live heap) after - before, per thing."""
+        each = round((rss[1] - rss[0]) * 1024 / n, 2)
+        case.figures.update(rss_before_mb=round(rss[0], 1), rss_after_mb=round(rss[1], 1))
         case.figures[f"rss_per_{what}_kb"] = each
-        log(f"  RSS {before:.1f} -> {after:.1f} MB: {each} KB a {what}")
+        log(f"  RSS {rss[0]:.1f} -> {rss[1]:.1f} MB: {each} KB a {what}")
+        if heap[0] is not None and heap[1] is not None:
+            case.figures.update(heap_before_mb=round(heap[0], 1), heap_after_mb=round(heap[1], 1))
+            case.figures[f"heap_per_{what}_kb"] = round((heap[1] - heap[0]) * 1024 / n, 2)
+            log(f"  JVM heap after full GC {heap[0]:.1f} -> {heap[1]:.1f} MB")
 
     def _http(self, run: Run, path: str, case: Case, key: str) -> Reply:
         assert run.target.http_port is not None
@@ -1421,7 +1459,7 @@ class Bench:
             count = self._gc_counter(run, prefix)
             base = count()
             before = run.settle_rss(0.5)
-            run.phase("create", lambda: self.ask(w, "create", caps=50, kind="queue-sub", prefix=prefix, n=n))
+            run.phase("create", lambda: self._create(w, "queue-sub", prefix, n))
             case.figures.update(rss_before_mb=round(before, 1), rss_created_mb=round(run.settle_rss(0), 1))
 
             def collect() -> Reply:
@@ -1497,13 +1535,13 @@ class Bench:
         with self.case("ws-conns" if ws else "idle-conns", f"{n:,}") as case, Run(self, case, ws=ws) as run:
             shares = split(n, PER_WORKER // 2 if ws else PER_WORKER)
             workers = run.pool(len(shares), "w")
-            before = run.settle_rss()
+            before, heap = run.settle_rss(), run.java_heap_mb()
             opening: list[dict[str, Any]] = [
                 {"count": c, "ws_port": run.target.ws_port} if ws else {"group": "idle", "count": c}
                 for c in shares
             ]
             run.phase("connect", lambda: self.ask_all(workers, "ws_open" if ws else "open", opening))
-            self._rss_each(case, "connection", before, run.settle_rss(), n)
+            self._rss_each(case, "connection", n, (before, run.settle_rss()), (heap, run.java_heap_mb()))
 
             def idle() -> Reply:
                 t0 = time.monotonic()
@@ -1691,6 +1729,8 @@ def report(bench: Bench, started: str) -> str:
 COMPARED = {  # figure: how it is shown in --compare's table
     "rss_per_destination_kb": "RSS per destination, KB",
     "rss_per_connection_kb": "RSS per connection, KB",
+    "heap_per_destination_kb": "ActiveMQ: live heap per destination (after a full GC), KB",
+    "heap_per_connection_kb": "ActiveMQ: live heap per connection (after a full GC), KB",
     "rss_after_mb": "RSS with them all, MB",
     "collected_s_after_timeout": "all collected, s after inactiveTimoutBeforeGC",
     "deliveries_per_s": "deliveries/s",
@@ -1701,10 +1741,21 @@ COMPARED = {  # figure: how it is shown in --compare's table
 }
 
 
-def compare(paths: list[Path]) -> str:
+def load_run(column: str) -> dict[str, Any]:
+    """A --json-out file, or several joined with "+": a case (and N) in a later file
+    replaces the same one in an earlier file (a case re-run on its own)."""
+    run: dict[str, Any] = {}
+    cases: dict[tuple[str, str], Any] = {}
+    for path in column.split("+"):
+        run = json.loads(Path(path).read_text())
+        cases.update({(case["case"], case["n"]): case for case in run["cases"]})
+    return {**run, "cases": list(cases.values())}
+
+
+def compare(columns: list[str]) -> str:
     """One markdown table from several --json-out files, a column each (BEFORE, ActiveMQ,
     AFTER...): each phase's stall (max / p99 ms), the peak RSS, the figures above."""
-    runs = [json.loads(path.read_text()) for path in paths]
+    runs = [load_run(column) for column in columns]
     rows: dict[tuple[str, str, str], list[str]] = {}
     for column, run in enumerate(runs):
         for case in run["cases"]:
@@ -1732,12 +1783,8 @@ def compare(paths: list[Path]) -> str:
                 put(label, str(value))
             for problem in case["problems"]:
                 put("stopped", problem.replace("|", "/")[:120])
-    head = [
-        "case",
-        "N",
-        "figure",
-        *(f"{r['broker']} ({path.name})" for r, path in zip(runs, paths, strict=True)),
-    ]
+    names = (" + ".join(Path(path).name for path in column.split("+")) for column in columns)
+    head = ["case", "N", "figure", *(f"{r['broker']} ({name})" for r, name in zip(runs, names, strict=True))]
     lines = ["| " + " | ".join(head) + " |", "| --- | ---: | --- |" + " ---: |" * len(runs)]
     lines += ["| " + " | ".join([*key, *cells]) + " |" for key, cells in rows.items()]
     return "\n".join(lines)
@@ -1767,6 +1814,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--persistent-messages", type=int, default=1000, help="receipted before SIGTERM (1000)")
     p.add_argument("--cap", type=float, default=120.0, help="longest wait for any one thing, s (120)")
+    p.add_argument(
+        "--create-cap",
+        type=float,
+        default=600.0,
+        help="longest a destination creation may take in all, s (600)",
+    )
     p.add_argument("--settle", type=float, default=1.0, help="s added to a phase's window after it (1)")
     p.add_argument("--ping-interval", type=float, default=0.001, help="s between ping starts (0.001)")
     p.add_argument("--idle-seconds", type=float, default=5.0, help="the idle phase's length (5)")
@@ -1782,7 +1835,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-limit", help="stompd --memory-limit (ActiveMQ's shared config: 64 mb)")
     p.add_argument("--json-out", type=Path)
     p.add_argument(
-        "--compare", type=Path, nargs="+", metavar="JSON", help="print --json-out files side by side"
+        "--compare",
+        nargs="+",
+        metavar="JSON[+JSON...]",
+        help="print --json-out files side by side, then exit",
     )
     args = p.parse_args(argv)
     if args.compare:
