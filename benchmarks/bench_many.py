@@ -614,7 +614,7 @@ class WorkerState:
                 try:
                     await asyncio.wait_for(oldest, timeout)
                 except (TimeoutError, StompFailure) as exc:
-                    note = f"{done} of {n} acknowledged: {exc or 'no receipt'}"
+                    note = f"{done:,} of {n:,} acknowledged: {str(exc) or f'no receipt in {timeout:g} s'}"
                     return {"t0": t0, "t1": time.monotonic(), "timed_out": True, "done": done, "note": note}
                 done = count
             if limit is not None and time.monotonic() - t0 > limit and done < n:
@@ -1744,29 +1744,36 @@ COMPARED = {  # figure: how it is shown in --compare's table
 def load_run(column: str) -> dict[str, Any]:
     """A --json-out file, or several joined with "+": a case (and N) in a later file
     replaces the same one in an earlier file (a case re-run on its own)."""
-    run: dict[str, Any] = {}
-    cases: dict[tuple[str, str], Any] = {}
-    for path in column.split("+"):
-        run = json.loads(Path(path).read_text())
-        cases.update({(case["case"], case["n"]): case for case in run["cases"]})
-    return {**run, "cases": list(cases.values())}
+    runs = [json.loads(Path(path).read_text()) for path in column.split("+")]
+    cases = {(case["case"], case["n"]): case for run in runs for case in run["cases"]}
+    return {**runs[0], "cases": list(cases.values())}
 
 
 def compare(columns: list[str]) -> str:
     """One markdown table from several --json-out files, a column each (BEFORE, ActiveMQ,
-    AFTER...): each phase's stall (max / p99 ms), the peak RSS, the figures above."""
+    AFTER...): each phase's stall (max / p99 ms; the worst of a case's rounds), how long a
+    creation or a connecting took, the peak RSS, the figures above."""
     runs = [load_run(column) for column in columns]
-    rows: dict[tuple[str, str, str], list[str]] = {}
+    rows: dict[tuple[str, str], dict[str, list[str]]] = {}
     for column, run in enumerate(runs):
         for case in run["cases"]:
-            key = (case["case"], case["n"])
+            cells = rows.setdefault((case["case"], case["n"]), {})
 
-            def put(what: str, cell: str, key: tuple[str, str] = key, column: int = column) -> None:
-                rows.setdefault((*key, what), ["n/a"] * len(runs))[column] = cell
+            def put(what: str, cell: str, cells: dict[str, list[str]] = cells, column: int = column) -> None:
+                cells.setdefault(what, ["n/a"] * len(runs))[column] = cell
 
+            for problem in case["problems"]:
+                put("stopped", problem.replace("|", "/")[:120])
+            worst: dict[str, tuple[float, float, bool]] = {}
             for p in case["phases"]:
-                stall = fmt_ms(p["stall_max_ms"], p["timed_out"]) + " / " + fmt_ms(p["stall_p99_ms"])
-                put(f"{p['name']}: stall max / p99 ms", stall + (" (stopped)" if p["timed_out"] else ""))
+                name = re.sub(r" \d+$", " (worst round)", p["name"])
+                seen = worst.get(name, (0.0, 0.0, False))
+                stall = (p["stall_max_ms"] or 0.0, p["stall_p99_ms"] or 0.0, p["timed_out"])
+                worst[name] = (max(seen[0], stall[0]), max(seen[1], stall[1]), seen[2] or stall[2])
+                if name in ("create", "connect"):
+                    put(f"{name}: seconds", fmt_s(Phase(**p)))
+            for name, (high, p99, stopped) in worst.items():
+                put(f"{name}: stall max / p99 ms", f"{fmt_ms(high, stopped)} / {fmt_ms(p99)}")
             peaks = [p["peak_rss_mb"] for p in case["phases"] if p["peak_rss_mb"] is not None]
             if peaks:
                 put("peak RSS, MB", fmt_mb(max(peaks)))
@@ -1781,12 +1788,11 @@ def compare(columns: list[str]) -> str:
                 elif isinstance(value, int):
                     value = f"{value:,}"
                 put(label, str(value))
-            for problem in case["problems"]:
-                put("stopped", problem.replace("|", "/")[:120])
     names = (" + ".join(Path(path).name for path in column.split("+")) for column in columns)
     head = ["case", "N", "figure", *(f"{r['broker']} ({name})" for r, name in zip(runs, names, strict=True))]
     lines = ["| " + " | ".join(head) + " |", "| --- | ---: | --- |" + " ---: |" * len(runs)]
-    lines += ["| " + " | ".join([*key, *cells]) + " |" for key, cells in rows.items()]
+    for key, figures in rows.items():
+        lines += ["| " + " | ".join([*key, what, *cells]) + " |" for what, cells in figures.items()]
     return "\n".join(lines)
 
 
