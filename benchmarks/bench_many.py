@@ -174,7 +174,7 @@ def load() -> str:
 
 
 # --------------------------------------------------------------------------------------
-# The pinger: a process of its own, one connection, one round trip at a time.
+# The pinger: a process of its own, one round trip at a time.
 
 
 def pinger_main(port: int, vhost: str, path: str, interval: float, inflight: Synchronized[float]) -> None:
@@ -369,7 +369,6 @@ class CountingConnection(StompConnection):
         self.counting = False
         self.patterns: list[bytes] = []
         self.counts: list[int] = []
-        self.frames = 0
         self.last = 0.0
         self._carry = b""
 
@@ -380,7 +379,6 @@ class CountingConnection(StompConnection):
         buf = self._carry + data
         for i, pattern in enumerate(self.patterns):
             self.counts[i] += buf.count(pattern)
-        self.frames += data.count(b"\0")
         self._carry = buf[-(len(self.patterns[0]) - 1) :]
         self.last = time.monotonic()
 
@@ -392,7 +390,7 @@ class WorkerState:
         self.vhost = vhost
         self.errors = ErrorLog()
         self.groups: dict[str, list[StompConnection]] = {}
-        self.sockets: list[tuple[aiohttp.ClientSession, aiohttp.ClientWebSocketResponse]] = []
+        self.sockets: list[aiohttp.ClientWebSocketResponse] = []
         self.sessions: list[aiohttp.ClientSession] = []
 
     async def serve(self) -> None:
@@ -547,12 +545,8 @@ class WorkerState:
             for conn in conns:
                 conn.close()
         self.groups.clear()
-        for session, ws in self.sockets:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), 5)
-            with contextlib.suppress(Exception):
-                await session.close()
-        self.sockets.clear()
+        with contextlib.suppress(Exception):
+            await self.op_ws_close(5)
         return {}
 
     # -- one connection, many frames ------------------------------------------------------
@@ -668,14 +662,12 @@ class WorkerState:
     # -- fan-out ------------------------------------------------------------------------
     async def op_fan_stats(self, group: str) -> Reply:
         counts: list[int] = []
-        frames = 0
         last = 0.0
         for conn in self.groups.get(group, []):
             if isinstance(conn, CountingConnection):
                 counts.extend(conn.counts)
-                frames += conn.frames
                 last = max(last, conn.last)
-        return {"counts": counts, "frames": frames, "last": last, **self._errors()}
+        return {"counts": counts, "last": last, **self._errors()}
 
     async def op_produce(self, destination: str, messages: int, size: int, timeout: float) -> Reply:
         """Non-persistent SENDs of `size` bytes, a receipt every 100, at most 8 outstanding."""
@@ -734,7 +726,7 @@ class WorkerState:
                     failed += 1
                     self.errors.add(f"ws: {exc}")
                     return
-                self.sockets.append((session, ws))
+                self.sockets.append(ws)
 
         t0 = time.monotonic()
         await asyncio.gather(*(one() for _ in range(count)))
@@ -750,11 +742,11 @@ class WorkerState:
         t0 = time.monotonic()
         sockets, self.sockets = self.sockets, []
         results = await asyncio.gather(
-            *(asyncio.wait_for(ws.close(), timeout) for _, ws in sockets), return_exceptions=True
+            *(asyncio.wait_for(ws.close(), timeout) for ws in sockets), return_exceptions=True
         )
-        for session in self.sessions:
+        sessions, self.sessions = self.sessions, []
+        for session in sessions:
             await session.close()
-        self.sessions.clear()
         late = sum(isinstance(r, BaseException) for r in results)
         return {"t0": t0, "t1": time.monotonic(), "closed": len(sockets), "timed_out": late > 0}
 
@@ -1300,6 +1292,8 @@ class Run:
         stall = self.pinger.window(t0, t1 + (self.bench.args.settle if settle is None else settle), self.cap)
         timed_out = bool(reply.get("timed_out")) or stall.open
         note = str(reply.get("note", ""))
+        if reply.get("failed"):
+            note = f"{reply['failed']:,} connections failed" + (f": {note}" if note else "")
         if stall.open:
             note = (note + "; " if note else "") + f"a ping unanswered after {self.cap:g} s"
         result = Phase(
