@@ -118,7 +118,15 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from peers import PEERS_DIR, ActiveMQ, Unavailable, free_port, memory_kb, stomp_ready  # noqa: E402
+from peers import (  # noqa: E402
+    PEERS_DIR,
+    ActiveMQ,
+    Unavailable,
+    end_child,
+    free_port,
+    memory_kb,
+    stomp_ready,
+)
 
 from perf.client import ErrorLog, StompConnection, StompFailure, connect  # noqa: E402
 from perf.frames import encode  # noqa: E402
@@ -167,6 +175,16 @@ def install_uvloop() -> None:
         import uvloop
 
         uvloop.install()
+
+
+def end_process(proc: SpawnProcess) -> None:
+    """A worker or the pinger: SIGTERM, then SIGKILL if it is still there 10 s later."""
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(10)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(10)
 
 
 def load() -> str:
@@ -302,12 +320,7 @@ class Pinger:
         return Stall(rtts[-1] * 1000, p99 * 1000, len(rtts), end)
 
     def stop(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(10)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join(10)
+        end_process(self.proc)
         self.path.unlink(missing_ok=True)
 
 
@@ -815,12 +828,7 @@ class Worker:
             if self.proc.is_alive():
                 self.call("exit", 15)
         self.proc.join(5)
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(5)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(5)
+        end_process(self.proc)
         self.pipe.close()
 
 
@@ -874,6 +882,18 @@ class Target:
 
     def stop(self, cap: float) -> None:
         raise NotImplementedError
+
+
+def wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float, what: Callable[[], str]) -> None:
+    """Until CONNECT on `port` is answered; Unavailable (saying `what()`) if `proc` exits
+    first or `timeout` s pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Unavailable(f"exited with status {proc.returncode}: {what()}")
+        if stomp_ready(port, 1.0):
+            return
+    raise Unavailable(f"no STOMP answer on port {port} within {timeout:g} s: {what()}")
 
 
 def _wait_gone(pid: int, cap: float) -> float | None:
@@ -930,14 +950,11 @@ class Stompd(Target):
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                tail = " / ".join(log_path.read_text(errors="replace").strip().splitlines()[-3:])
-                raise Unavailable(f"stompd exited with status {self._proc.returncode}: {tail}")
-            if stomp_ready(self.port, 1.0):
-                return
-        raise Unavailable(f"stompd: no STOMP answer on port {self.port} within 60 s")
+
+        def tail() -> str:
+            return "stompd: " + " / ".join(log_path.read_text(errors="replace").strip().splitlines()[-3:])
+
+        wait_ready(self._proc, self.port, 60, tail)
 
     def pid(self) -> int:
         assert self._proc is not None
@@ -959,14 +976,8 @@ class Stompd(Target):
 
     def stop(self, cap: float) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(cap)
-            except subprocess.TimeoutExpired:
-                log(f"  stompd (pid {proc.pid}) did not exit within {cap:g} s of SIGTERM: killed")
-                proc.kill()
-                proc.wait(30)
+        if proc is not None and end_child(proc, cap):
+            log(f"  stompd (pid {proc.pid}) did not exit within {cap:g} s of SIGTERM: killed")
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
@@ -1050,15 +1061,8 @@ class ActiveMQNode(Target):
             self._proc = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
             )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self._base is None:
-                self._base = _activemq_base(self._proc.pid)
-            if self._proc.poll() is not None:
-                raise Unavailable(f"activemq_node.sh exited with status {self._proc.returncode}")
-            if stomp_ready(self.port, 1.0):
-                return
-        raise Unavailable(f"ActiveMQ node: no STOMP answer on port {self.port} within 180 s")
+        wait_ready(self._proc, self.port, 180, lambda: "activemq_node.sh")
+        self._base = _activemq_base(self._proc.pid)
 
     def pid(self) -> int:
         assert self._proc is not None
@@ -1072,13 +1076,9 @@ class ActiveMQNode(Target):
 
     def stop(self, cap: float) -> None:
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(30)
+        if proc is not None:
+            self._base = self._base or _activemq_base(proc.pid)
+            end_child(proc, 60)
         # activemq_node.sh makes /tmp/activemq-node.XXXX and leaves it: ours, so ours to remove.
         if self._base is not None and self._base.name.startswith("activemq-node."):
             shutil.rmtree(self._base, ignore_errors=True)
