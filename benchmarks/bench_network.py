@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from peers import ROOT, cpu_seconds, free_port, stomp_ready, stop_child
+from peers import ROOT, cpu_seconds, end_child, free_port, stomp_ready
 
 OPTIONS = "initialReconnectDelay=100&amp;maxReconnectDelay=1000"
 
@@ -85,7 +85,7 @@ class Node:
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
-            stop_child(proc)
+            end_child(proc, 30)
 
 
 def perf(args: list[str], timeout: float = 600) -> dict[str, Any]:

@@ -56,6 +56,20 @@ def stomp_ready(port: int, timeout: float, vhost: str = "/") -> bool:
     return False
 
 
+def end_child(proc: subprocess.Popen[bytes], grace: float) -> bool:
+    """SIGTERM a child of ours, SIGKILL it if it is still there after `grace` s; True if killed."""
+    if proc.poll() is not None:
+        return False
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+        return True
+    return False
+
+
 def cpu_seconds(pid: int) -> float:
     """A process's CPU time so far, all its threads (user + system; Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -107,17 +121,6 @@ class RssSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-
-
-def stop_child(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM a child of ours, and SIGKILL it if it has not gone in 30 s."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 class Broker:
@@ -190,7 +193,7 @@ class _ChildBroker(Broker):
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            stop_child(proc)
+            end_child(proc, 30)
         if self._data is not None:
             self._data.cleanup()
             self._data = None

@@ -243,11 +243,13 @@ async def connect(
     timeout: float,
     errors: ErrorLog,
     failover: bool = False,
+    factory: Callable[[str, ErrorLog, bool], StompConnection] = StompConnection,
 ) -> StompConnection:
+    """A connected STOMP session; `factory` makes the protocol object (a subclass, say)."""
     loop = asyncio.get_running_loop()
     try:
         _, conn = await asyncio.wait_for(
-            loop.create_connection(lambda: StompConnection(name, errors, failover), host, port), timeout
+            loop.create_connection(lambda: factory(name, errors, failover), host, port), timeout
         )
     except (OSError, TimeoutError) as exc:
         raise StompFailure(f"{name}: cannot connect to {host}:{port}: {exc or 'timeout'}") from None
