@@ -146,6 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
     cons = p.add_argument_group("consumers")
     cons.add_argument("--ack", choices=ACK_MODES, default="auto")
     cons.add_argument(
+        "--ack-receipts",
+        action="store_true",
+        help="ask for a RECEIPT on every ACK (not waited for; any missing at the end is an error)",
+    )
+    cons.add_argument(
         "--prefetch",
         type=_positive_int,
         metavar="N",
@@ -192,6 +197,8 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         parser.error("--backlog needs a queue: a topic keeps nothing for consumers that are not there yet")
     if args.warmup < 0:
         parser.error("--warmup must be >= 0")
+    if args.ack_receipts and args.ack == "auto":
+        parser.error("--ack-receipts needs --ack client or client-individual")
     messages = args.messages if args.messages is not None or args.duration is not None else 10_000
     return Settings(
         host=args.host,
@@ -207,6 +214,7 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         size=args.size,
         persistent=args.persistent,
         ack=args.ack,
+        ack_receipts=args.ack_receipts,
         prefetch=args.prefetch,
         transacted=args.transacted,
         receipt_every=args.receipt_every,

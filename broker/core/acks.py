@@ -3,8 +3,15 @@
 STOMP 1.2 names a message by the ``ack`` header of its MESSAGE (here
 ``<subscription key>-<sequence>``); 1.1 by ``message-id`` and ``subscription``; 1.0 by
 ``message-id`` alone.  A ``client`` subscription's ACK is cumulative (everything
-delivered before it too), a ``client-individual`` one's is not.  Inside a
-transaction the messages wait for COMMIT; otherwise ``settlement`` takes them now.
+delivered before it too), a ``client-individual`` one's is not.
+
+Inside a transaction the messages stay in flight, held for its COMMIT or ABORT (their
+credit back meanwhile, as ActiveMQ extends the prefetch); otherwise ``settlement`` takes
+them now.  An ACK or NACK with a ``receipt`` that settles a stored message holds its
+connection until the batch with the deletion is synced: the RECEIPT then means the ack
+is durable, as ActiveMQ syncs an ack a client asked a response for (KahaDB's
+``removeMessage`` with ``isResponseRequired``).  Without a receipt the deletion rides
+along with the next batch, unwaited for.
 """
 
 from __future__ import annotations
@@ -35,30 +42,41 @@ class Acks:
         # The transaction first: an ERROR for an unknown one must leave the messages in
         # flight, so that closing the connection gives them back.
         tx = self._transaction(session, frame)
-        sub, messages = named(session, frame)
+        sub, seq = named(session, frame)
+        cumulative = sub.ack == CLIENT
         if tx is not None:
-            tx.acks.extend((sub, m) for m in messages)
+            tx.acks.extend((sub, m) for m in sub.hold_acked(seq, cumulative))
         else:
+            messages = sub.take_acked(seq, cumulative)
+            self.durable_receipt(session, frame, messages)
             self.settlement.settle(sub, messages)
         sub.pump()
 
     def on_nack(self, session: Session, frame: f.Frame) -> None:
         tx = self._transaction(session, frame)
-        sub, messages = named(session, frame)
+        sub, seq = named(session, frame)
         if tx is not None:
-            tx.nacks.extend((sub, m) for m in messages)
+            tx.nacks.extend((sub, m) for m in sub.hold_acked(seq, False))
         else:
+            messages = sub.take_acked(seq, False)
+            self.durable_receipt(session, frame, messages)
             self.settlement.nack(sub, messages)
         sub.pump()
+
+    def durable_receipt(self, session: Session, frame: f.Frame, messages: list[Message]) -> None:
+        """A frame with a receipt that settles a stored message: its RECEIPT (and what follows
+        it on the connection) waits for the batch that records the outcome."""
+        if "receipt" in frame.headers and any(m.store_size for m in messages):
+            self.settlement.persistence.hold(session.outbox)
 
     def _transaction(self, session: Session, frame: f.Frame) -> Transaction | None:
         tx_id = frame.headers.get("transaction")
         return None if tx_id is None else self.transactions.get(session, tx_id)
 
 
-def named(session: Session, frame: f.Frame) -> tuple[Subscription, list[Message]]:
-    """The subscription an ACK/NACK is for, and the in-flight messages it covers (taken
-    out of flight)."""
+def named(session: Session, frame: f.Frame) -> tuple[Subscription, int]:
+    """The subscription an ACK/NACK is for, and the sequence of the in-flight message it
+    names (one no open transaction holds)."""
     headers = frame.headers
     command = frame.command
     sub: Subscription | None = None
@@ -87,12 +105,15 @@ def named(session: Session, frame: f.Frame) -> tuple[Subscription, list[Message]
             sub = next((s for s in session.subscriptions.values() if seq in s.inflight), None)
     if sub is None or seq is None:
         raise UnknownMessage(f"{command} for {label!r} matches no message delivered on this connection")
-    messages = sub.take_acked(seq, cumulative=sub.ack == CLIENT)
-    if not messages:
+    if seq not in sub.inflight:
         raise UnknownMessage(
             f"{command} for {label!r}: no such unacknowledged message on subscription {sub.id!r}"
         )
-    return sub, messages
+    if seq in sub.held:
+        raise UnknownMessage(
+            f"{command} for {label!r}: already acknowledged in a transaction not yet committed or aborted"
+        )
+    return sub, seq
 
 
 def _seq_of(message_id: str) -> int | None:

@@ -290,8 +290,13 @@ class Subscribing:
         else:
             for message in sub.cursor.close():
                 message.drop()
-        returned = list(sub.inflight.values())
+        # What an open transaction holds stays with it: its COMMIT still acks it (as in
+        # ActiveMQ), its ABORT gives it back.
+        held = sub.held
+        returned = [message for seq, message in sub.inflight.items() if seq not in held]
         sub.inflight.clear()
+        held.clear()
+        sub.window = sub.prefetch
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
 
