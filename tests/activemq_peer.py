@@ -6,6 +6,9 @@ temporary directory for its KahaDB store and logs, STOMP on a free loopback port
 JMX, no other connector.  The JVM is the process started (no wrapper script), so
 ``kill9`` is a real ``kill -9`` and ``restart`` opens the same store again.  A test
 marked ``needs_activemq`` is skipped only where ActiveMQ is not installed.
+
+``broker_port`` (import it, with ``activemq``, into a test module) runs a test on stompd
+and on ActiveMQ: the same scenario, the same expectations.
 """
 
 from __future__ import annotations
@@ -165,3 +168,19 @@ def running_activemq() -> Iterator[ActiveMQ]:
             yield broker
         finally:
             broker.stop()
+
+
+@pytest.fixture(scope="module")
+def activemq() -> Iterator[ActiveMQ]:
+    """One ActiveMQ for a module's tests (each uses destinations of its own)."""
+    with running_activemq() as broker:
+        yield broker
+
+
+@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
+def broker_port(request: pytest.FixtureRequest) -> int:
+    """The STOMP port of stompd (a fresh one) or of ActiveMQ (one for the module)."""
+    if request.param == "stompd":
+        return int(request.getfixturevalue("broker_server").port)
+    broker: ActiveMQ = request.getfixturevalue("activemq")
+    return broker.port

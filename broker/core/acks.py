@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.browsing import QueueBrowser
 from broker.core.errors import UnknownMessage
 from broker.core.subscription import CLIENT
 from protocol import frames as f
@@ -44,7 +45,10 @@ class Acks:
         tx = self._transaction(session, frame)
         sub, seq = named(session, frame)
         cumulative = sub.ack == CLIENT
-        if tx is not None:
+        if isinstance(sub, QueueBrowser):
+            # Browsed, not consumed: the ACK only makes room for more.
+            sub.take_acked(seq, cumulative)
+        elif tx is not None:
             tx.acks.extend((sub, m) for m in sub.hold_acked(seq, cumulative))
         else:
             messages = sub.take_acked(seq, cumulative)
@@ -55,6 +59,8 @@ class Acks:
     def on_nack(self, session: Session, frame: f.Frame) -> None:
         tx = self._transaction(session, frame)
         sub, seq = named(session, frame)
+        if isinstance(sub, QueueBrowser):
+            raise UnknownMessage("NACK on a queue browser subscription: a browsed message is not consumed")
         if tx is not None:
             tx.nacks.extend((sub, m) for m in sub.hold_acked(seq, False))
         else:
@@ -95,20 +101,24 @@ def named(session: Session, frame: f.Frame) -> tuple[Subscription, int]:
         if message_id is None:
             raise MissingHeader(f"{command} requires a 'message-id' header")
         label = message_id
-        seq = _seq_of(message_id)
         sub_id = headers.get("subscription")
         if sub_id is not None:
             sub = session.subscriptions.get(sub_id)
+            seq = None if sub is None else _seq_named(sub, message_id)
+            if sub is not None and seq is None:
+                raise _not_in_flight(command, label, sub)
         elif session.version == f.V1_1:
             raise MissingHeader(f"{command} requires a 'subscription' header in STOMP 1.1")
-        elif seq is not None:
-            sub = next((s for s in session.subscriptions.values() if seq in s.inflight), None)
+        else:
+            for candidate in session.subscriptions.values():
+                seq = _seq_named(candidate, message_id)
+                if seq is not None:
+                    sub = candidate
+                    break
     if sub is None or seq is None:
         raise UnknownMessage(f"{command} for {label!r} matches no message delivered on this connection")
     if seq not in sub.inflight:
-        raise UnknownMessage(
-            f"{command} for {label!r}: no such unacknowledged message on subscription {sub.id!r}"
-        )
+        raise _not_in_flight(command, label, sub)
     if seq in sub.held:
         raise UnknownMessage(
             f"{command} for {label!r}: already acknowledged in a transaction not yet committed or aborted"
@@ -116,6 +126,20 @@ def named(session: Session, frame: f.Frame) -> tuple[Subscription, int]:
     return sub, seq
 
 
-def _seq_of(message_id: str) -> int | None:
+def _not_in_flight(command: str, label: str, sub: Subscription) -> UnknownMessage:
+    return UnknownMessage(
+        f"{command} for {label!r}: no such unacknowledged message on subscription {sub.id!r}"
+    )
+
+
+def _seq_named(sub: Subscription, message_id: str) -> int | None:
+    """The sequence of ``sub``'s in-flight message ``message_id`` (None: none such)."""
+    # The broker's ids end with their sequence; a moved or copied message keeps the id it
+    # had (as in ActiveMQ), so a miss looks through what is in flight.
     tail = message_id.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else None
+    inflight = sub.inflight
+    if tail.isdigit():
+        message = inflight.get(int(tail))
+        if message is not None and message.id == message_id:
+            return message.seq
+    return next((seq for seq, message in inflight.items() if message.id == message_id), None)

@@ -189,7 +189,7 @@ class Persistence:
         adds = self._adds.get(dest_id)
         if adds is None:
             adds = self._adds[dest_id] = []
-        adds.append((message.priority, message.seq, value))
+        adds.append((message.level, message.seq, value))
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
@@ -203,7 +203,7 @@ class Persistence:
         dest_id = self.destination_id(TOPIC_KIND, topic)
         value = to_store(message)
         self.store.claim(message.seq)
-        self.store.add_shared(self._batch, dest_id, message.priority, message.seq, value, sub_ids)
+        self.store.add_shared(self._batch, dest_id, message.level, message.seq, value, sub_ids)
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
@@ -213,7 +213,7 @@ class Persistence:
     def dispatched_shared(self, message: Message, sub_id: int, consumer: Outbox, auto: bool) -> None:
         """A stored topic message goes to durable subscription ``sub_id`` (its count just went up)."""
         self.store.mark_pointer(
-            self._batch, sub_id, message.store_dest, message.priority, message.seq, message.delivery_count
+            self._batch, sub_id, message.store_dest, message.level, message.seq, message.delivery_count
         )
         self.hold(consumer)
         if auto:
@@ -222,7 +222,7 @@ class Persistence:
     def ack_shared(self, sub_id: int, message: Message) -> None:
         """Durable subscription ``sub_id`` is done with a stored topic message."""
         before = self.store.used_bytes
-        self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.priority, message.seq),))
+        self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.level, message.seq),))
         self.meter.release(before - self.store.used_bytes)
 
     def dispatched(self, message: Message, consumer: Outbox, auto: bool) -> None:
@@ -238,7 +238,7 @@ class Persistence:
             message.unmarked = True
         else:
             self.store.mark_dispatched(
-                self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
+                self._batch, message.store_dest, message.level, message.seq, message.delivery_count + 1
             )
             message.unmarked = False
         self.hold(consumer)
@@ -257,7 +257,7 @@ class Persistence:
         removes = gathered.get(message.store_dest)
         if removes is None:
             removes = gathered[message.store_dest] = []
-        removes.append((message.priority, message.seq, size))
+        removes.append((message.level, message.seq, size))
         self.meter.release(size)
 
     def hold(self, outbox: Outbox) -> None:

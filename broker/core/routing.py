@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.message import FIFO_LEVEL
 from broker.core.message import id_prefix as prefix_of
 from broker.core.observe import Observer
 from broker.core.persistence import QUEUE_KIND
@@ -70,7 +71,13 @@ class Routing:
         # sequence older than what that cursor already swapped out (keys sort by it).
         self.seq += 1
         message.seq = self.seq
-        message.id_prefix = self._id_prefix
+        if not message.id_prefix:
+            # A message keeps an id it came with (an admin move or copy, as ActiveMQ's).
+            message.id_prefix = self._id_prefix
+        if message.level != FIFO_LEVEL and not target.policy.prioritized:
+            # prioritizedMessages="false" (ActiveMQ's default): arrival order, whatever the
+            # priority (one of the default priority is there already).
+            message.arrival_order()
         if sent:
             # Before it is routed: dispatch may follow at once, and events are in causal order.
             events = self.observer.events

@@ -122,12 +122,12 @@ class Log:
             message.in_log = True
         if not self._pending:
             self.space.mark_dirty(self)
-        self._pending.append((self.id, message.priority, message.seq, data))
+        self._pending.append((self.id, message.level, message.seq, data))
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
         self.space.memory.charge(len(data))
-        if message.seq > self.written_hi[message.priority]:
-            self.written_hi[message.priority] = message.seq
+        if message.seq > self.written_hi[message.level]:
+            self.written_hi[message.level] = message.seq
 
     def flush(self) -> None:
         if not self._pending:

@@ -1,43 +1,30 @@
-"""ABORT of a transaction that holds an ACK, on stompd and on the real ActiveMQ 5.17
-(issue 27, item 6): the same scenarios, run against both (ActiveMQ where installed).
+"""Behaviour checked on stompd and on the real ActiveMQ 5.17 (where installed): the same
+scenarios, the same expectations (issue 27).
 
-ActiveMQ keeps an aborted transaction's acked message delivered and unacknowledged at
-its subscriber: nothing is sent again, its ack id is valid again, it leaves when acked
-again and goes back to the queue when the subscriber disconnects.  While the
-transaction is open its credit is back (the prefetch is extended), and after the ABORT
-it counts again.
+ABORT of a transaction that holds an ACK (item 6): ActiveMQ keeps the acked message
+delivered and unacknowledged at its subscriber: nothing is sent again, its ack id is
+valid again, it leaves when acked again and goes back to the queue when the subscriber
+disconnects.  While the transaction is open its credit is back (the prefetch is
+extended), and after the ABORT it counts again.
+
+A queue browser's prefetch (item 9): with ``ack:client`` or ``client-individual`` at
+most a prefetch's worth of browsed messages, the ``browser:end`` MESSAGE included, may
+be unacknowledged; ``ack:auto`` browses everything.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 
-from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
+from tests.activemq_peer import activemq as activemq
+from tests.activemq_peer import broker_port as broker_port
 from tests.clients import client
-from tests.conftest import BrokerServer
 
 pytestmark = pytest.mark.integration
 
 _names = itertools.count(1)
-
-
-@pytest.fixture(scope="module")
-def activemq() -> Iterator[ActiveMQ]:
-    with running_activemq() as broker:
-        yield broker
-
-
-@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
-def port(request: pytest.FixtureRequest) -> int:
-    """The STOMP port of stompd (a fresh one) or of ActiveMQ (one for the module)."""
-    if request.param == "stompd":
-        server: BrokerServer = request.getfixturevalue("broker_server")
-        return server.port
-    broker: ActiveMQ = request.getfixturevalue("activemq")
-    return broker.port
 
 
 def queue() -> str:
@@ -60,7 +47,10 @@ def left_on(port: int, destination: str) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 @pytest.mark.parametrize("ack", ["client", "client-individual"])
-def test_an_aborted_ack_is_not_sent_again_and_can_be_acked_later(port: int, version: str, ack: str) -> None:
+def test_an_aborted_ack_is_not_sent_again_and_can_be_acked_later(
+    broker_port: int, version: str, ack: str
+) -> None:
+    port = broker_port
     q = queue()
     fill(port, q, 3)
     with client(port, version) as c:
@@ -83,7 +73,8 @@ def test_an_aborted_ack_is_not_sent_again_and_can_be_acked_later(port: int, vers
     assert left_on(port, q) == [("m1", "true"), ("m2", "true")]
 
 
-def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects(port: int) -> None:
+def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects(broker_port: int) -> None:
+    port = broker_port
     q = queue()
     fill(port, q, 2)
     with client(port) as c:
@@ -96,7 +87,8 @@ def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects(p
     assert left_on(port, q) == [("m0", "true"), ("m1", "true")]
 
 
-def test_after_an_abort_a_cumulative_ack_covers_the_message(port: int) -> None:
+def test_after_an_abort_a_cumulative_ack_covers_the_message(broker_port: int) -> None:
+    port = broker_port
     q = queue()
     fill(port, q, 3)
     with client(port) as c:
@@ -110,7 +102,8 @@ def test_after_an_abort_a_cumulative_ack_covers_the_message(port: int) -> None:
     assert left_on(port, q) == [("m2", "true")]
 
 
-def test_a_transaction_s_acks_free_credit_until_it_aborts(port: int) -> None:
+def test_a_transaction_s_acks_free_credit_until_it_aborts(broker_port: int) -> None:
+    port = broker_port
     q = queue()
     fill(port, q, 4)
     with client(port) as c:
@@ -130,7 +123,8 @@ def test_a_transaction_s_acks_free_credit_until_it_aborts(port: int) -> None:
     assert left_on(port, q) == [("m2", "true"), ("m3", None)]
 
 
-def test_a_commit_after_unsubscribing_still_acks(port: int) -> None:
+def test_a_commit_after_unsubscribing_still_acks(broker_port: int) -> None:
+    port = broker_port
     q = queue()
     fill(port, q, 2)
     with client(port) as c:
@@ -143,3 +137,34 @@ def test_a_commit_after_unsubscribing_still_acks(port: int) -> None:
         c.sync()
         assert not c.listener.errors
     assert left_on(port, q) == [("m1", "true")]
+
+
+@pytest.mark.parametrize("ack", ["client", "client-individual"])
+def test_an_acking_browser_gets_a_prefetch_s_worth_at_a_time(broker_port: int, ack: str) -> None:
+    port = broker_port
+    q = queue()
+    fill(port, q, 5)
+    with client(port) as c:
+        c.subscribe(q, sub_id="b", ack=ack, browser="true", **{"activemq.prefetchSize": "3"})
+        first = c.listener.wait_messages(3)
+        assert [m.body for m in c.settled()] == ["m0", "m1", "m2"]
+        c.ack(first[1])  # client: two acknowledged, two more; client-individual: one
+        more = ["m3", "m4"] if ack == "client" else ["m3"]
+        got = c.listener.wait_messages(3 + len(more))
+        assert [m.body for m in c.settled()] == ["m0", "m1", "m2", *more]
+        c.ack(got[-1])
+        # client: the end (room for it now); client-individual: the last message.
+        last = c.listener.wait_messages(len(got) + 1)[-1]
+        assert (last.headers.get("browser"), last.body) == (("end", "") if ack == "client" else (None, "m4"))
+    # Browsed, not consumed.
+    assert [body for body, _ in left_on(port, q)] == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_an_auto_browser_gets_everything_then_the_end(broker_port: int) -> None:
+    port = broker_port
+    q = queue()
+    fill(port, q, 5)
+    with client(port) as c:
+        c.subscribe(q, sub_id="b", browser="true", **{"activemq.prefetchSize": "2"})
+        got = c.listener.wait_messages(6)
+    assert [m.headers.get("browser", m.body) for m in got] == ["m0", "m1", "m2", "m3", "m4", "end"]
