@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core import names
+from broker.core import jobs, names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination
 from broker.core.guard import ADMIN, denied
@@ -203,6 +203,9 @@ class Destinations:
             guard.granted.add(key)
 
     def _exists(self, session: Session, kind: str, name: str) -> bool:
+        if kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name):
+            # The scheduler's: never made, as in ActiveMQ (a request needs write on it only).
+            return True
         if kind == names.QUEUE:
             return kind + name in self.queues
         if kind == names.TOPIC:
@@ -219,6 +222,12 @@ class Destinations:
         if targets is not None:
             return targets
         parts = names.split_destination(destination)
+        if any(kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name) for kind, name in parts):
+            # Never cached: each such SEND comes back here.
+            raise InvalidDestination(
+                f"{destination}: {jobs.MANAGEMENT} takes requests only: a SEND to it alone, with an "
+                f"{jobs.ACTION} header ({jobs.BROWSE}, {jobs.REMOVE} or {jobs.REMOVEALL})"
+            )
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self._routes[destination] = targets

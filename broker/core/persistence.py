@@ -36,6 +36,7 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Final
 
+from broker.core.jobs import Job
 from broker.core.message_codecs import BadRecord, dispatched_record, from_store, stored_deliveries, to_store
 from store.api import Batch, Failed
 
@@ -290,21 +291,40 @@ class Persistence:
         later = self.store.scheduled(_FAR_FUTURE, len(rows) + 1)
         return rows, later[len(rows)][0] if len(later) > len(rows) else None
 
-    def take_due(self, due_ms: int, seq: int, value: bytes) -> tuple[Message, str, int, int] | None:
-        """Delete a job read by ``read_due``; (its message, destination, period, repeats
-        left), or None if it cannot be read (logged)."""
-        self.store.remove_scheduled(self._batch, due_ms, seq, len(value))
-        self.meter.release(len(value))
+    def read_jobs(
+        self, after: tuple[int, int] | None, until_ms: int, limit: int
+    ) -> list[tuple[int, int, bytes]]:
+        """Worker thread: up to ``limit`` (due ms, seq, record) due by ``until_ms``, past
+        ``after`` (the last of an earlier page)."""
+        return self.store.scheduled(until_ms, limit, after)
+
+    def take_due(self, due_ms: int, seq: int, value: bytes) -> Job | None:
+        """Delete a job read by ``read_due``; the job, or None if it cannot be read (logged)."""
+        job = self.job(due_ms, seq, value)
+        if job is None:
+            self.store.remove_scheduled(self._batch, due_ms, seq, len(value))
+            self.meter.release(len(value))
+        else:
+            self.drop_job(job)
+        return job
+
+    def job(self, due_ms: int, seq: int, value: bytes) -> Job | None:
+        """A job's record, read (None if it cannot be: logged)."""
         priority, period, repeats, n = _JOB.unpack_from(value)
         head = _JOB.size
         destination = value[head : head + n].decode()
         try:
             message = from_store(0, priority, value[head + n :])
         except BadRecord:
-            log.exception("dropping an unreadable scheduled message due at %d", due_ms)
+            log.exception("an unreadable scheduled message due at %d", due_ms)
             return None
         message.persistent = message.headers.get("persistent") == "true"
-        return message, destination, period, repeats
+        return Job(message.id, due_ms, seq, destination, message, period, repeats, len(value))
+
+    def drop_job(self, job: Job) -> None:
+        """Delete ``job`` from the store (with the next batch)."""
+        self.store.remove_scheduled(self._batch, job.due, job.seq, job.size)
+        self.meter.release(job.size)
 
     # -- batches -----------------------------------------------------------------
 

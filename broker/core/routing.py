@@ -49,6 +49,11 @@ class Routing:
         self.seq += 1
         return self.seq
 
+    def name(self, message: Message, seq: int) -> None:
+        """Give ``message``, not routed yet, the id sequence ``seq`` makes (a scheduled job's)."""
+        message.seq = seq
+        message.id_prefix = self._id_prefix
+
     def route_all(
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
