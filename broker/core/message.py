@@ -80,7 +80,9 @@ NOT_STORED: Final = "not stored"
 
 GROUP_HEADER: Final = "JMSXGroupID"
 
-# ``Message._flags``: bits, and above them the store destination (``store_dest``).
+# ``Message._flags``: bits, and above them the store destination (``store_dest``).  The
+# store codec reads the flags itself (``message_codecs.to_store``: a property call there
+# costs a persistent SEND ~1,000 instructions) through the public names below.
 _CONTENT_LENGTH: Final = 1
 _IN_LOG: Final = 2
 _REDELIVERED: Final = 4
@@ -90,6 +92,9 @@ _UNMARKED: Final = 16
 _FIFO: Final = 32
 _PRIORITY_SHIFT: Final = 6
 _STORE_DEST_SHIFT: Final = 10
+CONTENT_LENGTH_FLAG: Final = _CONTENT_LENGTH
+FIFO_FLAG: Final = _FIFO
+PRIORITY_SHIFT: Final = _PRIORITY_SHIFT
 #: What a copy to another destination keeps (its deliveries and storage start afresh).
 _PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 

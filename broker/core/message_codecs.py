@@ -33,9 +33,12 @@ from typing import TYPE_CHECKING, Any, Final
 from broker.core.message import (
     AS_FLAG,
     AS_STRING,
+    CONTENT_LENGTH_FLAG,
     FIELDS,
+    FIFO_FLAG,
     GROUP_HEADER,
     IN_HEAD,
+    PRIORITY_SHIFT,
     Message,
     find_header,
     stored_as,
@@ -154,9 +157,11 @@ def to_store(message: Message) -> bytes:
     message_id = message.id.encode()
     destination = message.destination.encode()
     block = message.header_block
-    flags = _CONTENT_LENGTH_FLAG if message.content_length else 0
-    if message.fifo:
-        flags |= _FIFO_FLAG | message.priority << _PRIORITY_SHIFT
+    # The message's flags read here, not through its properties (a SEND's hot path).
+    held = message._flags
+    flags = _CONTENT_LENGTH_FLAG if held & CONTENT_LENGTH_FLAG else 0
+    if held & FIFO_FLAG:
+        flags |= _FIFO_FLAG | ((held >> PRIORITY_SHIFT) & 15) << _PRIORITY_SHIFT
     head = _HEAD.pack(
         STORE_FORMAT,
         flags,
