@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.test_crash import free_port
+
 HOME = Path("/usr/share/activemq")
 JAR = HOME / "bin" / "activemq.jar"
 #: ActiveMQ takes a few seconds to start on this kind of machine; far more under load.
@@ -67,19 +69,12 @@ needs_activemq = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class ActiveMQ:
     """One ActiveMQ JVM over a store directory of its own; ``port`` is its STOMP port."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self.port = _free_port()
+        self.port = free_port()
         (base / "tmp").mkdir(parents=True, exist_ok=True)
         (base / "activemq.xml").write_text(_CONFIG.format(base=base, port=self.port))
         (base / "log4j.properties").write_text(_LOG4J.format(base=base))

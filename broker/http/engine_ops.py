@@ -11,6 +11,7 @@ batches.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, TypeVar
 
 from broker.core import names
@@ -357,7 +358,7 @@ class EngineAdminOps:
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:
         after = _job_position(cursor)
         listed: asyncio.Future[Outcome[list[Job]]] = asyncio.get_running_loop().create_future()
-        self._engine.scheduler.list_jobs(after, limit, listed.set_result)
+        self._engine.scheduler.list_jobs(after, limit, functools.partial(_settle, listed))
         return self._jobs_page(listed, limit, preview)
 
     async def _jobs_page(
@@ -376,7 +377,7 @@ class EngineAdminOps:
     def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Awaitable[int]:
         request = Request(REMOVE, job_id, None) if job_id is not None else Request(REMOVEALL, None, window)
         removed: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._engine.scheduler.manage(request, None, removed.set_result)
+        self._engine.scheduler.manage(request, None, functools.partial(_settle, removed))
         return self._removed(removed)
 
     async def _removed(self, removed: asyncio.Future[int]) -> int:
@@ -453,6 +454,12 @@ def _position(cursor: str | None) -> tuple[int, int] | None:
     if not 0 <= position[0] < LEVELS:
         raise Invalid(f"cursor {cursor!r} is not one this broker handed out")
     return position
+
+
+def _settle(future: asyncio.Future[T], value: T) -> None:
+    """The broker's answer, unless the request is gone (its client left: cancelled)."""
+    if not future.done():
+        future.set_result(value)
 
 
 def _job_position(cursor: str | None) -> tuple[int, int] | None:

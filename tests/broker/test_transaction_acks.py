@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from broker.core.errors import UnknownMessage
+from protocol.frames import Frame
 from store.memory import InlineCommitter, MemoryDatabase
 from store.persistent import MessageStore
 from tests.broker.harness import Peer, new_engine
@@ -38,12 +39,17 @@ def _subscribed(ack: str, n: int = 3, prefetch: int = 10, persistent: bool = Fal
     return engine, producer, consumer
 
 
+def ack_in(consumer: Peer, tx: str, frame: Frame, command: str = "ACK") -> None:
+    """BEGIN ``tx`` and ACK (or NACK) ``frame`` in it."""
+    consumer.send_frame("BEGIN", {"transaction": tx})
+    consumer.send_frame(command, {"id": frame.headers["ack"], "transaction": tx})
+
+
 @pytest.mark.parametrize("ack", ["client", "client-individual"])
 def test_an_aborted_ack_sends_nothing_again_and_the_message_stays_unacknowledged(ack: str) -> None:
     engine, _, consumer = _subscribed(ack)
     first, _, _ = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     consumer.send_frame("ABORT", {"transaction": "t", "receipt": "aborted"})
     assert [f.command for f in consumer.received()] == ["RECEIPT"]
     sub = consumer.session.subscriptions["1"]
@@ -58,8 +64,7 @@ def test_an_aborted_ack_sends_nothing_again_and_the_message_stays_unacknowledged
 def test_after_an_abort_a_cumulative_ack_covers_the_message_in_its_place() -> None:
     engine, _, consumer = _subscribed("client")
     first, second, _ = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     consumer.send_frame("ABORT", {"transaction": "t"})
     consumer.send_frame("ACK", {"id": second.headers["ack"]})
     assert list(consumer.session.subscriptions["1"].inflight) == [3]
@@ -69,8 +74,7 @@ def test_after_an_abort_a_cumulative_ack_covers_the_message_in_its_place() -> No
 def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects() -> None:
     engine, _, consumer = _subscribed("client-individual", n=2)
     first, _ = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     consumer.send_frame("ABORT", {"transaction": "t"})
     engine.close_session(consumer.session)
     other = Peer(engine)
@@ -82,8 +86,7 @@ def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects()
 def test_an_aborted_ack_goes_back_to_the_queue_on_nack() -> None:
     _, _, consumer = _subscribed("client-individual", n=1)
     (first,) = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     consumer.send_frame("ABORT", {"transaction": "t"})
     assert consumer.messages() == []
     consumer.send_frame("NACK", {"id": first.headers["ack"]})
@@ -94,8 +97,7 @@ def test_an_aborted_ack_goes_back_to_the_queue_on_nack() -> None:
 def test_while_held_by_a_transaction_a_message_cannot_be_acked_again_and_credit_is_back() -> None:
     _, _, consumer = _subscribed("client-individual", n=3, prefetch=1)
     (first,) = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     # Its credit is back while the transaction is open: the next one comes.
     (second,) = consumer.messages()
     with pytest.raises(UnknownMessage, match="transaction"):
@@ -113,8 +115,7 @@ def test_while_held_by_a_transaction_a_message_cannot_be_acked_again_and_credit_
 def test_a_cumulative_ack_outside_a_transaction_leaves_what_the_transaction_holds() -> None:
     engine, _, consumer = _subscribed("client")
     first, _, third = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first)
     consumer.send_frame("ACK", {"id": third.headers["ack"]})
     sub = consumer.session.subscriptions["1"]
     assert list(sub.inflight) == [1]
@@ -126,10 +127,8 @@ def test_a_cumulative_ack_outside_a_transaction_leaves_what_the_transaction_hold
 def test_a_commit_after_unsubscribing_still_acks_and_an_abort_gives_back() -> None:
     engine, _, consumer = _subscribed("client-individual", n=2)
     first, second = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "c"})
-    consumer.send_frame("ACK", {"id": first.headers["ack"], "transaction": "c"})
-    consumer.send_frame("BEGIN", {"transaction": "a"})
-    consumer.send_frame("ACK", {"id": second.headers["ack"], "transaction": "a"})
+    ack_in(consumer, "c", first)
+    ack_in(consumer, "a", second)
     consumer.send_frame("UNSUBSCRIBE", {"id": "1"})
     consumer.send_frame("COMMIT", {"transaction": "c"})
     consumer.send_frame("ABORT", {"transaction": "a"})
@@ -142,8 +141,7 @@ def test_a_commit_after_unsubscribing_still_acks_and_an_abort_gives_back() -> No
 def test_an_aborted_nack_leaves_the_message_unacknowledged_too() -> None:
     _, _, consumer = _subscribed("client-individual", n=1)
     (first,) = consumer.messages()
-    consumer.send_frame("BEGIN", {"transaction": "t"})
-    consumer.send_frame("NACK", {"id": first.headers["ack"], "transaction": "t"})
+    ack_in(consumer, "t", first, "NACK")
     consumer.send_frame("ABORT", {"transaction": "t"})
     assert consumer.messages() == []
     assert list(consumer.session.subscriptions["1"].inflight) == [1]

@@ -25,10 +25,12 @@ import itertools
 import time
 
 import pytest
+from stomp.utils import Frame as StompPyFrame
 
 from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
-from tests.clients import client
+from tests.clients import Client, client
+from tests.integration.test_scheduled import MANAGEMENT, remove_job
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +46,15 @@ def fill(port: int, destination: str, n: int) -> None:
     with client(port) as producer:
         for i in range(n):
             producer.send(destination, f"m{i}", sync=True)
+
+
+def acked_in_a_transaction(c: Client, destination: str, n: int, **subscribe: str) -> StompPyFrame:
+    """Subscribe, take ``n`` messages, BEGIN ``t`` and ACK the first in it; the first."""
+    c.subscribe(destination, **{"ack": "client-individual", **subscribe})
+    first = c.listener.wait_messages(n)[0]
+    c.conn.begin("t")
+    c.ack(first, transaction="t")
+    return first
 
 
 def left_on(port: int, destination: str) -> list[tuple[str, str | None]]:
@@ -86,10 +97,7 @@ def test_an_aborted_ack_goes_back_to_the_queue_when_the_subscriber_disconnects(b
     q = queue()
     fill(port, q, 2)
     with client(port) as c:
-        c.subscribe(q, ack="client-individual")
-        first = c.listener.wait_messages(2)[0]
-        c.conn.begin("t")
-        c.ack(first, transaction="t")
+        acked_in_a_transaction(c, q, 2)
         c.conn.abort("t")
         assert len(c.settled()) == 2
     assert left_on(port, q) == [("m0", "true"), ("m1", "true")]
@@ -100,12 +108,9 @@ def test_after_an_abort_a_cumulative_ack_covers_the_message(broker_port: int) ->
     q = queue()
     fill(port, q, 3)
     with client(port) as c:
-        c.subscribe(q, ack="client")
-        first, second, _ = c.listener.wait_messages(3)
-        c.conn.begin("t")
-        c.ack(first, transaction="t")
+        acked_in_a_transaction(c, q, 3, ack="client")
         c.conn.abort("t")
-        c.ack(second)
+        c.ack(c.listener.messages[1])
         c.sync()
     assert left_on(port, q) == [("m2", "true")]
 
@@ -115,10 +120,7 @@ def test_a_transaction_s_acks_free_credit_until_it_aborts(broker_port: int) -> N
     q = queue()
     fill(port, q, 4)
     with client(port) as c:
-        c.subscribe(q, ack="client-individual", **{"activemq.prefetchSize": "1"})
-        first = c.listener.wait_messages(1)[0]
-        c.conn.begin("t")
-        c.ack(first, transaction="t")
+        first = acked_in_a_transaction(c, q, 1, **{"activemq.prefetchSize": "1"})
         second = c.listener.wait_messages(2)[1]
         assert second.body == "m1"
         c.conn.abort("t")
@@ -136,10 +138,7 @@ def test_a_commit_after_unsubscribing_still_acks(broker_port: int) -> None:
     q = queue()
     fill(port, q, 2)
     with client(port) as c:
-        c.subscribe(q, ack="client-individual")
-        first = c.listener.wait_messages(2)[0]
-        c.conn.begin("t")
-        c.ack(first, transaction="t")
+        acked_in_a_transaction(c, q, 2)
         c.conn.unsubscribe("1")
         c.conn.commit("t")
         c.sync()
@@ -178,9 +177,6 @@ def test_an_auto_browser_gets_everything_then_the_end(broker_port: int) -> None:
     assert [m.headers.get("browser", m.body) for m in got] == ["m0", "m1", "m2", "m3", "m4", "end"]
 
 
-MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
-
-
 def test_a_scheduled_delivery_names_its_job(broker_port: int) -> None:
     q = queue()
     with client(broker_port) as c:
@@ -197,13 +193,7 @@ def test_remove_by_the_id_a_delivery_carries_stops_a_repeating_job(broker_port: 
         c.subscribe(q)
         c.send(q, "tick", sync=True, AMQ_SCHEDULED_PERIOD="200", AMQ_SCHEDULED_REPEAT="1000")
         first = c.listener.wait_messages(1)[0]
-        c.send(
-            MANAGEMENT,
-            "",
-            sync=True,
-            AMQ_SCHEDULER_ACTION="REMOVE",
-            scheduledJobId=first.headers["scheduledJobId"],
-        )
+        remove_job(c, first.headers["scheduledJobId"])
         removed_at = len(c.listener.messages)
         # A barrier: a job due a second later; what the removed one would have sent
         # meanwhile (five ticks) comes before it.

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.clients import client, eventually
+from tests.clients import Client, client, eventually
 from tests.conftest import BrokerServer
 from tests.stomp_raw import RawClient
 
@@ -84,6 +84,11 @@ def test_bad_schedule_headers(broker_server: BrokerServer, headers: dict[str, st
 MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
 
 
+def remove_job(c: Client, job_id: str) -> None:
+    """REMOVE that job (its RECEIPT says it is done)."""
+    c.send(MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="REMOVE", scheduledJobId=job_id)
+
+
 def browse_jobs(port: int, reply_to: str = "/queue/my.jobs") -> list[dict[str, str]]:
     """What BROWSE sends to ``reply_to`` (its RECEIPT comes once every copy is routed)."""
     with client(port) as c:
@@ -119,11 +124,5 @@ def test_a_delivery_names_its_job_for_the_consumer_to_remove(broker_server: Brok
         c.subscribe("/queue/ticks")
         c.send("/queue/ticks", "tick", sync=True, AMQ_SCHEDULED_PERIOD="100", AMQ_SCHEDULED_REPEAT="1000")
         first = c.listener.wait_messages(1)[0]
-        c.send(
-            MANAGEMENT,
-            "",
-            sync=True,
-            AMQ_SCHEDULER_ACTION="REMOVE",
-            scheduledJobId=first.headers["scheduledJobId"],
-        )
+        remove_job(c, first.headers["scheduledJobId"])
         assert browse_jobs(broker_server.port) == []
