@@ -206,6 +206,50 @@ def cmd_delete(client: AdminClient, args: argparse.Namespace, out: TextIO) -> di
     return result
 
 
+def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """Scheduled messages (``AMQ_SCHEDULED_*``): list them, remove one, or all."""
+    if args.action == "remove":
+        removed: dict[str, Any] = client.delete("/scheduled/" + quote(args.id, safe=""))
+        if not args.json:
+            out.write(f"removed scheduled job {args.id}\n")
+        return removed
+    if args.action == "remove-all":
+        if (args.start is None) != (args.end is None):
+            raise CommandFailed("--start and --end go together (a window of due times, epoch ms)")
+        removed = client.delete("/scheduled", start=args.start, end=args.end)
+        if not args.json:
+            window = f" due from {args.start} to {args.end}" if args.start is not None else ""
+            out.write(f"removed {removed['removed']} scheduled job(s){window}\n")
+        return removed
+    jobs: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while len(jobs) < args.limit:
+        page = client.get("/scheduled", limit=min(args.limit - len(jobs), 500), cursor=cursor, preview=64)
+        jobs.extend(page["jobs"])
+        cursor = page["next"]
+        if cursor is None:
+            break
+    if not args.json:
+        rows = [
+            [
+                j["id"],
+                j["destination"],
+                fmt.since(j["next_due"] / 1000),
+                j["cron"],
+                j["delay"] or None,
+                j["period"] or None,
+                f"{j['repeats_left']}/{j['repeat']}" if j["repeat"] else None,
+                fmt.size(j["body_size"]),
+            ]
+            for j in jobs
+        ]
+        headers = ["Id", "Destination", "Next due", "Cron", "Delay ms", "Period ms", "Repeats left", "Body"]
+        out.write(fmt.table(headers, rows) + "\n")
+        more = " (more follow; raise --limit)" if cursor is not None else ""
+        out.write(f"{len(jobs)} scheduled job(s){more}\n")
+    return {"jobs": jobs, "next": cursor}
+
+
 def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     result: dict[str, Any] = client.get("/connections")
     if not args.json:
@@ -390,6 +434,7 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "purge-durable": cmd_purge_durable,
     "usage": cmd_usage,
     "network": cmd_network,
+    "scheduled": cmd_scheduled,
 }
 
 
@@ -473,6 +518,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME")
     command("usage", "memory, store and temp usage against their limits")
     command("network", "network bridges (<networkConnectors>): state, remote, forwarded, pending")
+    p = command("scheduled", "scheduled messages (AMQ_SCHEDULED_*): list them, or remove one or all")
+    p.set_defaults(action="list")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser("list", help="the jobs, soonest first (the default)", parents=[common])
+    listing.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    p.set_defaults(limit=100)
+    removing = actions.add_parser(
+        "remove", help="remove one job (a cron job too) by its id", parents=[common]
+    )
+    removing.add_argument("id", metavar="ID")
+    every = actions.add_parser(
+        "remove-all", help="remove every job (or those due in a window)", parents=[common]
+    )
+    every.add_argument(
+        "--start", type=int, metavar="MS", help="with --end: only jobs next due from (epoch ms)"
+    )
+    every.add_argument("--end", type=int, metavar="MS", help="with --start: to (epoch ms, included)")
     return parser
 
 

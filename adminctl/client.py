@@ -47,8 +47,8 @@ class AdminClient:
     def post(self, path: str, body: dict[str, Any]) -> Any:
         return self.request("POST", path, body=body)
 
-    def delete(self, path: str) -> Any:
-        return self.request("DELETE", path)
+    def delete(self, path: str, **query: Any) -> Any:
+        return self.request("DELETE", path, query=query)
 
     def request(
         self,

@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--send-fail-if-no-space-after-timeout", type=int, metavar="MS", help="wait this long, then refuse"
     )
     parser.add_argument(
+        "--prioritized-messages",
+        action="store_true",
+        default=None,
+        help="dispatch by priority, 9 first (prioritizedMessages=true); default: arrival order, as ActiveMQ",
+    )
+    parser.add_argument(
         "--maximum-redeliveries",
         type=int,
         help="redeliveries before a message goes to ActiveMQ.DLQ; -1: never (default 6)",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core import names
 from broker.core.settings import DestinationPolicy
+from config.model import origin_of
 from config.wildcards import choose
 
 if TYPE_CHECKING:
@@ -42,6 +43,13 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         topic_prefetch=entry.topic_prefetch,
         max_redeliveries=redelivery.maximum_redeliveries,
         redelivery_delay_ms=redelivery.redelivery_delay,
+        initial_redelivery_delay_ms=_or(initial_delay(redelivery), redelivery.redelivery_delay),
+        use_exponential_back_off=redelivery.use_exponential_back_off,
+        back_off_multiplier=redelivery.back_off_multiplier,
+        maximum_redelivery_delay_ms=redelivery.maximum_redelivery_delay,
+        durable_topic_prefetch=entry.durable_topic_prefetch,
+        queue_browser_prefetch=entry.queue_browser_prefetch,
+        prioritized=entry.prioritized_messages,
         dead_letter_queue=f"/queue/{dead_letter.dead_letter_queue}",
         individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
         individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
@@ -53,6 +61,20 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         max_destinations=entry.max_destinations,
         scope=scope,
     )
+
+
+def initial_delay(redelivery: RedeliveryPolicy) -> int | None:
+    """``initialRedeliveryDelay`` if the file (or a flag) set it, else None: the first
+    redelivery then waits ``redeliveryDelay``.  stompd's default for it is 0 (ActiveMQ's
+    1000), so a file that sets only ``redeliveryDelay`` delays every redelivery by it,
+    the first too, as it always did here."""
+    if origin_of(redelivery, "initial_redelivery_delay").kind == "default":
+        return None
+    return redelivery.initial_redelivery_delay
+
+
+def _or(value: int | None, otherwise: int) -> int:
+    return otherwise if value is None else value
 
 
 def resolver(

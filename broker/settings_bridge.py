@@ -25,7 +25,7 @@ from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.network.network import NetworkSettings
-from broker.policies import destination_policy, resolver
+from broker.policies import destination_policy, initial_delay, resolver
 from broker.security.guard import Security
 from broker.tls import TlsSetupError, client_context, server_context
 from config.model import (
@@ -78,6 +78,9 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             advisory_support=config.broker.advisory_support,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
+            durable_topic_prefetch=policy.durable_topic_prefetch,
+            queue_browser_prefetch=policy.queue_browser_prefetch,
+            prioritized_messages=policy.prioritized,
             memory_limit=usage.memory_limit,
             store_limit=usage.store_limit,
             temp_limit=usage.temp_limit,
@@ -90,6 +93,10 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             individual_dead_letter_topic_prefix=policy.individual_dead_letter_topic_prefix,
             dead_letter_expired=policy.dead_letter_expired,
             redelivery_delay_ms=policy.redelivery_delay_ms,
+            initial_redelivery_delay_ms=initial_delay(config.redelivery.default),
+            use_exponential_back_off=policy.use_exponential_back_off,
+            back_off_multiplier=policy.back_off_multiplier,
+            maximum_redelivery_delay_ms=policy.maximum_redelivery_delay_ms,
             send_fail_if_no_space=usage.send_fail_if_no_space,
             send_fail_if_no_space_after_timeout=usage.send_fail_if_no_space_after_timeout,
             producer_flow_control=policy.producer_flow_control,
@@ -191,7 +198,7 @@ def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSL
 
 
 #: Settings broker_options wires, per object (the rest of each object is not applied yet).
-#: Each destination's own entry (broker/policies.py):
+#: Each destination's own entry, the default entry's too (broker/policies.py):
 _APPLIED_ENTRY = frozenset(
     {
         "producer_flow_control",
@@ -203,16 +210,26 @@ _APPLIED_ENTRY = frozenset(
         "cursor_memory_high_water_mark",
         "queue_prefetch",
         "topic_prefetch",
+        "durable_topic_prefetch",
+        "queue_browser_prefetch",
+        "prioritized_messages",
         "dead_letter",
         "max_destinations",
     }
 )
-#: The default entry's: prioritizedMessages is broker-wide (strict priority order always).
-_APPLIED_POLICY = _APPLIED_ENTRY | {"prioritized_messages"}
 _APPLIED_DEAD_LETTER = frozenset(
     {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
 )
-_APPLIED_REDELIVERY = frozenset({"maximum_redeliveries", "redelivery_delay"})
+_APPLIED_REDELIVERY = frozenset(
+    {
+        "maximum_redeliveries",
+        "initial_redelivery_delay",
+        "redelivery_delay",
+        "use_exponential_back_off",
+        "back_off_multiplier",
+        "maximum_redelivery_delay",
+    }
+)
 
 
 def _changed(obj: Any, default: Any, key: str, applied: Iterable[str]) -> set[str]:
@@ -237,20 +254,14 @@ def not_applied(config: BrokerConfig) -> set[str]:
         "broker",
         ("data_directory", "tmp_data_directory", "broker_name", "advisory_support"),
     )
-    out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_POLICY)
+    out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_ENTRY)
     dead_letter = config.policies.default.dead_letter
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
     if dead_letter.kind == "discarding":
         out.add("policies.default.dead_letter.kind")
     for index, entry in enumerate(config.policies.entries):
         key = f"policies.entries[{index}]"
-        out |= _changed(entry, PolicyEntry(), key, _APPLIED_POLICY)
-        # Broker-wide: the default entry's applies to every destination.
-        out |= {
-            f"{key}.{name}"
-            for name in _APPLIED_POLICY - _APPLIED_ENTRY
-            if getattr(entry, name) != getattr(config.policies.default, name)
-        }
+        out |= _changed(entry, PolicyEntry(), key, _APPLIED_ENTRY)
         out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
         if entry.dead_letter.kind == "discarding":
             out.add(f"{key}.dead_letter.kind")

@@ -159,7 +159,7 @@ class PolicyEntry:
     memory_limit: int | None = _setting(None, "memoryLimit", "bytes")
     #: Past this % of the destination's memory (or the broker's), new messages swap to disk.
     cursor_memory_high_water_mark: int = _setting(70, "cursorMemoryHighWaterMark", "percent")
-    #: stompd always dispatches in strict priority order; kept for the record.
+    #: true: dispatch in strict 0-9 priority order; false (ActiveMQ's default): arrival order.
     prioritized_messages: bool = _setting(False, "prioritizedMessages")
     #: Messages paged back from disk at a time (ActiveMQ's default is 200).
     max_page_size: int = _setting(500, "maxPageSize")

@@ -180,6 +180,7 @@ KEYS: dict[str, Callable[[BrokerConfig, Any, Origin], BrokerConfig]] = {
     "send_fail_if_no_space_after_timeout": _usage("send_fail_if_no_space_after_timeout"),
     "destination_memory_limit": _policy(memory_limit=None),
     "cursor_memory_high_water_mark": _policy(cursor_memory_high_water_mark=None),
+    "prioritized_messages": _policy(prioritized_messages=None),
     "maximum_redeliveries": _redelivery("maximum_redeliveries"),
     "redelivery_delay": _redelivery("redelivery_delay"),
     "individual_dead_letter_prefix": _dead_letter(kind="individual", queue_prefix=None),

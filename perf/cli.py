@@ -194,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     cons = p.add_argument_group("consumers")
     cons.add_argument("--ack", choices=ACK_MODES, default="auto")
     cons.add_argument(
+        "--ack-receipts",
+        action="store_true",
+        help="ask for a RECEIPT on every ACK (not waited for; any missing at the end is an error)",
+    )
+    cons.add_argument(
         "--prefetch",
         type=_positive_int,
         metavar="N",
@@ -245,6 +250,8 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             "--failover needs --receipt-every or --transacted: a RECEIPT is how a producer knows what the "
             "broker kept, and what to send again after a failover"
         )
+    if args.ack_receipts and args.ack == "auto":
+        parser.error("--ack-receipts needs --ack client or client-individual")
     messages = args.messages if args.messages is not None or args.duration is not None else 10_000
     return Settings(
         host=args.host,
@@ -264,6 +271,7 @@ def settings_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         size=args.size,
         persistent=args.persistent,
         ack=args.ack,
+        ack_receipts=args.ack_receipts,
         prefetch=args.prefetch,
         transacted=args.transacted,
         receipt_every=args.receipt_every,

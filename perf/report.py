@@ -94,6 +94,7 @@ class Summary:
                 "size": s.size,
                 "persistent": s.persistent,
                 "ack": s.ack,
+                "ack_receipts": s.ack_receipts,
                 "prefetch": s.prefetch,
                 "transacted": s.transacted,
                 "receipt_every": s.receipt_every,

@@ -36,6 +36,8 @@ class Settings:
     size: int = 1024
     persistent: bool = False
     ack: AckMode = "auto"
+    # Every ACK asks for a RECEIPT (not waited for; one missing at the end is an error).
+    ack_receipts: bool = False
     prefetch: int | None = None
     transacted: int | None = None
     receipt_every: int | None = None

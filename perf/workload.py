@@ -35,6 +35,8 @@ BATCH = 64
 # The bitmap of seen sequences grows in steps of this many bytes (32768 sequences).
 SEEN_GROWTH = 4096
 TICK_S = 0.02  # how often a worker publishes its counters and looks at the board
+#: --ack-receipts: past this many ACK receipts kept, the answered ones are let go.
+ACK_RECEIPTS_KEPT = 4096
 QUEUE_GROUP = -1  # queue consumers of a worker share one "seen" map (any may get any message)
 
 
@@ -314,6 +316,8 @@ class Consumer:
         #: The longest wait between two reads that brought messages (a failover's gap).
         self.longest_gap_ns = 0
         self.outages: list[Outage] = []
+        #: --ack-receipts: the RECEIPT of each ACK sent (answered ones are pruned now and then).
+        self.ack_receipts: list[asyncio.Future[None]] = []
         self._ack_frames: Callable[[list[RawFrame]], list[bytes]] | None = None
         self.attach(conn)
 
@@ -342,15 +346,22 @@ class Consumer:
         version = self.conn.version
         sub = escape(self._sub_id, version).encode()
 
+        with_receipts = self.settings.ack_receipts
+
         def ack_of(frame: RawFrame) -> bytes:
             # 1.2 acknowledges by the MESSAGE's `ack` header, 1.1 by message-id plus
             # subscription, 1.0 by message-id alone.  Values go back still escaped.
+            end = b"\n\n\0"
+            if with_receipts:
+                receipt_id, fut = self.conn.new_receipt()
+                self.ack_receipts.append(fut)
+                end = b"\nreceipt:" + receipt_id + end
             if version == "1.2":
-                return b"ACK\nid:" + (header(frame.head, b"ack") or b"") + b"\n\n\0"
+                return b"ACK\nid:" + (header(frame.head, b"ack") or b"") + end
             mid = header(frame.head, b"message-id") or b""
             if version == "1.1":
-                return b"ACK\nsubscription:" + sub + b"\nmessage-id:" + mid + b"\n\n\0"
-            return b"ACK\nmessage-id:" + mid + b"\n\n\0"
+                return b"ACK\nsubscription:" + sub + b"\nmessage-id:" + mid + end
+            return b"ACK\nmessage-id:" + mid + end
 
         if mode == "client":
             # Cumulative: one ACK for the last message of each read acknowledges the read.
@@ -411,6 +422,12 @@ class Consumer:
         if self._ack_frames is not None and not self.conn.is_closed:
             assert self.conn.transport is not None
             self.conn.transport.writelines(self._ack_frames(frames))
+            if len(self.ack_receipts) > ACK_RECEIPTS_KEPT:
+                self.ack_receipts = [fut for fut in self.ack_receipts if not fut.done()]
+
+    def unanswered_acks(self) -> int:
+        """ACKs whose RECEIPT did not come (or came as an ERROR)."""
+        return sum(1 for fut in self.ack_receipts if not fut.done() or fut.exception() is not None)
 
 
 class Worker:
@@ -582,6 +599,11 @@ class Worker:
             await consumer.conn.disconnect(2.0)
         except StompFailure:
             pass  # the run is over; a slow goodbye is not an error
+        else:
+            # The broker answers in order: every ACK's RECEIPT came before the DISCONNECT's.
+            missing = consumer.unanswered_acks()
+            if missing:
+                self.errors.add(f"consumer {consumer.number}: {missing} ACKs never receipted")
 
     def _result(self) -> WorkerResult:
         result = WorkerResult(slot=self.plan.slot, consumers_start_ns=self.consumers_start_ns)

@@ -191,7 +191,9 @@ class MessageStore(Protocol):
 
     def pointers(self, sub_id: int, limit: int) -> list[tuple[int, int, int]]: ...
 
-    def scheduled(self, until_ms: int, limit: int) -> list[tuple[int, int, bytes]]: ...
+    def scheduled(
+        self, until_ms: int, limit: int, after: tuple[int, int] | None = None
+    ) -> list[tuple[int, int, bytes]]: ...
 
 
 class TempStore(Protocol):

@@ -727,11 +727,15 @@ class MessageStore:
             out.append((_DEST.unpack_from(dest)[0], keys.MAX_PRIORITY - level, seq))
         return out
 
-    def scheduled(self, until_ms: int, limit: int) -> list[tuple[int, int, bytes]]:
-        """Up to ``limit`` (due_ms, seq, value) due at or before ``until_ms``, earliest first."""
+    def scheduled(
+        self, until_ms: int, limit: int, after: tuple[int, int] | None = None
+    ) -> list[tuple[int, int, bytes]]:
+        """Up to ``limit`` (due_ms, seq, value) due at or before ``until_ms``, earliest first;
+        ``after``: only those past this (due_ms, seq), the last of an earlier page."""
+        start = SCHEDULED if after is None else _TIMED.pack(SCHEDULED, after[0], after[1] + 1)
         stop = _TIMED.pack(SCHEDULED, until_ms + 1, 0)
         out: list[tuple[int, int, bytes]] = []
-        for key, value in self._reader.range(SCHEDULED, stop, limit):
+        for key, value in self._reader.range(start, stop, limit):
             _, due_ms, seq = _TIMED.unpack(key)
             out.append((due_ms, seq, value))
         return out

@@ -285,7 +285,7 @@ class QueueOperation:
                 message.drop()
             else:
                 seq = message.seq
-                priority = message.priority
+                priority = message.level
                 if self._starts[priority] <= seq <= self._ends[priority]:
                     # A message given back into memory with a sequence inside the disk
                     # range: the last phase must not count it again.
@@ -377,7 +377,11 @@ class QueueOperation:
     def _send(self, message: Message) -> None:
         target = self.target
         assert target is not None
-        copy = message.copy_to(0, "", target.name)
+        # As ActiveMQ's moveMatchingMessagesTo and copyMatchingMessagesTo (BrokerSupport.resend):
+        # the same message id, its original destination said.
+        headers = message.headers
+        headers["original-destination"] = message.destination
+        copy = message.copy_to(0, message.id, target.name, headers)
         # Its end-to-end latency still counts from the producer's SEND.
         copy.arrived = message.arrived
         if self.action is Action.MOVE:
@@ -441,7 +445,7 @@ def walk_disk(
                     break
     freed = 0
     if take and log is not None:
-        deletes = [(message.priority, message.seq, size) for message, size in found if size]
+        deletes = [(message.level, message.seq, size) for message, size in found if size]
         if deletes:
             freed = sum(size for _, _, size in deletes)
             log.space.store.delete(((log.id, p, seq) for p, seq, _ in deletes), freed)

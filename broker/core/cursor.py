@@ -1,5 +1,7 @@
-"""Pending messages in strict priority order (9 first), FIFO within a priority:
+"""Pending messages in strict order of their level (9 first), FIFO within a level:
 a head in memory and, past the memory high-water mark, a tail in the temp store.
+A message's level is its priority, or for a destination with ``prioritizedMessages=
+"false"`` (ActiveMQ's default) one level for all (``message.FIFO_LEVEL``): arrival order.
 
 Per priority level the memory part is always older than the disk part: a message
 arriving while its level has anything on disk goes to disk too.  On disk the cursor
@@ -140,7 +142,7 @@ class Cursor:
 
     def push(self, message: Message) -> None:
         """A new message: into memory while there is room below the high-water mark."""
-        priority = message.priority
+        priority = message.level
         # Order first: behind what is already on disk.  Otherwise to disk only past the
         # high-water mark: a stored (persistent) message is simply not kept in RAM, any
         # other is swapped to the temp log while the temp limit has room; past that,
@@ -200,7 +202,7 @@ class Cursor:
 
     def _on_disk(self, message: Message) -> None:
         self._disk_levels()
-        priority = message.priority
+        priority = message.level
         seq = message.seq
         if not self.disk_count[priority]:
             self.disk_lo[priority] = seq
@@ -235,9 +237,10 @@ class Cursor:
                 if self._reader is not None:
                     self._reader.set(priority, 0)
 
-    def can_take(self, message: Message, temp: UsageMeter | None) -> bool:
-        """Could ``push`` place this message now without passing a hard limit?"""
-        if not self.disk_count[message.priority] and (self.meter is None or self.meter.fits(message.size)):
+    def can_take(self, message: Message, temp: UsageMeter | None, level: int) -> bool:
+        """Could ``push`` place this message, at ``level`` (its destination's order), now
+        without passing a hard limit?"""
+        if not self.disk_count[level] and (self.meter is None or self.meter.fits(message.size)):
             return True
         log = self.log
         if log is None:
@@ -249,7 +252,7 @@ class Cursor:
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""
-        level = self._level(message.priority)
+        level = self._level(message.level)
         seq = message.seq
         self.mem_count += 1
         self.mem_bytes += message.size
@@ -498,7 +501,7 @@ class Cursor:
         False if it had been taken already (a stored message that an earlier scan
         picked, still in the store until acked): the caller must ignore it.
         """
-        priority = message.priority
+        priority = message.level
         if message.store_size:
             if self.skip is None:
                 self.skip = [set() for _ in range(LEVELS)]

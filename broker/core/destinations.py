@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Final
 
-from broker.core import names
+from broker.core import jobs, names
 from broker.core.cursor import Cursor
 from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.guard import ADMIN, WRITE, denied
@@ -344,6 +344,9 @@ class Destinations:
                     target.grant_keys.append(key)
 
     def _exists(self, session: Session, kind: str, name: str) -> bool:
+        if kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name):
+            # The scheduler's: never made, as in ActiveMQ (a request needs write on it only).
+            return True
         if kind == names.QUEUE:
             return kind + name in self.queues
         if kind == names.TOPIC:
@@ -368,6 +371,12 @@ class Destinations:
         parts = names.split_destination(destination)
         for kind, name in parts:
             sendable(kind, name)
+        if any(kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name) for kind, name in parts):
+            # Never cached: each such SEND comes back here.
+            raise InvalidDestination(
+                f"{destination}: {jobs.MANAGEMENT} takes requests only: a SEND to it alone, with an "
+                f"{jobs.ACTION} header ({jobs.BROWSE}, {jobs.REMOVE} or {jobs.REMOVEALL})"
+            )
         targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self.routes[destination] = targets

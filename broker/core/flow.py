@@ -21,6 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.errors import NoSpace, StoreFull
+from broker.core.message import FIFO_LEVEL
 from broker.core.observe import Observer
 from broker.core.queue import Queue
 from broker.core.session import CLOSING, ParkedCreate, ParkedSend
@@ -159,8 +160,9 @@ class FlowControl:
             # Below the high-water mark (its own and the broker's) it simply goes to memory.
             if meter is not None and meter.fits(size, target.policy.cursor_high_water):
                 continue
+            level = _level(target, message)
             if type(target) is Queue:
-                if not target.cursor.can_take(message, temp):
+                if not target.cursor.can_take(message, temp, level):
                     return False
                 continue
             assert isinstance(target, Topic)
@@ -170,7 +172,7 @@ class FlowControl:
             for sub in self.router.subscribers(target):
                 if stored and sub.durable is not None:
                     continue
-                if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp):
+                if (sub.cursor.count or not sub.ready) and not sub.cursor.can_take(message, temp, level):
                     return False
         return True
 
@@ -181,9 +183,10 @@ class FlowControl:
         if message.persistent:
             return True
         temp = self.usage.temp
+        level = _level(topic, message)
         for durable in self.durables.matching(topic.kind, topic.bare):
             cursor = durable.keeping(message)
-            if cursor is not None and not cursor.can_take(message, temp):
+            if cursor is not None and not cursor.can_take(message, temp, level):
                 return False
         return True
 
@@ -355,3 +358,9 @@ class FlowControl:
 
 def _size(item: Parked) -> int:
     return len(item.body) if isinstance(item, f.Frame) else item.size
+
+
+def _level(target: Destination, message: Message) -> int:
+    """The level ``message`` will be kept at in ``target``: routing puts it in arrival
+    order there unless the destination is prioritized (``Routing.route``)."""
+    return message.level if target.policy.prioritized else FIFO_LEVEL

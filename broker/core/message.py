@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 PERSISTENT: Final = "PERSISTENT"
 NON_PERSISTENT: Final = "NON_PERSISTENT"
 DEFAULT_PRIORITY: Final = 4
+#: The level (cursor and store order) of every message of a destination with
+#: ``prioritizedMessages="false"``, ActiveMQ's default: all in arrival order, ranked
+#: beside other destinations' messages as one of default priority would be.
+FIFO_LEVEL: Final = DEFAULT_PRIORITY
 
 # Headers a producer may not set: they are the broker's (ActiveMQ strips the same
 # ones, so a consumer can trust them).
@@ -54,7 +58,8 @@ BROKER_HEADERS: Final = (
 )
 
 # Where the message store keeps a field (``message_codecs``; ``Field.stored``).
-#: In the record's key, not its value.
+#: In the record's key, not its value (the priority: its level, the key's order; the
+#: priority of one kept in arrival order is in the head's flags byte, beside ``fifo``).
 IN_KEY: Final = "key"
 #: A signed 64-bit integer in the record's fixed head, in field order.
 IN_HEAD: Final = "head"
@@ -75,13 +80,21 @@ NOT_STORED: Final = "not stored"
 
 GROUP_HEADER: Final = "JMSXGroupID"
 
-# ``Message._flags``: bits, and above them the store destination (``store_dest``).
+# ``Message._flags``: bits, and above them the store destination (``store_dest``).  The
+# store codec reads the flags itself (``message_codecs.to_store``: a property call there
+# costs a persistent SEND ~1,000 instructions) through the public names below.
 _CONTENT_LENGTH: Final = 1
 _IN_LOG: Final = 2
 _REDELIVERED: Final = 4
 _GROUPED: Final = 8
 _UNMARKED: Final = 16
-_STORE_DEST_SHIFT: Final = 5
+#: Kept at ``FIFO_LEVEL`` whatever its priority, which the 4 bits above say.
+_FIFO: Final = 32
+_PRIORITY_SHIFT: Final = 6
+_STORE_DEST_SHIFT: Final = 10
+CONTENT_LENGTH_FLAG: Final = _CONTENT_LENGTH
+FIFO_FLAG: Final = _FIFO
+PRIORITY_SHIFT: Final = _PRIORITY_SHIFT
 #: What a copy to another destination keeps (its deliveries and storage start afresh).
 _PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 
@@ -195,10 +208,10 @@ class Message:
         "header_block",
         "holders",
         "id_prefix",
+        "level",
         "meter",
         "origin",
         "persistent",
-        "priority",
         "seq",
         "store_size",
         "timestamp",
@@ -220,6 +233,7 @@ class Message:
         origin: str | None = None,
         redelivered: bool = False,
         delivery_count: int = 0,
+        fifo: bool = False,
     ) -> None:
         # What the producer sent, as the broker read it: a copy (another destination, a
         # dead letter, a scheduled delivery) starts from these.
@@ -230,7 +244,9 @@ class Message:
         #: The user headers (``header_block``): ``headers`` and ``get`` read them.
         self.header_block: bytes = headers if type(headers) is bytes else header_block(headers)  # type: ignore[arg-type]
         self.body = body
-        self.priority = priority
+        #: Where cursors and the stores keep it, best first: its priority, or with
+        #: ``fifo`` (prioritizedMessages=false), ``FIFO_LEVEL``.
+        self.level = priority
         self.expires = expires
         self.timestamp = timestamp
         self.persistent = persistent
@@ -255,6 +271,9 @@ class Message:
             flags |= _CONTENT_LENGTH
         if redelivered:
             flags |= _REDELIVERED
+        if fifo:
+            flags |= _FIFO | priority << _PRIORITY_SHIFT
+            self.level = FIFO_LEVEL
         self._flags = flags
 
     def __repr__(self) -> str:
@@ -264,6 +283,25 @@ class Message:
     def id(self) -> str:
         prefix = self.id_prefix
         return prefix + str(self.seq) if type(prefix) is IdPrefix else prefix
+
+    @property
+    def priority(self) -> int:
+        """The priority it was sent with (0-9)."""
+        flags = self._flags
+        return (flags >> _PRIORITY_SHIFT) & 15 if flags & _FIFO else self.level
+
+    @property
+    def fifo(self) -> bool:
+        """Kept in arrival order whatever its priority (its ``level`` is ``FIFO_LEVEL``)."""
+        return bool(self._flags & _FIFO)
+
+    def arrival_order(self) -> None:
+        """Keep it in arrival order whatever its priority: routed to a destination with
+        ``prioritizedMessages="false"`` (a message of the default priority is so already)."""
+        flags = self._flags
+        if not flags & _FIFO:
+            self._flags = flags | _FIFO | self.level << _PRIORITY_SHIFT
+            self.level = FIFO_LEVEL
 
     @property
     def size(self) -> int:
@@ -340,6 +378,7 @@ class Message:
         block = self.header_block if headers is None else header_block(headers)
         copy = self._copy(seq, destination, block, 0)
         copy.id_prefix = _id_part(message_id, seq) if message_id else ""
+        # Its order is its own destination's (``arrival_order`` when routed there).
         copy._flags = self._flags & _PAYLOAD_FLAGS
         return copy
 
@@ -347,8 +386,9 @@ class Message:
         """A copy flagged ``redelivered`` for one topic subscriber (the original is shared)."""
         clone = self._copy(self.seq, self.destination, self.header_block, self.delivery_count)
         clone.id_prefix = self.id_prefix
-        # Still the same stored message (a durable subscriber acks it by these).
+        # Still the same stored message (a durable subscriber acks it by these), at its level.
         clone._flags = (self._flags & ~_IN_LOG) | _REDELIVERED
+        clone.level = self.level
         clone.store_size = self.store_size
         clone.arrived = self.arrived
         return clone
@@ -380,6 +420,9 @@ class Message:
         block = self.header_block
         message_id = self.id
         destination = self.destination
+        flags = self._flags
+        # ``priority``, inlined (this runs once per message delivered).
+        priority = (flags >> _PRIORITY_SHIFT) & 15 if flags & _FIFO else self.level
         # The block is as 1.2 escapes it; without a backslash in it, as 1.1 and 1.0 write
         # it too (no header then holds LF, CR or ':').
         if version != V1_2 and b"\\" in block:
@@ -392,7 +435,7 @@ class Message:
                     ("destination", destination),
                     ("timestamp", str(self.timestamp)),
                     ("expires", str(self.expires)),
-                    ("priority", str(self.priority)),
+                    ("priority", str(priority)),
                 ],
                 version,
             )
@@ -401,10 +444,10 @@ class Message:
             # encoder's passes (this runs once per message delivered).
             shared = (
                 f"MESSAGE\nmessage-id:{message_id}\ndestination:{destination}\n"
-                f"timestamp:{self.timestamp}\nexpires:{self.expires}\npriority:{self.priority}\n"
+                f"timestamp:{self.timestamp}\nexpires:{self.expires}\npriority:{priority}\n"
             ).encode()
         body = self.body
-        sized = self._flags & _CONTENT_LENGTH or b"\0" in body
+        sized = flags & _CONTENT_LENGTH or b"\0" in body
         tail = b"content-length:%d\n\n" % len(body) if sized else b"\n"
         wire = (shared + block, tail)
         _WIRES[version] = (self, wire)
@@ -485,6 +528,7 @@ FIELDS: Final = (
     Field("origin", NOT_STORED),
     Field("redelivered", IN_MARK),
     Field("delivery_count", IN_MARK),
+    Field("fifo", AS_FLAG),
 )
 
 

@@ -14,7 +14,8 @@ now): a fixed head (format, flags, the ``IN_HEAD`` integers, the byte length of 
 block as the message holds it (``header_block``: STOMP 1.2 escaped ``name:value``
 lines), then the body.  The flags: bit 0, the producer sent a content-length; bit 1,
 the message went to a consumer in the same batch that stored it (``dispatched_record``),
-so it counts one delivery without a dispatch mark.  Format 1 (read still; stores
+so it counts one delivery without a dispatch mark; bit 2, it is kept in arrival order
+(``Message.fifo``: its key's level is ``FIFO_LEVEL``), its priority in bits 4-7.  Format 1 (read still; stores
 written before it): a fixed head (format, flags, the ``IN_HEAD`` integers, header
 count), the ``AS_STRING`` strings and each header's name and value as length-prefixed
 UTF-8, then the body; it cost a dict of the headers and an encode per string each way
@@ -32,9 +33,12 @@ from typing import TYPE_CHECKING, Any, Final
 from broker.core.message import (
     AS_FLAG,
     AS_STRING,
+    CONTENT_LENGTH_FLAG,
     FIELDS,
+    FIFO_FLAG,
     GROUP_HEADER,
     IN_HEAD,
+    PRIORITY_SHIFT,
     Message,
     find_header,
     stored_as,
@@ -59,9 +63,12 @@ _HEAD = struct.Struct(">BB" + "q" * len(_HEAD_INTS) + "I" * (len(_STRINGS) + 1))
 # Format 1: format, flags, the head's integers, header count; then length-prefixed strings.
 _HEAD_1 = struct.Struct(">BB" + "q" * len(_HEAD_INTS) + "I")
 _LEN = struct.Struct(">I")
-#: Format 2's flags: a content-length; dispatched once, in the batch that stored it.
+#: Format 2's flags: a content-length; dispatched once, in the batch that stored it; kept
+#: in arrival order, its priority in the high nibble.
 _CONTENT_LENGTH_FLAG: Final = 1
 _DISPATCHED_FLAG: Final = 2
+_FIFO_FLAG: Final = 4
+_PRIORITY_SHIFT: Final = 4
 
 
 class BadRecord(ValueError):
@@ -140,7 +147,7 @@ class SwapRecord:
 if (_STRINGS, _HEAD_INTS, _FLAG_NAMES) != (
     ("id", "destination"),
     ("expires", "timestamp"),
-    ("content_length",),
+    ("content_length", "fifo"),
 ):
     raise ImportError("message_codecs: the store record's fields changed; update to_store and from_store")
 
@@ -150,9 +157,14 @@ def to_store(message: Message) -> bytes:
     message_id = message.id.encode()
     destination = message.destination.encode()
     block = message.header_block
+    # The message's flags read here, not through its properties (a SEND's hot path).
+    held = message._flags
+    flags = _CONTENT_LENGTH_FLAG if held & CONTENT_LENGTH_FLAG else 0
+    if held & FIFO_FLAG:
+        flags |= _FIFO_FLAG | ((held >> PRIORITY_SHIFT) & 15) << _PRIORITY_SHIFT
     head = _HEAD.pack(
         STORE_FORMAT,
-        _CONTENT_LENGTH_FLAG if message.content_length else 0,
+        flags,
         message.expires,
         message.timestamp,
         len(message_id),
@@ -202,6 +214,7 @@ def from_store(seq: int, priority: int, data: bytes) -> Message:
         destination = data[at_dest:at_block].decode()
     except UnicodeDecodeError as exc:
         raise BadRecord(f"a stored message is malformed: {exc}") from None
+    fifo = bool(flags & _FIFO_FLAG)
     # IMPLIED: only persistent messages are stored, and the group is a header.
     return Message(
         seq,
@@ -209,12 +222,13 @@ def from_store(seq: int, priority: int, data: bytes) -> Message:
         destination,
         block,
         data[end:],
-        priority,
+        flags >> _PRIORITY_SHIFT if fifo else priority,
         expires,
         timestamp,
         True,
         find_header(block, GROUP_HEADER) if block else None,
         bool(flags & _CONTENT_LENGTH_FLAG),
+        fifo=fifo,
     )
 
 

@@ -36,6 +36,7 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Final
 
+from broker.core.jobs import Job
 from broker.core.message_codecs import BadRecord, dispatched_record, from_store, stored_deliveries, to_store
 from store.api import Batch, Failed
 
@@ -189,7 +190,7 @@ class Persistence:
         adds = self._adds.get(dest_id)
         if adds is None:
             adds = self._adds[dest_id] = []
-        adds.append((message.priority, message.seq, value))
+        adds.append((message.level, message.seq, value))
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
@@ -203,7 +204,7 @@ class Persistence:
         dest_id = self.destination_id(TOPIC_KIND, topic)
         value = to_store(message)
         self.store.claim(message.seq)
-        self.store.add_shared(self._batch, dest_id, message.priority, message.seq, value, sub_ids)
+        self.store.add_shared(self._batch, dest_id, message.level, message.seq, value, sub_ids)
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
@@ -213,7 +214,7 @@ class Persistence:
     def dispatched_shared(self, message: Message, sub_id: int, consumer: Outbox, auto: bool) -> None:
         """A stored topic message goes to durable subscription ``sub_id`` (its count just went up)."""
         self.store.mark_pointer(
-            self._batch, sub_id, message.store_dest, message.priority, message.seq, message.delivery_count
+            self._batch, sub_id, message.store_dest, message.level, message.seq, message.delivery_count
         )
         self.hold(consumer)
         if auto:
@@ -222,7 +223,7 @@ class Persistence:
     def ack_shared(self, sub_id: int, message: Message) -> None:
         """Durable subscription ``sub_id`` is done with a stored topic message."""
         before = self.store.used_bytes
-        self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.priority, message.seq),))
+        self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.level, message.seq),))
         self.meter.release(before - self.store.used_bytes)
 
     def dispatched(self, message: Message, consumer: Outbox, auto: bool) -> None:
@@ -238,7 +239,7 @@ class Persistence:
             message.unmarked = True
         else:
             self.store.mark_dispatched(
-                self._batch, message.store_dest, message.priority, message.seq, message.delivery_count + 1
+                self._batch, message.store_dest, message.level, message.seq, message.delivery_count + 1
             )
             message.unmarked = False
         self.hold(consumer)
@@ -257,7 +258,7 @@ class Persistence:
         removes = gathered.get(message.store_dest)
         if removes is None:
             removes = gathered[message.store_dest] = []
-        removes.append((message.priority, message.seq, size))
+        removes.append((message.level, message.seq, size))
         self.meter.release(size)
 
     def hold(self, outbox: Outbox) -> None:
@@ -290,21 +291,40 @@ class Persistence:
         later = self.store.scheduled(_FAR_FUTURE, len(rows) + 1)
         return rows, later[len(rows)][0] if len(later) > len(rows) else None
 
-    def take_due(self, due_ms: int, seq: int, value: bytes) -> tuple[Message, str, int, int] | None:
-        """Delete a job read by ``read_due``; (its message, destination, period, repeats
-        left), or None if it cannot be read (logged)."""
-        self.store.remove_scheduled(self._batch, due_ms, seq, len(value))
-        self.meter.release(len(value))
+    def read_jobs(
+        self, after: tuple[int, int] | None, until_ms: int, limit: int
+    ) -> list[tuple[int, int, bytes]]:
+        """Worker thread: up to ``limit`` (due ms, seq, record) due by ``until_ms``, past
+        ``after`` (the last of an earlier page)."""
+        return self.store.scheduled(until_ms, limit, after)
+
+    def take_due(self, due_ms: int, seq: int, value: bytes) -> Job | None:
+        """Delete a job read by ``read_due``; the job, or None if it cannot be read (logged)."""
+        job = self.job(due_ms, seq, value)
+        if job is None:
+            self.store.remove_scheduled(self._batch, due_ms, seq, len(value))
+            self.meter.release(len(value))
+        else:
+            self.drop_job(job)
+        return job
+
+    def job(self, due_ms: int, seq: int, value: bytes) -> Job | None:
+        """A job's record, read (None if it cannot be: logged)."""
         priority, period, repeats, n = _JOB.unpack_from(value)
         head = _JOB.size
         destination = value[head : head + n].decode()
         try:
             message = from_store(0, priority, value[head + n :])
         except BadRecord:
-            log.exception("dropping an unreadable scheduled message due at %d", due_ms)
+            log.exception("an unreadable scheduled message due at %d", due_ms)
             return None
         message.persistent = message.headers.get("persistent") == "true"
-        return message, destination, period, repeats
+        return Job(message.id, due_ms, seq, destination, message, period, repeats, len(value))
+
+    def drop_job(self, job: Job) -> None:
+        """Delete ``job`` from the store (with the next batch)."""
+        self.store.remove_scheduled(self._batch, job.due, job.seq, job.size)
+        self.meter.release(job.size)
 
     # -- batches -----------------------------------------------------------------
 

@@ -340,7 +340,7 @@ class Queue:
             self._disk_scan_pos = NO_POSITIONS
         self._disk_scanned_for = ready
 
-        wanted = sum(64 if sub.auto else max(sub.prefetch - len(sub.inflight), 0) for sub, _ in candidates)
+        wanted = sum(64 if sub.auto else max(sub.window - len(sub.inflight), 0) for sub, _ in candidates)
         groups = dict(self._groups)
         claimed: dict[str, Subscription] = {}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.core.message import FIFO_LEVEL
 from broker.core.message import id_prefix as prefix_of
 from broker.core.observe import Observer
 from broker.core.persistence import QUEUE_KIND
@@ -52,6 +53,10 @@ class Routing:
         """A sequence and id for a message that is not routed (a replayed advisory)."""
         self.seq += 1
         message.seq = self.seq
+
+    def name(self, message: Message, seq: int) -> None:
+        """Give ``message``, not routed yet, the id sequence ``seq`` makes (a scheduled job's)."""
+        message.seq = seq
         message.id_prefix = self._id_prefix
 
     def route_all(
@@ -77,8 +82,13 @@ class Routing:
         self.seq += 1
         message.seq = self.seq
         if not message.id_prefix:
-            # Else it keeps the id it came with (a message forwarded by a network bridge).
+            # Else it keeps the id it came with: forwarded by a network bridge, or moved or
+            # copied by an admin (as ActiveMQ's).
             message.id_prefix = self._id_prefix
+        if message.level != FIFO_LEVEL and not target.policy.prioritized:
+            # prioritizedMessages="false" (ActiveMQ's default): arrival order, whatever the
+            # priority (one of the default priority is there already).
+            message.arrival_order()
         if sent:
             # Before it is routed: dispatch may follow at once, and events are in causal order.
             events = self.observer.events

@@ -23,19 +23,28 @@ broker runs on: jobs survive restarts and cost no RAM while they wait, and only 
 earliest due time is in memory.  A job names its destinations as they were resolved
 when it was sent, so one for a temporary destination finds it while its connection
 lives (and is dropped, logged, once it is gone).
+
+A job has an id for life (``jobs``: its deliveries carry it as ``scheduledJobId``).
+ActiveMQ's management requests (``jobs.Request``) and the admin API browse and remove
+jobs by walking the store's jobs a page at a time on the worker thread (``_Walk``):
+one walk or one read of due jobs at a time, so a job is never fired and removed at once.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from broker.core import jobs
 from broker.core.cron import BadCron, Cron
 from broker.core.errors import InvalidHeader
+from broker.core.jobs import BROWSE, JOB_ID, REMOVE, Job, Request, Window, browsed_copy
 from protocol.errors import StompError
-from store.api import Failed
+from store.api import Failed, Ok
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import tzinfo
 
     from broker.core.clock import Clock
@@ -48,12 +57,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.scheduler")
 
+#: Later than any job is due (epoch ms): a read "until" that takes them all.
+_FAR_FUTURE: Final = 1 << 62
 DELAY = "AMQ_SCHEDULED_DELAY"
 PERIOD = "AMQ_SCHEDULED_PERIOD"
 REPEAT = "AMQ_SCHEDULED_REPEAT"
 CRON = "AMQ_SCHEDULED_CRON"
 SCHEDULING_HEADERS = frozenset({DELAY, PERIOD, REPEAT, CRON})
-ACTION = "AMQ_SCHEDULER_ACTION"
+ACTION = jobs.ACTION
 #: A SEND with none of these is not scheduled: ``HEADERS.isdisjoint(headers)`` is the
 #: hot path's one check (a single C call).
 HEADERS = SCHEDULING_HEADERS | {ACTION}
@@ -79,11 +90,6 @@ class Timing(NamedTuple):
 def check(headers: dict[str, str]) -> None:
     """Refuse a SEND whose scheduling headers are bad, when it arrives (it may be routed
     later: a transaction's COMMIT, a SEND waiting for space)."""
-    if ACTION in headers:
-        # ActiveMQ's ActiveMQ.Scheduler.Management requests: not silently published.
-        raise InvalidHeader(
-            f"{ACTION} (browsing or removing scheduled messages) is not supported by this broker"
-        )
     timing_of(headers)
 
 
@@ -158,15 +164,18 @@ def _next(cron: Cron, ms: int, tz: tzinfo | None) -> int:
 
 
 def plain_job(job: Message) -> Message:
-    """The plain job a cron job starts: the same message without its cron header."""
+    """The plain job a cron job starts: the same message without its cron header, and
+    the same job id (removing the cron job removes it too)."""
     headers = {name: value for name, value in job.headers.items() if name != CRON}
-    return job.copy_to(0, "", job.destination, headers)
+    return job.copy_to(0, job.id, job.destination, headers)
 
 
 def delivery(job: Message, now: int) -> Message:
-    """One delivery of a job: a message of its own, without the scheduling headers, its
-    time to live (if it has one) counted from now."""
+    """One delivery of a job: a message of its own, without the scheduling headers but
+    with its job's id (``scheduledJobId``), its time to live (if it has one) counted
+    from now."""
     headers = {name: value for name, value in job.headers.items() if name not in SCHEDULING_HEADERS}
+    headers[JOB_ID] = job.id
     message = job.copy_to(0, "", job.destination, headers)
     if message.expires > 0 and message.timestamp > 0:
         expires = now + message.expires - message.timestamp
@@ -182,10 +191,43 @@ DUE_PAGE = 200
 Due = tuple[list[tuple[int, int, bytes]], int | None]
 
 
+class _Walk:
+    """One pass over the jobs, a page at a time: a management request or the admin API's."""
+
+    __slots__ = ("after", "done", "found", "job_id", "reply", "window")
+
+    def __init__(
+        self,
+        job_id: str | None,
+        window: Window,
+        reply: str | None,
+        done: Callable[[int], None],
+    ) -> None:
+        #: Only this job (None: every one in ``window``).
+        self.job_id = job_id
+        self.window = window
+        #: BROWSE: where copies go (a ``reply-to``); None: the jobs are removed.
+        self.reply = reply
+        #: Told how many jobs it found, once it is over.
+        self.done = done
+        #: The last job looked at (due ms, seq): the next page starts past it.
+        self.after: tuple[int, int] | None = None if window is None else (window[0], -1)
+        self.found = 0
+
+
 class Scheduler:
     """SENDs to route now, or to keep as jobs until they are due."""
 
-    __slots__ = ("_added_min", "_reading", "clock", "destinations", "next_due", "persistence", "routing")
+    __slots__ = (
+        "_added_min",
+        "_busy",
+        "_walks",
+        "clock",
+        "destinations",
+        "next_due",
+        "persistence",
+        "routing",
+    )
 
     def __init__(
         self, clock: Clock, persistence: Persistence, destinations: Destinations, routing: Routing
@@ -196,7 +238,10 @@ class Scheduler:
         self.routing = routing
         #: When the earliest job is due (None: there is none), from the store at recovery.
         self.next_due: int | None = None
-        self._reading = False
+        #: A read of the store's jobs (due ones, or a walk's page) is under way.
+        self._busy = False
+        #: Management requests and admin removals, in the order they came.
+        self._walks: deque[_Walk] = deque()
         #: The earliest due time added while a read was under way (it may not have seen it).
         self._added_min: int | None = None
 
@@ -223,18 +268,28 @@ class Scheduler:
         self.routing.route_all(message, targets, sender)
 
     def _add(self, due: int, job: Message, destination: str, period: int, repeats: int) -> None:
-        self.persistence.schedule(due, self.routing.next_seq(), destination, job, period, repeats)
+        seq = self.routing.next_seq()
+        if not job.id_prefix:
+            # A new job: named for good by its first sequence (a message's id, never used by one).
+            self.routing.name(job, seq)
+        self.persistence.schedule(due, seq, destination, job, period, repeats)
         if self.next_due is None or due < self.next_due:
             self.next_due = due
-        if self._reading and (self._added_min is None or due < self._added_min):
+        if self._busy and (self._added_min is None or due < self._added_min):
             self._added_min = due
 
     def tick(self) -> None:
-        """If a job is due, read the due ones (worker thread), and fire each, in due order."""
-        now = self.clock.ms
-        if self._reading or self.next_due is None or self.next_due > now:
+        """Walk the jobs for a request that waits, or if a job is due, read the due ones
+        (worker thread) and fire each, in due order."""
+        if self._busy:
             return
-        self._reading = True
+        if self._walks:
+            self._walk()
+            return
+        now = self.clock.ms
+        if self.next_due is None or self.next_due > now:
+            return
+        self._busy = True
         self._added_min = None
         persistence = self.persistence
         # The read sees what was submitted: submit what is built.
@@ -244,7 +299,7 @@ class Scheduler:
         )
 
     def _due(self, now: int, outcome: Outcome[Due]) -> None:
-        self._reading = False
+        self._busy = False
         if isinstance(outcome, Failed):
             # Read again at the next tick: nothing was taken.
             log.warning("reading due scheduled messages failed: %s", outcome.error)
@@ -255,9 +310,84 @@ class Scheduler:
         if len(rows) == DUE_PAGE:
             self.next_due = now
         for due, seq, value in rows:
-            taken = self.persistence.take_due(due, seq, value)
-            if taken is not None:
-                self._fire(due, *taken)
+            job = self.persistence.take_due(due, seq, value)
+            if job is not None:
+                self._fire(due, job.message, job.destination, job.period, job.repeats)
+        if self._walks:
+            self._walk()
+
+    # -- management: browse and remove jobs --------------------------------------------
+
+    def manage(self, request: Request, reply: str | None, done: Callable[[int], None]) -> None:
+        """Carry out an ``ActiveMQ.Scheduler.Management`` request (``reply``: where BROWSE's
+        copies go); ``done`` is told how many jobs it found, once it is over (what it
+        removed is in the store's open batch then)."""
+        job_id = request.job_id if request.action == REMOVE else None
+        window = None if request.action == REMOVE else request.window
+        self._walks.append(_Walk(job_id, window, reply if request.action == BROWSE else None, done))
+        self.tick()
+
+    def list_jobs(
+        self, after: tuple[int, int] | None, limit: int, done: Callable[[Outcome[list[Job]]], None]
+    ) -> None:
+        """Up to ``limit`` jobs past ``after`` (due ms, seq), soonest first, read on the
+        worker thread; nothing is changed, so this needs no turn."""
+        persistence = self.persistence
+        persistence.submit()
+
+        def listed(outcome: Outcome[list[tuple[int, int, bytes]]]) -> None:
+            if isinstance(outcome, Failed):
+                done(outcome)
+                return
+            jobs = [persistence.job(due, seq, value) for due, seq, value in outcome.value]
+            done(Ok([job for job in jobs if job is not None]))
+
+        persistence.disk.submit(lambda: persistence.read_jobs(after, _FAR_FUTURE, limit), listed)
+
+    def _walk(self) -> None:
+        """Read the next page of the first walk's jobs (worker thread)."""
+        walk = self._walks[0]
+        self._busy = True
+        persistence = self.persistence
+        persistence.submit()
+        after = walk.after
+        until = _FAR_FUTURE if walk.window is None else walk.window[1]
+        persistence.disk.submit(lambda: persistence.read_jobs(after, until, DUE_PAGE), self._walked)
+
+    def _walked(self, outcome: Outcome[list[tuple[int, int, bytes]]]) -> None:
+        self._busy = False
+        walk = self._walks[0]
+        if isinstance(outcome, Failed):
+            # Read again at the next tick, from where it stopped.
+            log.warning("reading scheduled messages failed: %s", outcome.error)
+            return
+        rows = outcome.value
+        targets = self._reply_targets(walk)
+        for due, seq, value in rows:
+            walk.after = (due, seq)
+            job = self.persistence.job(due, seq, value)
+            if job is None or (walk.job_id is not None and job.id != walk.job_id):
+                continue
+            walk.found += 1
+            if walk.reply is None:
+                self.persistence.drop_job(job)
+            elif targets:
+                self.routing.route_all(browsed_copy(job, walk.reply), targets)
+        if len(rows) < DUE_PAGE:
+            self._walks.popleft()
+            walk.done(walk.found)
+        self.tick()
+
+    def _reply_targets(self, walk: _Walk) -> tuple[Destination, ...]:
+        """Where a BROWSE's copies go, looked up again for each page (a temporary queue
+        may have gone with its connection: then they go nowhere)."""
+        if walk.reply is None:
+            return ()
+        try:
+            return self.destinations.send_targets(None, walk.reply)
+        except StompError as exc:
+            log.info("browsing scheduled messages: the reply-to %s: %s", walk.reply, exc)
+            return ()
 
     def _fire(self, due: int, job: Message, destination: str, period: int, repeats: int) -> None:
         """A job came due (the store has deleted it): keep what comes next, route this delivery."""

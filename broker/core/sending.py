@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final
 
-from broker.core import bridging, names, scheduler
+from broker.core import bridging, jobs, names, scheduler
 from broker.core.audit import ProducerAudit
 from broker.core.errors import InvalidHeader, StoreFailed, int_header
 from broker.core.flow import DEFERRED
@@ -34,6 +34,15 @@ if TYPE_CHECKING:
     from broker.core.transactions import Transactions
 
 log = logging.getLogger("stompd.engine")
+
+
+class _Management(tuple):  # type: ignore[type-arg]
+    """``prepare``'s targets for a request to the scheduler's management destination."""
+
+    __slots__ = ()
+
+
+MANAGEMENT: Final[tuple[Destination, ...]] = _Management()
 
 #: Headers of the broker's that a producer may not set (see ``message.BROKER_HEADERS``);
 #: one C-level check on the hot path, pops only when one is there.
@@ -87,6 +96,10 @@ class Sending:
         receipt = headers.get("receipt")
         tx_id = headers.pop("transaction", None)
         message, targets = self.prepare(session, frame)
+        if targets is MANAGEMENT:
+            # At once, in a transaction too, as ActiveMQ's SchedulerBroker does.
+            self._manage(session, message)
+            return None
         if message.id_prefix and self._copy_of_known(session, message.id_prefix):
             return None
         if targets is not session.last_sent:
@@ -137,6 +150,8 @@ class Sending:
             raise MissingHeader("SEND requires a 'destination' header")
         message = self._build(session, destination, headers, frame.body)
         if not scheduler.HEADERS.isdisjoint(headers):
+            if jobs.ACTION in headers and _is_management(destination):
+                return message, MANAGEMENT
             scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
 
@@ -159,6 +174,28 @@ class Sending:
         if destinations.guard.authorizing:
             destinations.authorize(session, WRITE, destination)
         destinations.make_room(session, destination, sending=True)
+
+    def _manage(self, session: Session, message: Message) -> None:
+        """A request to ``ActiveMQ.Scheduler.Management`` (``jobs``): nothing more goes out
+        on the connection (its RECEIPT included) until it is carried out, and what it
+        removed is durable."""
+        request = jobs.request_of(message.headers)
+        reply = None
+        if request.action == jobs.BROWSE:
+            reply = message.headers["reply-to"]
+            # Stricter than ActiveMQ: the copies go only where the requester may write.
+            if self.destinations.guard.authorizing:
+                self.destinations.authorize(session, WRITE, reply)
+            self.destinations.send_targets(session, reply)
+        outbox = session.outbox
+        outbox.hold()
+
+        def done(found: int) -> None:
+            log.info("scheduler management: %s by %s: %d jobs", request.action, session.id, found)
+            self.persistence.hold(outbox)
+            outbox.release()
+
+        self.scheduler.manage(request, reply, done)
 
     def close(self, session: Session) -> None:
         """``session`` is gone.  Its parked SENDs were received, and a client that did not
@@ -192,6 +229,8 @@ class Sending:
         except StompError as exc:
             log.info("dropping a parked SEND from closed connection %s: %s", session.id, exc)
             return None
+        if targets is MANAGEMENT:
+            return None  # a request whose requester is gone
         return ParkedSend(message, targets, None, 0)
 
     def _build(self, session: Session, destination: str, headers: dict[str, str], body: bytes) -> Message:
@@ -248,3 +287,9 @@ class Sending:
             message.id_prefix = str(network_id)
         message.arrived = now
         return message
+
+
+def _is_management(destination: str) -> bool:
+    """One ``/queue/`` or ``/topic/`` destination, ``ActiveMQ.Scheduler.Management``."""
+    parts = names.split_destination(destination)
+    return len(parts) == 1 and parts[0][0] in (names.QUEUE, names.TOPIC) and jobs.is_management(parts[0][1])

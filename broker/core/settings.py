@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+#: The longest delay an uncapped exponential back-off reaches (ms: about 100 years).
+_LONGEST_DELAY = 100 * 365 * 24 * 3600 * 1000
+
 
 @dataclass(frozen=True, slots=True)
 class DestinationPolicy:
@@ -25,8 +28,19 @@ class DestinationPolicy:
     cursor_high_water: float = 0.70
     queue_prefetch: int = 1000
     topic_prefetch: int = 32767
+    durable_topic_prefetch: int = 100
+    queue_browser_prefetch: int = 500
+    #: prioritizedMessages: dispatch in strict priority order (9 first); False, ActiveMQ's
+    #: default: in arrival order whatever the priority.
+    prioritized: bool = False
     max_redeliveries: int = 6
     redelivery_delay_ms: int = 0
+    #: The first redelivery's delay; then each the next ``RedeliveryPolicy`` gives.
+    initial_redelivery_delay_ms: int = 0
+    use_exponential_back_off: bool = False
+    back_off_multiplier: float = 5.0
+    #: The back-off's cap (-1: none).
+    maximum_redelivery_delay_ms: int = -1
     dead_letter_queue: str = "/queue/ActiveMQ.DLQ"
     individual_dead_letter_prefix: str | None = None
     individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
@@ -40,6 +54,28 @@ class DestinationPolicy:
     max_destinations: int = -1
     #: Which entry this is, as ActiveMQ names it in errors ("queue://FOO.>"; "" the default).
     scope: str = ""
+
+    def redelivery_delay(self, redeliveries: int) -> int:
+        """How long (ms) a message given back after ``redeliveries`` earlier redeliveries
+        waits, as ActiveMQ's ``RedeliveryPlugin`` computes it: ``initialRedeliveryDelay``,
+        then ``RedeliveryPolicy.getNextRedeliveryDelay`` of the previous one for each
+        redelivery since (with back-off: the previous times ``backOffMultiplier``, capped
+        at ``maximumRedeliveryDelay``; without: ``redeliveryDelay``)."""
+        delay = self.initial_redelivery_delay_ms
+        for _ in range(redeliveries):
+            previous = delay
+            delay = self.redelivery_delay_ms
+            if previous > 0 and self.use_exponential_back_off and self.back_off_multiplier > 1:
+                delay = int(previous * self.back_off_multiplier)
+                cap = self.maximum_redelivery_delay_ms
+                if cap != -1 and delay > cap:
+                    delay = max(cap, self.redelivery_delay_ms)
+                elif delay > _LONGEST_DELAY:
+                    # Uncapped, it only grows: no point computing further (nor overflowing).
+                    return _LONGEST_DELAY
+            if delay == previous:
+                break  # a fixed point: every later one is the same
+        return delay
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +96,10 @@ class CoreSettings:
     heartbeat_min_send_ms: int = 100
     queue_prefetch: int = 1000
     topic_prefetch: int = 32767
+    durable_topic_prefetch: int = 100
+    queue_browser_prefetch: int = 500
+    #: prioritizedMessages (ActiveMQ's default false: arrival order whatever the priority).
+    prioritized_messages: bool = False
     #: <systemUsage> limits (ActiveMQ's defaults: memory 1 GB, store 100 GB, temp 50 GB).
     memory_limit: int = 1 << 30
     store_limit: int = 100 << 30
@@ -82,6 +122,12 @@ class CoreSettings:
     dead_letter_expired: bool = True
     #: RedeliveryPolicy redeliveryDelay: a message given back waits this long (ms).
     redelivery_delay_ms: int = 0
+    #: initialRedeliveryDelay (None: the same as redelivery_delay_ms), then exponential
+    #: back-off (useExponentialBackOff, backOffMultiplier, maximumRedeliveryDelay; -1: no cap).
+    initial_redelivery_delay_ms: int | None = None
+    use_exponential_back_off: bool = False
+    back_off_multiplier: float = 5.0
+    maximum_redelivery_delay_ms: int = -1
     send_fail_if_no_space: bool = False
     #: ms; 0 means wait as long as it takes.
     send_fail_if_no_space_after_timeout: int = 0
@@ -108,8 +154,19 @@ class CoreSettings:
             cursor_high_water=self.cursor_high_water,
             queue_prefetch=self.queue_prefetch,
             topic_prefetch=self.topic_prefetch,
+            durable_topic_prefetch=self.durable_topic_prefetch,
+            queue_browser_prefetch=self.queue_browser_prefetch,
+            prioritized=self.prioritized_messages,
             max_redeliveries=self.max_redeliveries,
             redelivery_delay_ms=self.redelivery_delay_ms,
+            initial_redelivery_delay_ms=(
+                self.redelivery_delay_ms
+                if self.initial_redelivery_delay_ms is None
+                else self.initial_redelivery_delay_ms
+            ),
+            use_exponential_back_off=self.use_exponential_back_off,
+            back_off_multiplier=self.back_off_multiplier,
+            maximum_redelivery_delay_ms=self.maximum_redelivery_delay_ms,
             dead_letter_queue=self.dead_letter_queue,
             individual_dead_letter_prefix=self.individual_dead_letter_prefix,
             individual_dead_letter_topic_prefix=self.individual_dead_letter_topic_prefix,

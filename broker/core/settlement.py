@@ -2,8 +2,9 @@
 
 * ``settle``: a consumer is done with it (ACK): it leaves its queue and the store.
 * ``give_back``: NACK, an unsubscribe or a lost connection: back to its queue (after
-  the redelivery delay, if one is set) flagged ``redelivered``, or, a topic message,
-  to the subscriber that NACKed it; past ``maximumRedeliveries``, to the DLQ.
+  the redelivery delay, if one is set: ActiveMQ's ``initialRedeliveryDelay``, then
+  ``redeliveryDelay`` or an exponential back-off) flagged ``redelivered``, or, a topic
+  message, to the subscriber that NACKed it; past ``maximumRedeliveries``, to the DLQ.
 * ``dead_letter``: to ``ActiveMQ.DLQ`` (or a queue of its own with
   ``individualDeadLetterStrategy``), saying why and from where.
 * ``settle_expired``: the persistent messages queues found expired at dispatch go to
@@ -13,8 +14,9 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
-from collections import deque
 from typing import TYPE_CHECKING
 
 from broker.core import names
@@ -35,7 +37,16 @@ log = logging.getLogger("stompd.engine")
 
 
 class Settlement:
-    __slots__ = ("_redeliveries", "clock", "destinations", "observer", "persistence", "routing", "settings")
+    __slots__ = (
+        "_order",
+        "_redeliveries",
+        "clock",
+        "destinations",
+        "observer",
+        "persistence",
+        "routing",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -52,8 +63,10 @@ class Settlement:
         self.destinations = destinations
         self.routing = routing
         self.persistence = persistence
-        #: Messages given back, waiting out the redelivery delay: (due ms, queue, messages).
-        self._redeliveries: deque[tuple[int, Queue, list[Message]]] = deque()
+        #: Messages given back, waiting out their redelivery delay, a heap of (due ms,
+        #: order, queue, messages): delays differ by how often each was redelivered.
+        self._redeliveries: list[tuple[int, int, Queue, list[Message]]] = []
+        self._order = itertools.count()
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -134,22 +147,32 @@ class Settlement:
                 cursor.push_returned(copy)
             message.drop()
         for queue, returned in by_queue.items():
-            delay = queue.policy.redelivery_delay_ms
-            if delay:
-                self._redeliveries.append((self.clock.ms + delay, queue, returned))
-            else:
+            policy = queue.policy
+            if not (policy.initial_redelivery_delay_ms or policy.redelivery_delay_ms):
                 queue.requeue(returned)
+                continue
+            now = self.clock.ms
+            waiting: dict[int, list[Message]] = {}
+            for message in returned:
+                # Its deliveries so far less the first: how often it was redelivered.
+                delay = policy.redelivery_delay(max(message.delivery_count - 1, 0))
+                waiting.setdefault(delay, []).append(message)
+            now_due = waiting.pop(0, None)
+            for delay, messages in waiting.items():
+                heapq.heappush(self._redeliveries, (now + delay, next(self._order), queue, messages))
+            if now_due:
+                queue.requeue(now_due)
 
     def waiting_queues(self) -> set[Queue]:
         """Queues messages wait to go back to (their redelivery delay)."""
-        return {queue for _, queue, _ in self._redeliveries}
+        return {queue for _, _, queue, _ in self._redeliveries}
 
     def tick(self) -> None:
         """Messages whose redelivery delay is over go back to their queues."""
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
-            _, queue, returned = redeliveries.popleft()
+            _, _, queue, returned = heapq.heappop(redeliveries)
             if queue.cursor.closed:
                 for message in returned:
                     message.drop()

@@ -94,7 +94,7 @@ class Subscribing:
         if sub_id in session.subscriptions:
             raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
         if headers.get("browser") == "true":
-            return self._browse(session, sub_id, destination, headers.get("selector", "").strip())
+            return self._browse(session, sub_id, destination, headers)
         ack = headers.get("ack", AUTO)
         if ack not in ACK_MODES:
             raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
@@ -102,12 +102,12 @@ class Subscribing:
         any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
         # The first destination's policy entry (a wildcard pattern looked up as a name).
         policy = self.destinations.policy_of(_full_name(session, *targets[0]))
-        prefetch = policy.queue_prefetch if any_queue else policy.topic_prefetch
-        text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
-        if text is not None:
-            prefetch = int_header("activemq.prefetchSize", text)
-            if prefetch < 1:
-                raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
+        durable_name = durable_name_of(headers)
+        if any_queue:
+            prefetch = policy.queue_prefetch
+        else:
+            prefetch = policy.topic_prefetch if durable_name is None else policy.durable_topic_prefetch
+        prefetch = _prefetch_header(headers, prefetch)
         selector_text = headers.get("selector", "").strip()
         selector: Callable[[Message], bool] | None = (
             compile_selector(selector_text).matches if selector_text else None
@@ -131,7 +131,6 @@ class Subscribing:
         # Before anything is made: a SUBSCRIBE that would make a destination there is no
         # room for yet waits for it, as a SEND does (NoRoomToCreate).
         self.destinations.make_room(session, destination)
-        durable_name = durable_name_of(headers)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
         if durable_name is not None:
@@ -193,9 +192,13 @@ class Subscribing:
         sub.pump()
 
     def _browse(
-        self, session: Session, sub_id: str, destination: str, selector_text: str
+        self, session: Session, sub_id: str, destination: str, headers: dict[str, str]
     ) -> Callable[[], None]:
         """``browser:true``: the queue's messages as they are now, then ``browser:end`` (browsing)."""
+        selector_text = headers.get("selector", "").strip()
+        ack = headers.get("ack", AUTO)
+        if ack not in ACK_MODES:
+            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
         if session.version == f.V1_0:
             raise InvalidHeader("browser:true (a queue browser) needs STOMP 1.1 or later, as in ActiveMQ")
         targets = names.split_destination(destination)
@@ -208,8 +211,19 @@ class Subscribing:
         queue = self.destinations.resolve(session, *targets[0])
         assert isinstance(queue, Queue)
         selector = compile_selector(selector_text).matches if selector_text else None
+        # queueBrowserPrefetch: how many browsed messages an ack:client browser may hold
+        # unacknowledged (an ack:auto one is never held back).
+        prefetch = _prefetch_header(headers, queue.policy.queue_browser_prefetch)
         browser = QueueBrowser(
-            session, sub_id, session.next_key(), queue, self.persistence, selector, self.routing.seq
+            session,
+            sub_id,
+            session.next_key(),
+            queue,
+            self.persistence,
+            selector,
+            self.routing.seq,
+            ack=ack,
+            prefetch=prefetch,
         )
         session.subscriptions[sub_id] = browser
         session.by_key[browser.key] = browser
@@ -363,8 +377,16 @@ class Subscribing:
         else:
             for message in sub.cursor.close():
                 message.drop()
-        returned = list(sub.inflight.values())
+        # What an open transaction holds stays with it: its COMMIT still acks it (as in
+        # ActiveMQ), its ABORT gives it back.  A browser's were only looked at.
+        held = sub.held
+        if isinstance(sub, QueueBrowser):
+            returned = []
+        else:
+            returned = [message for seq, message in sub.inflight.items() if seq not in held]
         sub.inflight.clear()
+        held.clear()
+        sub.window = sub.prefetch
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
         for queue in sub.queues:
@@ -395,6 +417,17 @@ def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
     if ttl < 1:
         raise InvalidHeader(f"{bridging.NETWORK_TTL} must be at least 1, got {text!r}")
     return bridging.NetworkInfo(node, ttl, bridging.split_path(headers.get(bridging.NETWORK_PATH)))
+
+
+def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
+    """``activemq.prefetchSize`` (or RabbitMQ's ``prefetch-count``) if given, else ``prefetch``."""
+    text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
+    if text is None:
+        return prefetch
+    prefetch = int_header("activemq.prefetchSize", text)
+    if prefetch < 1:
+        raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
+    return prefetch
 
 
 def durable_name_of(headers: dict[str, str]) -> str | None:

@@ -58,6 +58,7 @@ class Subscription:
         "destination",
         "durable",
         "exclusive",
+        "held",
         "id",
         "inflight",
         "key",
@@ -73,6 +74,7 @@ class Subscription:
         "session",
         "standby",
         "topic_patterns",
+        "window",
     )
 
     def __init__(
@@ -104,6 +106,9 @@ class Subscription:
         self.ack = ack
         self.auto = ack == AUTO
         self.prefetch = prefetch
+        #: How many may be in flight: the prefetch, plus those an open transaction has
+        #: acked (ActiveMQ's prefetch extension: their credit is back until COMMIT or ABORT).
+        self.window = prefetch
         self.selector = selector
         #: The SUBSCRIBE's selector as written ("": none), for consumer advisories.
         self.selector_text = ""
@@ -126,6 +131,9 @@ class Subscription:
         self.cursor = Cursor()
         # Dispatch order is ack order for cumulative (client) acks: a dict keeps it.
         self.inflight: dict[int, Message] = {}
+        #: Sequences of in-flight messages an open transaction acked or nacked: still in
+        #: flight, in their place, until it commits (settled) or aborts (as they were).
+        self.held: set[int] = set()
         self.delivered = 0
         self._sub_header = b""
         self._sub_header_version = ""
@@ -133,7 +141,7 @@ class Subscription:
     @property
     def ready(self) -> bool:
         """Can take a message now: has credit and its connection is not backed up."""
-        return self.session.writable and (self.auto or len(self.inflight) < self.prefetch)
+        return self.session.writable and (self.auto or len(self.inflight) < self.window)
 
     def accepts(self, message: Message) -> bool:
         if self.no_local and message.origin == self.session.id:
@@ -191,18 +199,44 @@ class Subscription:
             outbox.push((head, self._sub_header, ack_header, tail, message.body, FRAME_END))
 
     def take_acked(self, seq: int, cumulative: bool) -> list[Message]:
-        """Remove and return what an ACK/NACK of ``seq`` covers (empty if unknown)."""
+        """Remove and return what an ACK/NACK of in-flight ``seq`` covers (those a
+        transaction holds stay with it)."""
         inflight = self.inflight
-        if seq not in inflight:
-            return []
         if not cumulative:
             return [inflight.pop(seq)]
+        held = self.held
         taken: list[Message] = []
         for key in list(inflight):
-            taken.append(inflight.pop(key))
+            if key not in held:
+                taken.append(inflight.pop(key))
             if key == seq:
                 break
         return taken
+
+    def hold_acked(self, seq: int, cumulative: bool) -> list[Message]:
+        """What a transaction's ACK/NACK of in-flight ``seq`` covers: held for it, in flight
+        still, and its credit back until the transaction ends (``release_held``)."""
+        inflight = self.inflight
+        held = self.held
+        taken: list[Message] = []
+        for key in list(inflight) if cumulative else (seq,):
+            if key not in held:
+                held.add(key)
+                taken.append(inflight[key])
+            if key == seq:
+                break
+        self.window += len(taken)
+        return taken
+
+    def release_held(self, message: Message, settled: bool) -> None:
+        """The transaction that held ``message`` ended: ``settled`` (COMMIT), it leaves the
+        flight; else (ABORT) it is in flight as it was, unacknowledged.  Its credit goes."""
+        seq = message.seq
+        if seq in self.held:
+            self.held.discard(seq)
+            self.window -= 1
+            if settled:
+                del self.inflight[seq]
 
     def pump(self) -> None:
         """Deliver what this subscription can take: its topic cursor, then its queues."""

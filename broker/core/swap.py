@@ -203,7 +203,7 @@ class Log:
         if pending is None:
             pending = self._pending = []
             self.space.mark_dirty(self)
-        pending.append((self.id, message.priority, message.seq, data))
+        pending.append((self.id, message.level, message.seq, data))
         self._pending_bytes += len(data)
         self.space.meter.charge(len(data))
         self.space.memory.charge(len(data))
@@ -212,8 +212,8 @@ class Log:
             if written is None:
                 written = self.written_hi = [0] * LEVELS
                 self._gc_floor = [0] * LEVELS
-            if message.seq > written[message.priority]:
-                written[message.priority] = message.seq
+            if message.seq > written[message.level]:
+                written[message.level] = message.seq
 
     def flush(self) -> None:
         puts = self._pending

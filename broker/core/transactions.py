@@ -2,8 +2,14 @@
 
 BEGIN opens one on its connection; SEND, ACK and NACK frames that name it add to it
 (``sending``, ``acks``); COMMIT routes the SENDs and applies the ACK/NACKs, in the
-order they came; ABORT, or the connection closing, never routes the SENDs and gives
-back what was acked or nacked, for redelivery.
+order they came; ABORT, or the connection closing, never routes the SENDs.
+
+What an aborted transaction acked or nacked is, as in ActiveMQ 5.17, delivered and
+unacknowledged at its subscriber again, where it never stopped being: nothing is sent
+again (and the 1.2 ack ids stay valid); it goes back to its queue when the subscriber
+NACKs it, unsubscribes or disconnects, or leaves when it is acked again.  A subscriber
+that unsubscribed meanwhile left it with the transaction: COMMIT acks it still, ABORT
+gives it back to its queue.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ class Transaction:
     def __init__(self, tx_id: str) -> None:
         self.id = tx_id
         self.sends: list[tuple[Destination, Message]] = []
-        # Acked inside the transaction: out of the subscription's in-flight set (so its
-        # credit is back) but not gone until COMMIT; ABORT redelivers them.
+        # Acked inside the transaction: held in their subscription's flight
+        # (``Subscription.hold_acked``, their credit back) until COMMIT or ABORT.
         self.acks: list[tuple[Subscription, Message]] = []
         self.nacks: list[tuple[Subscription, Message]] = []
 
@@ -63,13 +69,18 @@ class Transactions:
         tx = self._take(session, _tx_id(frame))
         for target, message in tx.sends:
             self.scheduler.deliver(message, (target,), session)
+        if "receipt" in frame.headers and any(m.store_size for _, m in tx.acks + tx.nacks):
+            # As an ACK's: the RECEIPT says the acks are durable (acks.Acks.durable_receipt).
+            self.settlement.persistence.hold(session.outbox)
         for sub, message in tx.acks:
+            sub.release_held(message, True)
             self.settlement.settle(sub, [message])
         for sub, message in tx.nacks:
+            sub.release_held(message, True)
             self.settlement.nack(sub, [message])
 
     def on_abort(self, session: Session, frame: Frame) -> None:
-        self._abort(self._take(session, _tx_id(frame)))
+        self._abort(session, self._take(session, _tx_id(frame)))
 
     def targets(self) -> set[Destination]:
         """Where the open transactions' SENDs will go if they commit."""
@@ -80,20 +91,21 @@ class Transactions:
     def close(self, session: Session) -> None:
         """The connection is gone: its open transactions are aborted."""
         for tx in self._open.pop(session, {}).values():
-            self._abort(tx)
+            self._abort(session, tx)
 
     def _take(self, session: Session, tx_id: str) -> Transaction:
         tx = self.get(session, tx_id)
         del self._open[session][tx_id]
         return tx
 
-    def _abort(self, tx: Transaction) -> None:
-        # Sends are simply never routed; what was acked or nacked comes back.
+    def _abort(self, session: Session, tx: Transaction) -> None:
+        # Sends are simply never routed; what was acked or nacked is unacknowledged again
+        # where it is, or, its subscriber gone, goes back.
         for sub, message in tx.acks + tx.nacks:
-            self.settlement.give_back(sub, [message], topic_too=True, cause="abort")
-        for sub, _ in tx.acks + tx.nacks:
-            if not sub.session.closing:
-                sub.pump()
+            if session.by_key.get(sub.key) is sub:
+                sub.release_held(message, False)
+            else:
+                self.settlement.give_back(sub, [message], topic_too=True, cause="abort")
 
 
 def _tx_id(frame: Frame) -> str:

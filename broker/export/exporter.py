@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from broker.core.message import IdPrefix
+from broker.core.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
 from broker.core.observe import EventSink, Subscriber
 from broker.export.files import finish_rotations, new_run_id
 from broker.export.writer import (
@@ -259,9 +259,12 @@ class Exporter(EventSink):
         # Its dispatch may follow at once: the id is kept for it (``_id``).
         self._id_of = message
         self._last_id = message_id
+        # ``_priority``, inlined: every message has this line.
+        flags = message._flags
+        priority = (flags >> PRIORITY_SHIFT) & 15 if flags & FIFO_FLAG else message.level
         self._open = line = MessageEvent(
             self._head, seq, self._clock.ms, "enqueue", message.destination, message_id,
-            len(message.body), message.priority, message.persistent, message.origin,
+            len(message.body), priority, message.persistent, message.origin,
         )  # fmt: skip
         self._events.append(line)
 
@@ -304,7 +307,7 @@ class Exporter(EventSink):
         events.append(
             MessageEvent(
                 self._head, seq, now, "ack" if auto else "dispatch", message.destination, message_id,
-                len(message.body), message.priority, message.persistent, message.origin, consumer,
+                len(message.body), _priority(message), message.persistent, message.origin, consumer,
                 subscription, latency, auto,
             )
         )  # fmt: skip
@@ -356,7 +359,7 @@ class Exporter(EventSink):
         events.append(
             MessageEvent(
                 self._head, seq, now, "ack", message.destination, self._id(message),
-                len(message.body), message.priority, message.persistent, message.origin, consumer,
+                len(message.body), _priority(message), message.persistent, message.origin, consumer,
                 subscription, now - arrived if arrived and now > arrived else 0,
             )
         )  # fmt: skip
@@ -519,3 +522,10 @@ def _auto_acked(pairs: list[tuple[str, str]]) -> msgspec.Raw | list[tuple[str, s
     by ``json``), and not to be kept."""
     encoded = encode_json(pairs)
     return pairs if encoded is None else msgspec.Raw(encoded)
+
+
+def _priority(message: Message) -> int:
+    """``Message.priority`` without the property's call (84 against 38 ns): its flags read
+    here, as the store codec reads them."""
+    flags = message._flags
+    return (flags >> PRIORITY_SHIFT) & 15 if flags & FIFO_FLAG else message.level

@@ -158,6 +158,7 @@ async def index(request: web.Request) -> web.Response:
             "connections": f"{PREFIX}/connections",
             "subscriptions": f"{PREFIX}/subscriptions",
             "operations": f"{PREFIX}/operations",
+            "scheduled": f"{PREFIX}/scheduled",
             "usage": f"{PREFIX}/usage",
             "network": f"{PREFIX}/network",
             "health": "/health",
@@ -423,6 +424,44 @@ async def purge_subscription(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/network")
 async def network(request: web.Request) -> web.Response:
     return web.json_response({"bridges": [asdict(info) for info in _ops(request).network()]})
+
+
+@routes.get(PREFIX + "/scheduled")
+async def list_scheduled(request: web.Request) -> web.Response:
+    query = request.query
+    limit = _int(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
+    preview = _int(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
+    page = await _ops(request).scheduled(limit, query.get("cursor") or None, preview)
+    jobs = []
+    for job in page.jobs:
+        body, encoding = _preview(job.preview)
+        out = asdict(job)
+        del out["preview"]
+        out.update(body=body, body_encoding=encoding, truncated=len(job.preview) < job.body_size)
+        jobs.append(out)
+    return web.json_response({"jobs": jobs, "next": page.next})
+
+
+@routes.delete(PREFIX + "/scheduled")
+async def remove_all_scheduled(request: web.Request) -> web.Response:
+    query = request.query
+    start, end = query.get("start"), query.get("end")
+    if (start is None) != (end is None):
+        raise Invalid("start and end go together: a window of due times needs both ends")
+    window = None
+    if start is not None and end is not None:
+        window = _int(start, "start", 0), _int(end, "end", 0)
+    removed = await _ops(request).remove_scheduled(None, window)
+    return web.json_response({"removed": removed})
+
+
+@routes.delete(PREFIX + "/scheduled/{id}")
+async def remove_scheduled(request: web.Request) -> web.Response:
+    job_id = request.match_info["id"]
+    removed = await _ops(request).remove_scheduled(job_id, None)
+    if not removed:
+        raise NotFound(f"no scheduled job {job_id}")
+    return web.json_response({"removed": removed, "id": job_id})
 
 
 @routes.get(PREFIX + "/usage")

@@ -11,12 +11,15 @@ batches.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.core import names
 from broker.core.admin import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
+from broker.core.jobs import REMOVE, REMOVEALL, Job, Request
+from broker.core.scheduler import DELAY, REPEAT
 from broker.core.session import CONNECTED
 from broker.core.wildcards import has_wildcard_element
 from broker.http import slices
@@ -30,14 +33,16 @@ from broker.http.ops import (
     DestinationInfo,
     Health,
     Invalid,
+    JobPage,
     Meter,
     NotFound,
     Progress,
+    ScheduledJob,
     SubscriptionInfo,
     Usage,
 )
 from broker.role import Role
-from store.api import LEVELS
+from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
     from broker.core.subscription import Subscription
     from broker.core.topic import Topic
     from broker.core.usage import UsageMeter
+    from store.api import Outcome
 
 T = TypeVar("T")
 
@@ -366,6 +372,39 @@ class EngineAdminOps:
             backlog.close()
             self._engine.flush()
 
+    # -- scheduled messages ---------------------------------------------------------------
+
+    def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:
+        after = _job_position(cursor)
+        listed: asyncio.Future[Outcome[list[Job]]] = asyncio.get_running_loop().create_future()
+        self._engine.scheduler.list_jobs(after, limit, functools.partial(_settle, listed))
+        return self._jobs_page(listed, limit, preview)
+
+    async def _jobs_page(
+        self, listed: asyncio.Future[Outcome[list[Job]]], limit: int, preview: int
+    ) -> JobPage:
+        outcome = await listed
+        if isinstance(outcome, Failed):
+            raise AdminError(f"reading the scheduled messages failed: {outcome.error}")
+        jobs = outcome.value
+        last = jobs[-1] if len(jobs) == limit else None
+        return JobPage(
+            [_scheduled_job(job, preview) for job in jobs],
+            f"{last.due}:{last.seq}" if last is not None else None,
+        )
+
+    def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Awaitable[int]:
+        request = Request(REMOVE, job_id, None) if job_id is not None else Request(REMOVEALL, None, window)
+        removed: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._engine.scheduler.manage(request, None, functools.partial(_settle, removed))
+        return self._removed(removed)
+
+    async def _removed(self, removed: asyncio.Future[int]) -> int:
+        count = await removed
+        # Its deletions go to the store now, not with whatever comes next.
+        self._engine.flush()
+        return count
+
     def _run(
         self,
         name: str,
@@ -434,6 +473,47 @@ def _position(cursor: str | None) -> tuple[int, int] | None:
     if not 0 <= position[0] < LEVELS:
         raise Invalid(f"cursor {cursor!r} is not one this broker handed out")
     return position
+
+
+def _settle(future: asyncio.Future[T], value: T) -> None:
+    """The broker's answer, unless the request is gone (its client left: cancelled)."""
+    if not future.done():
+        future.set_result(value)
+
+
+def _job_position(cursor: str | None) -> tuple[int, int] | None:
+    if cursor is None:
+        return None
+    due, _, seq = cursor.partition(":")
+    try:
+        return int(due), int(seq)
+    except ValueError:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None
+
+
+def _scheduled_job(job: Job, preview: int) -> ScheduledJob:
+    message = job.message
+    headers = message.headers
+    return ScheduledJob(
+        id=job.id,
+        destination=job.destination,
+        next_due=job.due,
+        cron=job.cron,
+        delay=_header_int(headers, DELAY),
+        period=job.period,
+        repeat=_header_int(headers, REPEAT),
+        repeats_left=job.repeats,
+        priority=message.priority,
+        persistent=message.persistent,
+        headers=headers,
+        body_size=len(message.body),
+        preview=message.body[:preview],
+    )
+
+
+def _header_int(headers: dict[str, str], name: str) -> int:
+    text = headers.get(name, "0")
+    return int(text) if text.isdigit() else 0
 
 
 def _browsed(message: Message, preview: int) -> BrowsedMessage:

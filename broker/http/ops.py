@@ -190,6 +190,36 @@ class BrowsePage:
     next: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ScheduledJob:
+    """A scheduled message waiting in the store (``AMQ_SCHEDULED_*``)."""
+
+    id: str
+    destination: str
+    #: When it is next due (epoch ms).
+    next_due: int
+    #: Its cron entry, or None.
+    cron: str | None
+    delay: int
+    period: int
+    #: The repeats it was sent with, and those left.
+    repeat: int
+    repeats_left: int
+    priority: int
+    persistent: bool
+    headers: dict[str, str]
+    body_size: int
+    #: The body's first bytes.
+    preview: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    jobs: list[ScheduledJob]
+    #: Where the next page starts (None: there is none).
+    next: str | None
+
+
 @dataclass(slots=True)
 class Progress:
     """How far a long operation got; updated by the broker between batches.
@@ -283,3 +313,12 @@ class AdminOps(Protocol):
     def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
         """Remove what the durable subscription is owed (not what its subscriber has in
         flight).  Raises NotFound."""
+
+    # -- scheduled messages ---------------------------------------------------------------
+
+    def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:
+        """Up to ``limit`` scheduled jobs after ``cursor`` (None: the soonest first)."""
+
+    def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Awaitable[int]:
+        """Remove job ``job_id``, or (None) every job next due in ``window`` (None: every
+        job); the awaitable gives how many there were."""

@@ -15,7 +15,7 @@ from broker.core.engine import Engine
 from broker.core.selector import compile_selector
 from broker.http.engine_ops import EngineAdminOps
 from broker.http.ops import Progress
-from tests.broker.harness import Peer
+from tests.broker.harness import Peer, new_engine
 from tests.broker.test_swap import swapping_engine
 
 T = TypeVar("T")
@@ -34,8 +34,9 @@ def ops(engine: Engine) -> EngineAdminOps:
 
 
 def filled(n: int = 600) -> tuple[Engine, Peer]:
-    """``n`` messages with ``n`` = 0..n-1: priorities 9, 4 and 0 in turn, every third persistent."""
-    engine, _ = swapping_engine()
+    """``n`` messages with ``n`` = 0..n-1: priorities 9, 4 and 0 in turn, every third
+    persistent, in a queue that dispatches them by priority."""
+    engine, _ = swapping_engine(prioritized_messages=True)
     producer = Peer(engine)
     for i in range(n):
         headers = {"destination": "/queue/q", "n": str(i), "priority": str((9, 4, 0)[i % 3])}
@@ -207,3 +208,30 @@ def test_a_limit_stops_a_walk_over_swapped_records_at_the_right_one(
     run(ops(engine).move("/queue/s", "/queue/t", None, None, everything))
     assert everything.applied == 595
     assert drain(engine, "/queue/t") == [i for i in range(600) if i not in (307, 317, 327, 337, 347)]
+
+
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_a_moved_or_copied_message_keeps_its_id_and_says_where_it_came_from(version: str) -> None:
+    """As ActiveMQ's moveMatchingMessagesTo and copyMatchingMessagesTo (BrokerSupport.resend
+    keeps the MessageId and sets the original destination)."""
+    engine = new_engine()
+    producer = Peer(engine)
+    for i in range(3):
+        producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i), "persistent": "true"}, BODY)
+    ids = [message.id for message in engine.queues["/queue/src"].cursor]
+    run(ops(engine).copy("/queue/src", "/queue/copied", None, None, Progress()))
+    run(ops(engine).move("/queue/src", "/queue/moved", None, None, Progress()))
+    for queue in ("/queue/copied", "/queue/moved"):
+        consumer = Peer(engine, version)
+        consumer.send_frame("SUBSCRIBE", {"destination": queue, "id": "s", "ack": "client-individual"})
+        frames = consumer.messages()
+        assert [f.headers["message-id"] for f in frames] == ids
+        assert {f.headers["original-destination"] for f in frames} == {"/queue/src"}
+        # Acknowledged by that id (its sequence here is another).
+        for frame in frames:
+            if version == "1.2":
+                consumer.send_frame("ACK", {"id": frame.headers["ack"]})
+            else:
+                consumer.send_frame("ACK", {"message-id": frame.headers["message-id"], "subscription": "s"})
+        assert not consumer.session.subscriptions["s"].inflight
+        assert engine.queues[queue].stats.dequeued == 3

@@ -21,12 +21,13 @@ from broker.core.message_codecs import (
     to_store,
     to_swap,
 )
+from protocol.frames import V1_2
 
 PLACES = {m.IN_KEY, m.IN_HEAD, m.AS_FLAG, m.AS_STRING, m.AS_HEADERS, m.AS_BODY}
 PLACES |= {m.IMPLIED, m.IN_MARK, m.NOT_STORED}
 
 
-def sample() -> Message:
+def sample(fifo: bool = False) -> Message:
     message = Message(
         7,
         "ID-x-7",
@@ -42,6 +43,7 @@ def sample() -> Message:
         origin="ID-session-1",
         redelivered=True,
         delivery_count=3,
+        fifo=fifo,
     )
     message.store_size = 99
     return message
@@ -61,9 +63,12 @@ def test_every_field_says_where_the_message_store_keeps_it() -> None:
     assert not {f.name for f in FIELDS} & {"size", "meter", "holders", "store_size", "arrived", "in_log"}
 
 
-def test_the_swap_record_carries_every_field() -> None:
-    original = sample()
-    assert state(from_swap(to_swap(original))) == state(original)
+@pytest.mark.parametrize("fifo", [False, True])
+def test_the_swap_record_carries_every_field(fifo: bool) -> None:
+    original = sample(fifo)
+    back = from_swap(to_swap(original))
+    assert state(back) == state(original)
+    assert (back.level, back.priority) == (m.FIFO_LEVEL if fifo else 9, 9)
 
 
 @pytest.mark.parametrize("name", ["colour", "x", "région", "with:colon", "back\\slash", "new\nline", "same"])
@@ -79,9 +84,12 @@ def test_a_swap_record_holds_the_needle_of_each_of_its_header_names(name: str) -
     assert swap_needle([]) is None
 
 
-def test_the_store_record_carries_what_it_says_it_does() -> None:
-    original = sample()
-    back = from_store(original.seq, original.priority, to_store(original))
+@pytest.mark.parametrize("fifo", [False, True])
+def test_the_store_record_carries_what_it_says_it_does(fifo: bool) -> None:
+    original = sample(fifo)
+    # The key holds the level: its priority, or FIFO_LEVEL (the priority in the record).
+    back = from_store(original.seq, original.level, to_store(original))
+    assert (back.level, back.priority, back.fifo) == (original.level, 9, fifo)
     for f in FIELDS:
         where = f.stored
         if where in (m.IN_MARK, m.NOT_STORED):
@@ -156,6 +164,18 @@ def test_a_record_from_another_format_is_refused() -> None:
             from_store(1, 4, record[:30])
         with pytest.raises(BadRecord, match=r"truncated|malformed"):
             from_store(1, 4, record[:10])
+
+
+def test_arrival_order_keeps_the_priority_and_copies_take_their_own_destination_s_order() -> None:
+    message = Message(1, "ID-1", "/queue/a", {}, b"", priority=8)
+    message.arrival_order()
+    assert (message.level, message.priority, message.fifo) == (m.FIFO_LEVEL, 8, True)
+    assert message.wire(V1_2)[0].endswith(b"priority:8\n")
+    assert message.get("JMSPriority") == 8
+    copy = message.copy_to(0, "", "/queue/b")
+    assert (copy.level, copy.priority, copy.fifo) == (8, 8, False)
+    again = message.redelivery_copy()
+    assert (again.level, again.priority, again.fifo) == (m.FIFO_LEVEL, 8, True)
 
 
 def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:

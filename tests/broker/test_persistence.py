@@ -13,6 +13,7 @@ import pytest
 
 from broker.core.clock import Clock
 from broker.core.engine import Engine
+from broker.core.message import FIFO_LEVEL
 from broker.core.settings import CoreSettings
 from store.api import Stores
 from store.keys import prefix_end
@@ -216,12 +217,12 @@ def test_a_selective_consumer_finds_stored_messages_deep_in_the_backlog(stored: 
 
 
 def test_recovery_reads_counters_not_messages(tmp_path: Path) -> None:
-    first = StoredEngine(tmp_path / "store")
+    first = StoredEngine(tmp_path / "store", prioritized_messages=True)
     p = Peer(first.engine)
     send(p, "/queue/r", 200, priority=3, persistent="true")
     send(p, "/queue/r", 50, priority=7, persistent="true")
     first.close()
-    second = StoredEngine(tmp_path / "store")
+    second = StoredEngine(tmp_path / "store", prioritized_messages=True)
     assert second.recovered == 250
     cursor = second.engine.queues["/queue/r"].cursor
     assert cursor.mem_count == 0
@@ -231,3 +232,23 @@ def test_recovery_reads_counters_not_messages(tmp_path: Path) -> None:
     second.settle()
     assert bodies(c) == list(range(50)) + list(range(200))
     second.close()
+
+
+def test_arrival_order_and_each_priority_survive_a_restart(tmp_path: Path) -> None:
+    """prioritizedMessages=false: stored at one level, their priorities in their records;
+    a restart that turns prioritizedMessages on keeps them in the order they were stored."""
+    first = StoredEngine(tmp_path / "store")
+    p = Peer(first.engine)
+    for i in range(100):
+        send(p, "/queue/r", 1, priority=(9, 1, 4, 0)[i % 4], start=i, persistent="true")
+    first.close()
+    for prioritized in (False, True):
+        again = StoredEngine(tmp_path / "store", prioritized_messages=prioritized)
+        assert again.engine.queues["/queue/r"].cursor.disk_count[FIFO_LEVEL] == 100
+        c = Peer(again.engine)
+        c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1", "ack": "client"})
+        again.settle()
+        frames = c.messages()
+        assert [int(f.body[:6]) for f in frames] == list(range(100))
+        assert [f.headers["priority"] for f in frames] == [str((9, 1, 4, 0)[i % 4]) for i in range(100)]
+        again.close()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.core.engine import Engine
+from broker.core.settings import DestinationPolicy
 from protocol.frames import Frame
 from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
 from tests.broker.test_persistence import StoredEngine
@@ -216,3 +217,97 @@ def test_an_ack_in_an_unknown_transaction_is_refused_and_loses_nothing(command: 
     engine.close_session(c.session)
     (again,) = consumer(engine, "/queue/q").messages()
     assert again.body == b"m" and again.headers["redelivered"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("policy", "delays"),
+    [
+        # Without back-off: initialRedeliveryDelay, then redeliveryDelay each time.
+        (DestinationPolicy(initial_redelivery_delay_ms=50, redelivery_delay_ms=200), [50, 200, 200, 200]),
+        # ActiveMQ's: each the previous times the multiplier, capped (at least redeliveryDelay).
+        (
+            DestinationPolicy(
+                initial_redelivery_delay_ms=100,
+                redelivery_delay_ms=100,
+                use_exponential_back_off=True,
+                back_off_multiplier=2.0,
+                maximum_redelivery_delay_ms=1000,
+            ),
+            [100, 200, 400, 800, 1000, 1000],
+        ),
+        # No initial delay: the first at once, then redeliveryDelay, then backing off.
+        (
+            DestinationPolicy(
+                initial_redelivery_delay_ms=0,
+                redelivery_delay_ms=5000,
+                use_exponential_back_off=True,
+                back_off_multiplier=2.0,
+                maximum_redelivery_delay_ms=60000,
+            ),
+            [0, 5000, 10000, 20000, 40000, 60000, 60000],
+        ),
+        # A multiplier of 1 or less is no back-off (ActiveMQ checks backOffMultiplier > 1).
+        (
+            DestinationPolicy(
+                initial_redelivery_delay_ms=10,
+                redelivery_delay_ms=30,
+                use_exponential_back_off=True,
+                back_off_multiplier=1.0,
+            ),
+            [10, 30, 30],
+        ),
+    ],
+)
+def test_redelivery_delays_follow_activemq_s_redelivery_policy(
+    policy: DestinationPolicy, delays: list[int]
+) -> None:
+    assert [policy.redelivery_delay(n) for n in range(len(delays))] == delays
+
+
+def test_an_uncapped_back_off_stops_growing_somewhere_sane() -> None:
+    policy = DestinationPolicy(initial_redelivery_delay_ms=1000, use_exponential_back_off=True)
+    assert policy.redelivery_delay(3) == 125_000
+    huge = policy.redelivery_delay(100_000)
+    assert 0 < huge <= 100 * 365 * 24 * 3600 * 1000
+
+
+def test_exponential_back_off_on_the_engine_clock() -> None:
+    engine = new_engine(
+        ms=0,
+        redelivery_delay_ms=100,
+        use_exponential_back_off=True,
+        back_off_multiplier=3.0,
+        maximum_redelivery_delay_ms=500,
+    )
+    c = consumer(engine, "/queue/backoff")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/backoff"}, b"m")
+    (frame,) = c.messages()
+    # The first waits initialRedeliveryDelay (here: redeliveryDelay, none being set), then 3x, capped.
+    for delay in (100, 300, 500, 500):
+        nack(c, frame)
+        start = engine.clock.ms
+        engine.clock.ms = start + delay - 1
+        engine.tick()
+        assert c.messages() == [], f"redelivered before its {delay} ms"
+        engine.clock.ms = start + delay
+        engine.tick()
+        (frame,) = c.messages()
+        assert frame.headers["redelivered"] == "true"
+
+
+def test_messages_given_back_together_each_wait_their_own_delay() -> None:
+    engine = new_engine(ms=0, initial_redelivery_delay_ms=0, redelivery_delay_ms=1000)
+    c = consumer(engine, "/queue/mixed", **{"ack": "client"})
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/queue/mixed"}, b"old")
+    (old,) = c.messages()
+    nack(c, old)  # its first redelivery: initialRedeliveryDelay 0, at once
+    (old,) = c.messages()
+    producer.send_frame("SEND", {"destination": "/queue/mixed"}, b"new")
+    assert [f.body for f in c.messages()] == [b"new"]
+    engine.close_session(c.session)  # both given back: "old" a second time
+    other = consumer(engine, "/queue/mixed")
+    assert [f.body for f in other.messages()] == [b"new"]
+    engine.clock.ms = 1000
+    engine.tick()
+    assert [f.body for f in other.messages()] == [b"old"]

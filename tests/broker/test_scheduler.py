@@ -379,3 +379,159 @@ def test_every_scheduling_header_starts_with_the_prefix_the_send_path_looks_for(
     """``Scheduler.deliver`` looks for ``PREFIX`` in a message's header block before it
     builds the headers: a scheduling header it did not start would go unscheduled."""
     assert all(name.encode().startswith(scheduler.PREFIX) for name in scheduler.HEADERS)
+
+
+# -- job ids and ActiveMQ.Scheduler.Management (issue 27) ----------------------------------
+
+MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
+
+
+def manage(broker: Broker, action: str, **headers: str) -> Peer:
+    """A management request with a receipt; the requester (its RECEIPT received)."""
+    peer = Peer(broker.engine)
+    peer.send_frame(
+        "SEND", {"destination": MANAGEMENT, "AMQ_SCHEDULER_ACTION": action, "receipt": "m", **headers}, b""
+    )
+    broker.settle()
+    assert [f.headers.get("receipt-id") for f in peer.received()] == ["m"]
+    return peer
+
+
+def browse(broker: Broker, **headers: str) -> list[Frame]:
+    """BROWSE's copies, as a consumer of its reply-to gets them."""
+    replies = Peer(broker.engine)
+    replies.send_frame("SUBSCRIBE", {"destination": "/queue/jobs.browsed", "id": "b"})
+    manage(broker, "BROWSE", **{"reply-to": "/queue/jobs.browsed", **headers})
+    got = messages(replies)
+    broker.engine.close_session(replies.session)
+    return got
+
+
+def test_browse_sends_a_copy_of_each_job_to_the_reply_to(broker: Broker) -> None:
+    schedule(broker, b"later", AMQ_SCHEDULED_DELAY="60000", colour="red", persistent="true")
+    schedule(broker, b"cron", AMQ_SCHEDULED_CRON="0 12 * * *")
+    copies = browse(broker)
+    assert [f.body for f in copies] == [b"later", b"cron"]  # soonest first
+    later, cron = copies
+    assert later.headers["AMQ_SCHEDULED_DELAY"] == "60000" and later.headers["colour"] == "red"
+    assert cron.headers["AMQ_SCHEDULED_CRON"] == "0 12 * * *"
+    for copy in copies:
+        assert copy.headers["original-destination"] == "/queue/jobs"
+        assert copy.headers["type"] == "Advisory" and "persistent" not in copy.headers
+        assert copy.headers["scheduledJobId"].startswith("ID-")
+    assert later.headers["scheduledJobId"] != cron.headers["scheduledJobId"]
+    # Browsing changes nothing: both still fire.
+    peer = consumer(broker)
+    broker.advance(START + 60_000)
+    broker.advance(at("12:00:00"))
+    assert [f.body for f in messages(peer)] == [b"later", b"cron"]
+
+
+def test_a_delivery_carries_its_job_s_id_which_stays_the_same_for_every_delivery(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="*/5 * * * *", AMQ_SCHEDULED_PERIOD="1000", AMQ_SCHEDULED_REPEAT="1")
+    (copy,) = browse(broker)
+    job_id = copy.headers["scheduledJobId"]
+    times(broker, peer, ["10:05:01", "10:05:02", "10:10:01"])
+    deliveries = messages(peer)  # times() read the rest; ask again below
+    broker.advance(at("10:10:02"))
+    deliveries += messages(peer)
+    assert deliveries and {f.headers["scheduledJobId"] for f in deliveries} == {job_id}
+
+
+def test_remove_by_id_ends_a_cron_job_and_the_repeating_job_it_started(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_CRON="*/5 * * * *", AMQ_SCHEDULED_PERIOD="1000", AMQ_SCHEDULED_REPEAT="5")
+    schedule(broker, b"other", AMQ_SCHEDULED_DELAY=str(20 * MINUTE))
+    # Due at 10:05:01 (the cron time and a period), the cron job starts a repeating one.
+    assert times(broker, peer, ["10:05:01", "10:05:02"]) == [("10:05:01", 0), ("10:05:02", 1)]
+    copies = browse(broker)
+    assert len(copies) == 3  # the cron job, the repeating job it started, "other"
+    cron_id = next(f.headers["scheduledJobId"] for f in copies if "AMQ_SCHEDULED_CRON" in f.headers)
+    manage(broker, "REMOVE", scheduledJobId=cron_id)
+    assert [f.body for f in browse(broker)] == [b"other"]
+    got = times(broker, peer, ["10:05:03", "10:05:07", "10:10:01", "10:15:02", "10:22:30"])
+    assert got == [("10:05:03", 0), ("10:05:07", 0), ("10:10:01", 0), ("10:15:02", 0), ("10:22:30", 1)]
+    broker.settle()
+    assert broker.engine.usage.store.used == 0
+
+
+def test_remove_all_in_a_window_takes_the_jobs_next_due_within_it(broker: Broker) -> None:
+    for minutes in (1, 2, 3, 4):
+        schedule(broker, str(minutes).encode(), AMQ_SCHEDULED_DELAY=str(minutes * MINUTE))
+    manage(
+        broker,
+        "REMOVEALL",
+        ACTION_START_TIME=str(START + 2 * MINUTE),
+        ACTION_END_TIME=str(START + 3 * MINUTE),  # ends included
+    )
+    assert [f.body for f in browse(broker)] == [b"1", b"4"]
+    window = {"ACTION_START_TIME": str(START + 90_000), "ACTION_END_TIME": str(START + 10 * MINUTE)}
+    assert [f.body for f in browse(broker, **window)] == [b"4"]
+    manage(broker, "REMOVEALL")
+    assert browse(broker) == []
+    broker.settle()
+    assert broker.engine.usage.store.used == 0
+
+
+def test_management_walks_every_page_of_many_jobs(broker: Broker) -> None:
+    n = scheduler.DUE_PAGE * 2 + 7
+    producer = Peer(broker.engine)
+    for i in range(n):
+        producer.send_frame(
+            "SEND", {"destination": "/queue/jobs", "AMQ_SCHEDULED_DELAY": str(MINUTE + i)}, b"j"
+        )
+    broker.settle()
+    assert len(browse(broker)) == n
+    manage(broker, "REMOVEALL")
+    assert browse(broker) == []
+
+
+def test_a_management_receipt_waits_until_the_request_is_carried_out(tmp_path: Path) -> None:
+    """Jobs are read on the worker thread: the RECEIPT (and all after it) waits for that."""
+    broker = Broker("store", tmp_path / "store")
+    try:
+        schedule(broker, AMQ_SCHEDULED_DELAY=str(MINUTE))
+        deferred = []
+        broker.engine.persistence.disk.worker.submit = lambda job, done: deferred.append((job, done))  # type: ignore[method-assign]
+        peer = Peer(broker.engine)
+        peer.send_frame(
+            "SEND", {"destination": MANAGEMENT, "AMQ_SCHEDULER_ACTION": "REMOVEALL", "receipt": "m"}
+        )
+        assert peer.received() == [] and deferred
+        job, done = deferred.pop()
+        from store.api import Ok
+
+        done(Ok(job()))
+        broker.settle()
+        assert [f.headers["receipt-id"] for f in peer.received()] == ["m"]
+    finally:
+        broker.close()
+
+
+@pytest.mark.parametrize(
+    ("headers", "problem"),
+    [
+        ({"AMQ_SCHEDULER_ACTION": "PURGE"}, "must be BROWSE, REMOVE or REMOVEALL"),
+        ({"AMQ_SCHEDULER_ACTION": "REMOVE"}, "needs the 'scheduledJobId'"),
+        ({"AMQ_SCHEDULER_ACTION": "BROWSE"}, "'reply-to'"),
+        ({"AMQ_SCHEDULER_ACTION": "REMOVEALL", "ACTION_START_TIME": "0"}, "go together"),
+        ({"AMQ_SCHEDULER_ACTION": "REMOVEALL", "ACTION_START_TIME": "x", "ACTION_END_TIME": "1"}, "epoch"),
+        ({}, "takes requests only"),
+    ],
+)
+def test_a_request_that_cannot_be_carried_out_is_refused(
+    broker: Broker, headers: dict[str, str], problem: str
+) -> None:
+    schedule(broker, AMQ_SCHEDULED_DELAY=str(MINUTE))
+    with pytest.raises(StompError, match=problem):
+        Peer(broker.engine).send_frame("SEND", {"destination": MANAGEMENT, **headers})
+    assert len(browse(broker)) == 1
+
+
+def test_the_action_header_elsewhere_is_an_ordinary_header(broker: Broker) -> None:
+    """As in ActiveMQ: only the management destination takes requests."""
+    peer = consumer(broker)
+    schedule(broker, b"plain", AMQ_SCHEDULER_ACTION="REMOVEALL")
+    (frame,) = messages(peer)
+    assert (frame.body, frame.headers["AMQ_SCHEDULER_ACTION"]) == (b"plain", "REMOVEALL")

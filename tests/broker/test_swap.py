@@ -7,6 +7,7 @@ import pytest
 from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.errors import NoSpace
+from broker.core.message import FIFO_LEVEL
 from broker.core.settings import CoreSettings
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store
@@ -73,7 +74,7 @@ def test_queue_swaps_past_the_high_water_mark_and_drains_in_order() -> None:
 
 
 def test_priority_order_holds_across_memory_and_disk() -> None:
-    engine, _ = swapping_engine()
+    engine, _ = swapping_engine(prioritized_messages=True)
     p = Peer(engine)
     send(p, "/queue/p", 150, priority=1)
     send(p, "/queue/p", 5, priority=9, start=1000)
@@ -83,6 +84,25 @@ def test_priority_order_holds_across_memory_and_disk() -> None:
     c.send_frame("SUBSCRIBE", {"destination": "/queue/p", "id": "1"})
     got = bodies(c)
     assert got == list(range(1000, 1005)) + list(range(2000, 2150)) + list(range(150))
+
+
+@pytest.mark.parametrize("persistent", ["false", "true"])
+def test_arrival_order_holds_across_memory_and_disk_whatever_the_priority(persistent: str) -> None:
+    """prioritizedMessages=false (the default, ActiveMQ's): one level for every message, in
+    memory, in the temp log and in the store; each MESSAGE still says its priority."""
+    engine, _ = swapping_engine()
+    p = Peer(engine)
+    for i in range(300):
+        send(p, "/queue/f", 1, priority=(9, 1, 4, 0)[i % 4], start=i, persistent=persistent)
+    cursor = engine.queues["/queue/f"].cursor
+    assert cursor.disk_total > 100 and cursor.disk_count[FIFO_LEVEL] == cursor.disk_total
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/f", "id": "1"})
+    frames = []
+    while batch := c.messages():
+        frames += batch
+    assert [int(f.body[:6]) for f in frames] == list(range(300))
+    assert [f.headers["priority"] for f in frames] == [str((9, 1, 4, 0)[i % 4]) for i in range(300)]
 
 
 def test_client_acks_keep_messages_held_until_acked() -> None:

@@ -42,7 +42,8 @@ def test_the_example_maps_onto_the_broker() -> None:
     assert ws.allowed_origins == ("https://console.example.com:443",)
     assert options.data_dir == Path.cwd() / "data"
     assert options.store_dir == Path.cwd() / "data" / "store"
-    assert options.core == CoreSettings(cursor_high_water=0.70)
+    # The example sets initialRedeliveryDelay="0" on its default entry.
+    assert options.core == CoreSettings(cursor_high_water=0.70, initial_redelivery_delay_ms=0)
     assert options.http_stomp_limits == ConnectionLimits()
 
 
@@ -173,12 +174,14 @@ def test_check_report_marks_what_is_not_applied() -> None:
     missing = not_applied(config)
     # Policy entries apply per destination, but for a few of their settings.
     assert "policies.entries[0]" not in missing and "policies.entries[0].memory_limit" not in missing
-    assert "redelivery.entries[0].use_exponential_back_off" in missing
+    # Issue 27: prefetches, prioritizedMessages and the back-off are applied too.
+    assert not any(key.startswith(("policies", "redelivery")) for key in missing), missing
     # Every listener is served, with every option of its URI.
     assert not any(key.startswith(("connectors", "transport_defaults")) for key in missing)
     assert "system_usage.memory_limit" not in missing
     report = render(config, lambda key: key not in missing)
-    assert re.search(r"useExponentialBackOff += true .*example:\d+  \[not applied yet\]", report)
+    assert re.search(r"useExponentialBackOff += true .*example:\d+$", report, re.M)
+    assert re.search(r"prioritizedMessages += true .*example:\d+$", report, re.M)
     line = next(line for line in report.splitlines() if line.strip().startswith("memoryUsage limit"))
     assert "1 gb" in line and "activemq.xml.example:" in line and "not applied" not in line
     # Users and authorization entries are applied (broker/security).
@@ -186,6 +189,20 @@ def test_check_report_marks_what_is_not_applied() -> None:
     assert "authorization" not in missing
     assert "simpleAuthenticationPlugin\n" in report and "authorizationPlugin\n" in report
     assert "********" in report and "change-me" not in report
+
+
+def test_check_report_marks_a_setting_not_applied(tmp_path: Path) -> None:
+    config = load_body(
+        tmp_path,
+        '<plugins><redeliveryPlugin fallbackToDeadLetter="false"><redeliveryPolicyMap><redeliveryPolicyMap>'
+        '<defaultEntry><redeliveryPolicy useExponentialBackOff="true"/></defaultEntry>'
+        "</redeliveryPolicyMap></redeliveryPolicyMap></redeliveryPlugin></plugins>\n",
+    ).config
+    missing = not_applied(config)
+    assert missing == {"redelivery.fallback_to_dead_letter"}
+    report = render(config, lambda key: key not in missing)
+    assert re.search(r"fallbackToDeadLetter += false .*:\d+  \[not applied yet\]$", report, re.M)
+    assert re.search(r"useExponentialBackOff += true .*:\d+$", report, re.M)
 
 
 def test_websocket_flags_override_the_files_listeners(tmp_path: Path) -> None:

@@ -129,6 +129,36 @@ def test_count_copy_remove_purge(broker: BrokerThread) -> None:
     assert call(url(broker), "GET", "/api/v1/destinations/copy").status == 404
 
 
+def test_moved_and_copied_messages_keep_their_message_id(broker: BrokerThread) -> None:
+    """As ActiveMQ's moveMatchingMessagesTo / copyMatchingMessagesTo: the same message-id,
+    and ``original-destination`` says where it was (in memory, swapped or stored alike)."""
+    fill(broker.port, "/queue/keep.ids", 3000)
+    fill(broker.port, "/queue/keep.ids", 1000, persistent=True, start=3000)
+    wanted = "n % 500 = 7"
+    page = api(broker, "GET", "/destinations/keep.ids/messages?limit=100&selector=" + quote(wanted))
+    ids = {int(m["headers"]["n"]): m["id"] for m in page["messages"]}  # type: ignore[index,union-attr]
+    assert len(ids) == 8
+    body = {"selector": wanted, "wait": 30}
+    assert (
+        api(broker, "POST", "/destinations/keep.ids/copy", {**body, "to": "/queue/ids.copied"})["copied"] == 8
+    )
+    assert (
+        api(broker, "POST", "/destinations/keep.ids/move", {**body, "to": "/queue/ids.moved"})["moved"] == 8
+    )
+    for queue in ("/queue/ids.copied", "/queue/ids.moved"):
+        raw = RawClient(broker.port, timeout=30)
+        raw.connect("1.1")
+        raw.send("SUBSCRIBE", {"destination": queue, "id": "s", "ack": "client-individual"})
+        frames = raw.through_mark(queue)
+        assert {int(f.headers["n"]): f.headers["message-id"] for f in frames} == ids
+        assert {f.headers["original-destination"] for f in frames} == {"/queue/keep.ids"}
+        for frame in frames:  # acknowledged by that id
+            raw.send("ACK", {"message-id": frame.headers["message-id"], "subscription": "s"})
+        assert not [f for f in raw.sync() if f.command == "ERROR"]
+        raw.close()
+        assert depth(broker, queue) == 1  # the mark, never acked
+
+
 def test_browse_reaches_every_message_without_consuming(broker: BrokerThread) -> None:
     fill(broker.port, "/queue/browsed", 4000)
     fill(broker.port, "/queue/browsed", 2000, persistent=True, start=4000)

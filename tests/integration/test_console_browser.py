@@ -183,3 +183,34 @@ def test_a_destination_page_can_be_opened_by_its_address(
         f"http://127.0.0.1:{http_broker.http_port}/console/#/destination/{quote('/queue/deep.link', safe='')}"
     )
     WebDriverWait(browser, SEE_WITHIN).until(lambda d: stat(d, "depth") == "1")
+
+
+def test_the_scheduled_page_lists_jobs_and_removes_one(
+    http_broker: BrokerThread, browser: webdriver.Chrome
+) -> None:
+    wait = WebDriverWait(browser, SEE_WITHIN, ignored_exceptions=(StaleElementReferenceException,))
+    with client(http_broker.port) as producer:
+        producer.send("/queue/jobs", "noon", sync=True, AMQ_SCHEDULED_CRON="0 12 * * *")
+        producer.send("/queue/jobs", "in an hour", sync=True, AMQ_SCHEDULED_DELAY="3600000")
+    browser.get(f"http://127.0.0.1:{http_broker.http_port}/console/#/scheduled")
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#scheduled tr[data-job]")) == 2)
+    table = browser.find_element(By.ID, "scheduled").text
+    assert "0 12 * * *" in table and "in an hour" in table and "/queue/jobs" in table
+
+    def remove_clicked(driver: webdriver.Chrome) -> bool:
+        for row in driver.find_elements(By.CSS_SELECTOR, "#scheduled tr[data-job]"):
+            if "0 12 * * *" in row.text:
+                row.find_element(By.CSS_SELECTOR, "button.remove").click()
+                return True
+        return False
+
+    wait.until(remove_clicked)
+    dialog = browser.find_element(By.ID, "confirm")
+    wait.until(lambda d: dialog.get_attribute("open") is not None)
+    assert "never fires again" in dialog.text
+    browser.find_element(By.ID, "confirm-ok").click()
+    wait.until(lambda d: "removed ID-" in first_text(d, "#scheduled-result"))
+    wait.until(lambda d: "0 12 * * *" not in d.find_element(By.ID, "scheduled").text)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#scheduled tr[data-job]")) == 1
+    severe = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert severe == []

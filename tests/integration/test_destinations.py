@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from broker.core.settings import CoreSettings
 from tests.clients import client, eventually
-from tests.conftest import BrokerServer
+from tests.conftest import BrokerServer, start_broker
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -181,17 +184,24 @@ def test_temp_topic(broker_server: BrokerServer) -> None:
         assert c.listener.wait_messages(1)[0].body == "e"
 
 
-def test_priority_order_then_fifo(broker_server: BrokerServer) -> None:
-    with client(broker_server.port) as p:
-        sent = [(i, i % 10) for i in range(40)]
-        for i, prio in sent:
-            p.send("/queue/prio", str(i), priority=str(prio))
-        p.sync()
-        with client(broker_server.port) as c:
-            c.subscribe("/queue/prio")
-            got = [int(m.body) for m in c.listener.wait_messages(40)]
-    expected = [i for i, _ in sorted(sent, key=lambda s: (-s[1], s[0]))]
-    assert got == expected
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_priority_order_then_fifo_or_arrival_order(tmp_path: Path, prioritized: bool) -> None:
+    """prioritizedMessages: strict priority, then FIFO; without (ActiveMQ's default), the
+    order they came in, each MESSAGE with its priority."""
+    thread = start_broker(tmp_path / "data", core=CoreSettings(prioritized_messages=prioritized))
+    try:
+        with client(thread.port) as p:
+            sent = [(i, i % 10) for i in range(40)]
+            for i, prio in sent:
+                p.send("/queue/prio", str(i), priority=str(prio))
+            p.sync()
+            with client(thread.port) as c:
+                c.subscribe("/queue/prio")
+                got = [(int(m.body), m.headers["priority"]) for m in c.listener.wait_messages(40)]
+    finally:
+        thread.stop()
+    expected = sorted(sent, key=lambda s: (-s[1], s[0])) if prioritized else sent
+    assert got == [(i, str(prio)) for i, prio in expected]
 
 
 def test_default_priority_is_4_and_reported(broker_server: BrokerServer) -> None:

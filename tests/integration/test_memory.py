@@ -35,25 +35,29 @@ def small_broker(tmp_path: Path) -> Iterator[BrokerServer]:
         yield broker
 
 
-def test_queue_far_past_the_memory_limit(small_broker: BrokerServer) -> None:
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_queue_far_past_the_memory_limit(tmp_path: Path, prioritized: bool) -> None:
     n = 3000  # ~3 MB of bodies, six times the memory limit
-    with client(small_broker.port) as p:
-        for i in range(n):
-            p.send("/queue/big", f"{i:06d}{BODY}", priority=str(9 if i % 100 == 0 else 4))
-        p.sync()
-    engine = small_broker.engine
-    assert engine.queues["/queue/big"].cursor.disk_total > n // 2
-    assert engine.usage.memory.peak <= 512 * KB
-    assert engine.usage.temp.peak > 1 << 20
-    with client(small_broker.port) as c:
-        c.subscribe("/queue/big")
-        got = [int(m.body[:6]) for m in c.listener.wait_messages(n, timeout=30)]
-    high = [i for i in range(n) if i % 100 == 0]
-    assert got == high + [i for i in range(n) if i % 100]
-    # Nothing of the messages left in memory or on disk (the queue itself is charged too).
-    eventually(
-        lambda: engine.usage.temp.used == 0 and engine.usage.memory.used == engine.destinations.charged
-    )
+    settings = {"memory_limit": 512 * KB, "temp_limit": 64 << 20, "prioritized_messages": prioritized}
+    with limited(tmp_path, **settings) as small_broker:
+        with client(small_broker.port) as p:
+            for i in range(n):
+                p.send("/queue/big", f"{i:06d}{BODY}", priority=str(9 if i % 100 == 0 else 4))
+            p.sync()
+        engine = small_broker.engine
+        assert engine.queues["/queue/big"].cursor.disk_total > n // 2
+        assert engine.usage.memory.peak <= 512 * KB
+        assert engine.usage.temp.peak > 1 << 20
+        with client(small_broker.port) as c:
+            c.subscribe("/queue/big")
+            got = [int(m.body[:6]) for m in c.listener.wait_messages(n, timeout=30)]
+        # Priority 9 first with prioritizedMessages, else in the order they were sent.
+        high = [i for i in range(n) if i % 100 == 0]
+        assert got == (high + [i for i in range(n) if i % 100] if prioritized else list(range(n)))
+        # Nothing of the messages left in memory or on disk (the queue itself is charged too).
+        eventually(
+            lambda: engine.usage.temp.used == 0 and engine.usage.memory.used == engine.destinations.charged
+        )
 
 
 def test_topic_with_a_fast_and_a_slow_subscriber(small_broker: BrokerServer) -> None:

@@ -43,15 +43,19 @@ def drain(port: int, destination: str, n: int, ack: str = "auto", **headers: str
         return [(m.body, m.headers.get("redelivered", "false")) for m in got]
 
 
-def test_persistent_messages_survive_a_restart_in_priority_then_fifo_order(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_persistent_messages_survive_a_restart_in_their_order(tmp_path: Path, prioritized: bool) -> None:
+    """Priority then FIFO with prioritizedMessages, else FIFO (ActiveMQ's default)."""
     data = tmp_path / "data"
-    with broker(data) as b, client(b.port) as p:
+    with broker(data, prioritized_messages=prioritized) as b, client(b.port) as p:
         for i in range(30):
             p.send("/queue/keep", f"m{i}", sync=i == 29, priority=str(i % 3 * 4), **P)
         p.send("/queue/keep", "transient", sync=True)
-    with broker(data) as b:
+    with broker(data, prioritized_messages=prioritized) as b:
         got = drain(b.port, "/queue/keep", 30)
     expected = [f"m{i}" for p in (8, 4, 0) for i in range(30) if i % 3 * 4 == p]
+    if not prioritized:
+        expected = [f"m{i}" for i in range(30)]
     assert [body for body, _ in got] == expected
     assert {redelivered for _, redelivered in got} == {"false"}
     # Auto-acked: gone for good.

@@ -6,6 +6,7 @@ subscriptions too), and only there."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,9 @@ POLICIES = """
 <destinationPolicy><policyMap><policyEntries>
   <policyEntry queue="SMALL.>" memoryLimit="32 kb" queuePrefetch="2"/>
   <policyEntry topic="PRICES.>" topicPrefetch="3" producerFlowControl="false"/>
+  <policyEntry topic="DURABLE.>" topicPrefetch="7" durableTopicPrefetch="4"/>
+  <policyEntry queue="BROWSED.>" queueBrowserPrefetch="3"/>
+  <policyEntry queue="URGENT.>" prioritizedMessages="true"/>
   <policyEntry queue="NOWAIT.>" producerFlowControl="false"/>
   <policyEntry queue="ORDERS.>">
     <deadLetterStrategy><individualDeadLetterStrategy queuePrefix="DLQ."/></deadLetterStrategy>
@@ -39,6 +43,9 @@ POLICIES = """
 </systemUsage></systemUsage>
 <plugins><redeliveryPlugin><redeliveryPolicyMap><redeliveryPolicyMap><redeliveryPolicyEntries>
   <redeliveryPolicy queue="ORDERS.>" maximumRedeliveries="1"/>
+  <redeliveryPolicy queue="RETRY.>" maximumRedeliveries="-1" initialRedeliveryDelay="100"
+                    redeliveryDelay="100" useExponentialBackOff="true" backOffMultiplier="3"
+                    maximumRedeliveryDelay="500"/>
 </redeliveryPolicyEntries></redeliveryPolicyMap></redeliveryPolicyMap></redeliveryPlugin></plugins>
 """
 
@@ -80,6 +87,74 @@ def test_prefetch_of_matching_destinations_only(broker: BrokerThread) -> None:
         for i in range(5):
             c.send("/queue/SMALL.B", str(i))
         assert len(c.settled()) == 4
+
+
+def test_durable_topic_prefetch_of_matching_durable_subscriptions(broker: BrokerThread) -> None:
+    with client(broker.port, **{"client-id": "prefetch"}) as c:
+        c.subscribe(
+            "/topic/DURABLE.X", sub_id="d", ack="client-individual", **{"activemq.subscriptionName": "d"}
+        )
+        c.subscribe("/topic/DURABLE.X", sub_id="t", ack="client-individual")
+        for i in range(10):
+            c.send("/topic/DURABLE.X", str(i))
+        got = c.settled()
+    by_sub = [m.headers["subscription"] for m in got]
+    assert (by_sub.count("d"), by_sub.count("t")) == (4, 7)
+
+
+def test_queue_browser_prefetch_holds_an_acking_browser_back(broker: BrokerThread) -> None:
+    with client(broker.port) as p:
+        for i in range(5):
+            p.send("/queue/BROWSED.Q", str(i), sync=True)
+    with client(broker.port) as c:
+        c.subscribe("/queue/BROWSED.Q", sub_id="b", ack="client", browser="true")
+        first = c.settled()
+        assert [m.body for m in first] == ["0", "1", "2"]
+        c.ack(first[1])  # cumulative: two more may come
+        got = c.settled()
+        assert [m.body for m in got] == ["0", "1", "2", "3", "4"]
+        c.ack(got[-1])  # the end takes room too
+        end = c.listener.wait_messages(6)[5]
+        assert end.headers["browser"] == "end"
+    with client(broker.port) as c:
+        # Browsed, not consumed; ack:auto browses on without waiting.
+        c.subscribe("/queue/BROWSED.Q", sub_id="b", browser="true")
+        assert [m.headers.get("browser", m.body) for m in c.listener.wait_messages(6)] == [
+            "0",
+            "1",
+            "2",
+            "3",
+            "4",
+            "end",
+        ]
+
+
+def test_prioritized_messages_of_matching_destinations_only(broker: BrokerThread) -> None:
+    for queue, prioritized in (("/queue/URGENT.A", True), ("/queue/OTHER.P", False)):
+        with client(broker.port) as p:
+            for i, priority in enumerate((1, 9, 4, 7)):
+                p.send(queue, str(i), priority=str(priority))
+            p.sync()
+        with client(broker.port) as c:
+            c.subscribe(queue)
+            got = [m.body for m in c.listener.wait_messages(4)]
+        assert got == (["1", "3", "2", "0"] if prioritized else ["0", "1", "2", "3"]), queue
+
+
+def test_exponential_redelivery_back_off_of_matching_destinations(broker: BrokerThread) -> None:
+    """100 ms, then 3 times as long each time, at most 500: never sooner (the broker's
+    clock and ticks decide how much later)."""
+    with client(broker.port) as c:
+        c.send("/queue/RETRY.A", "m", sync=True)
+        c.subscribe("/queue/RETRY.A", ack="client-individual")
+        frame = c.listener.wait_messages(1)[0]
+        for n, delay in enumerate((0.1, 0.3, 0.5, 0.5), start=2):
+            nacked = time.monotonic()
+            c.nack(frame)
+            frame = c.listener.wait_messages(n)[n - 1]
+            waited = time.monotonic() - nacked
+            assert frame.headers["redelivered"] == "true"
+            assert waited >= delay - 0.01, f"redelivery {n - 1} after {waited:.3f} s, before its {delay} s"
 
 
 def test_memory_limit_of_matching_destinations_only(broker: BrokerThread) -> None:

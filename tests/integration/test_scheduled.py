@@ -1,4 +1,6 @@
-"""AMQ_SCHEDULED_DELAY / _PERIOD / _REPEAT."""
+"""AMQ_SCHEDULED_DELAY / _PERIOD / _REPEAT / _CRON, and ActiveMQ.Scheduler.Management
+(browse and remove jobs) over TCP with stomp.py.  Exact timing: tests/broker/test_scheduler.py;
+the same removals checked on ActiveMQ too: tests/integration/test_activemq_compat.py."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import time
 
 import pytest
 
-from tests.clients import client, eventually
+from tests.clients import Client, client, eventually
 from tests.conftest import BrokerServer
 from tests.stomp_raw import RawClient
 
@@ -68,7 +70,6 @@ def test_a_cron_job_is_scheduled_not_delivered_now(broker_server: BrokerServer) 
         {"AMQ_SCHEDULED_REPEAT": "3"},
         {"AMQ_SCHEDULED_CRON": "*/5 * * *"},
         {"AMQ_SCHEDULED_CRON": "0 25 * * *"},
-        {"AMQ_SCHEDULER_ACTION": "REMOVEALL"},
     ],
 )
 def test_bad_schedule_headers(broker_server: BrokerServer, headers: dict[str, str]) -> None:
@@ -78,3 +79,50 @@ def test_bad_schedule_headers(broker_server: BrokerServer, headers: dict[str, st
     frame = raw.recv()
     assert frame.command == "ERROR"
     assert "AMQ_SCHEDULE" in frame.body.decode()
+
+
+MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
+
+
+def remove_job(c: Client, job_id: str) -> None:
+    """REMOVE that job (its RECEIPT says it is done)."""
+    c.send(MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="REMOVE", scheduledJobId=job_id)
+
+
+def browse_jobs(port: int, reply_to: str = "/queue/my.jobs") -> list[dict[str, str]]:
+    """What BROWSE sends to ``reply_to`` (its RECEIPT comes once every copy is routed)."""
+    with client(port) as c:
+        c.subscribe(reply_to)
+        c.send(MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="BROWSE", **{"reply-to": reply_to})
+        return [{**m.headers, "body": m.body} for m in c.through_mark(reply_to)]
+
+
+def test_jobs_are_browsed_and_removed_over_stomp(broker_server: BrokerServer) -> None:
+    with client(broker_server.port) as c:
+        c.subscribe("/queue/later")
+        c.send("/queue/later", "in an hour", sync=True, AMQ_SCHEDULED_DELAY="3600000", persistent="true")
+        c.send("/queue/later", "each minute", sync=True, AMQ_SCHEDULED_CRON="* * * * *")
+        c.send("/queue/later", "noon", sync=True, AMQ_SCHEDULED_CRON="0 12 * * *")
+        jobs = browse_jobs(broker_server.port)
+        assert sorted(job["body"] for job in jobs) == ["each minute", "in an hour", "noon"]
+        assert {job["original-destination"] for job in jobs} == {"/queue/later"}
+        by_body = {job["body"]: job["scheduledJobId"] for job in jobs}
+        # A cron job, removed by its id, is gone for good.
+        c.send(
+            MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="REMOVE", scheduledJobId=by_body["each minute"]
+        )
+        assert sorted(job["body"] for job in browse_jobs(broker_server.port)) == ["in an hour", "noon"]
+        c.send(MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="REMOVEALL")
+        assert browse_jobs(broker_server.port) == []
+        assert c.through_mark("/queue/later") == []
+    store = broker_server.thread.broker.message_store  # type: ignore[union-attr]
+    assert store.used_bytes == 0
+
+
+def test_a_delivery_names_its_job_for_the_consumer_to_remove(broker_server: BrokerServer) -> None:
+    with client(broker_server.port) as c:
+        c.subscribe("/queue/ticks")
+        c.send("/queue/ticks", "tick", sync=True, AMQ_SCHEDULED_PERIOD="100", AMQ_SCHEDULED_REPEAT="1000")
+        first = c.listener.wait_messages(1)[0]
+        remove_job(c, first.headers["scheduledJobId"])
+        assert browse_jobs(broker_server.port) == []

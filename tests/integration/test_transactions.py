@@ -28,26 +28,6 @@ def test_committed_sends_are_delivered_aborted_never(broker_server: BrokerServer
         assert len(c.through_mark("/queue/tx")) == 2
 
 
-def test_aborted_acks_are_redelivered(broker_server: BrokerServer) -> None:
-    with client(broker_server.port) as p:
-        p.send("/queue/txack", "m")
-    with client(broker_server.port) as c:
-        c.subscribe("/queue/txack", ack="client-individual")
-        msg = c.listener.wait_messages(1)[0]
-        c.conn.begin("t")
-        c.ack(msg, transaction="t")
-        c.conn.abort("t")
-        again = c.listener.wait_messages(2)[1]
-        assert again.body == "m"
-        assert again.headers["redelivered"] == "true"
-        c.conn.begin("t3")
-        c.ack(again, transaction="t3")
-        c.conn.commit("t3")
-        c.sync()
-    assert broker_server.engine.queues["/queue/txack"].cursor.count == 0
-    assert broker_server.engine.queues["/queue/txack"].stats.dequeued == 1
-
-
 def test_transactional_ack_frees_prefetch_credit(broker_server: BrokerServer) -> None:
     with client(broker_server.port) as p:
         for i in range(3):

@@ -227,3 +227,19 @@ def test_fixed_rate_with_producer_and_consumer_in_processes_of_their_own(
     )
     assert code == 0
     assert s["sent"] == s["received"] == 1500
+
+
+def test_ack_receipts(sink: SinkThread, run_tool: RunTool) -> None:
+    code, s = run_tool(
+        sink.port,
+        "--messages",
+        "500",
+        "--ack",
+        "client-individual",
+        "--ack-receipts",
+        "--prefetch",
+        "50",
+        *FAST,
+    )
+    assert code == 0 and s["errors"] == 0
+    assert sink.sink.receipts[b"ACK"] == sink.sink.commands[b"ACK"] == 500

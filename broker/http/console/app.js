@@ -451,6 +451,56 @@ function renderBridges(bridges) {
   $("bridges").tBodies[0].replaceChildren(...rows);
 }
 
+// -- scheduled messages ------------------------------------------------------------------
+
+const SCHEDULED_SHOWN = 500;
+
+async function removeJob(id) {
+  if (!(await confirmDialog(`Remove scheduled job ${id}? A cron job never fires again. This cannot be undone.`))) return;
+  const out = $("scheduled-result");
+  try {
+    await api("DELETE", `/scheduled/${encodeURIComponent(id)}`);
+    out.replaceChildren(el("div", { class: "done" }, `removed ${id}`));
+  } catch (error) {
+    showError(out, error);
+  }
+  refresh();
+}
+
+async function removeAllJobs() {
+  if (!(await confirmDialog("Remove every scheduled job? This cannot be undone."))) return;
+  const out = $("scheduled-result");
+  try {
+    const result = await api("DELETE", "/scheduled");
+    out.replaceChildren(el("div", { class: "done" }, `removed ${num(result.removed)} scheduled jobs`));
+  } catch (error) {
+    showError(out, error);
+  }
+  refresh();
+}
+
+function renderScheduled(page) {
+  const rows = page.jobs.map((j) =>
+    el(
+      "tr",
+      { "data-job": j.id },
+      el("td", { class: "mono" }, j.id),
+      el("td", {}, j.destination),
+      el("td", {}, new Date(j.next_due).toLocaleString()),
+      el("td", { class: "mono" }, j.cron || "–"),
+      el("td", { class: "num" }, j.delay ? num(j.delay) : "–"),
+      el("td", { class: "num" }, j.period ? num(j.period) : "–"),
+      el("td", { class: "num" }, j.repeat ? `${num(j.repeats_left)} of ${num(j.repeat)}` : "–"),
+      el("td", { class: "mono headers" }, Object.entries(j.headers).map(([k, v]) => `${k}:${v}`).join("\n")),
+      el("td", { class: "mono body" }, (j.body_encoding === "base64" ? "(base64) " : "") + j.body + (j.truncated ? "…" : "")),
+      el("td", {}, el("button", { type: "button", class: "remove", onclick: () => removeJob(j.id) }, "Remove")),
+    ),
+  );
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "empty" }, "no scheduled messages")));
+  $("scheduled").tBodies[0].replaceChildren(...rows);
+  $("scheduled-count").textContent = `${page.jobs.length}${page.next ? "+" : ""} scheduled jobs`;
+}
+
 // -- polling and routing ---------------------------------------------------------------
 
 async function refresh() {
@@ -470,6 +520,8 @@ async function refresh() {
       renderConnections(connections.connections, subscriptions.subscriptions);
     } else if (state.page === "network") {
       renderBridges((await api("GET", "/network")).bridges);
+    } else if (state.page === "scheduled") {
+      renderScheduled(await api("GET", `/scheduled?limit=${SCHEDULED_SHOWN}&preview=64`));
     }
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
@@ -493,6 +545,8 @@ function route() {
     page = "connections";
   } else if (hash.startsWith("#/network")) {
     page = "network";
+  } else if (hash.startsWith("#/scheduled")) {
+    page = "scheduled";
   }
   state.page = page;
   for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
@@ -526,6 +580,7 @@ function setup() {
   $("op-form").addEventListener("submit", submitOperation);
   $("purge").addEventListener("click", purge);
   $("delete").addEventListener("click", deleteDestination);
+  $("scheduled-remove-all").addEventListener("click", removeAllJobs);
   route();
   state.timer = setInterval(refresh, POLL_MS);
 }
