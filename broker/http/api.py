@@ -11,7 +11,7 @@ import base64
 import json
 import logging
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -22,13 +22,13 @@ from broker.core.errors import InvalidDestination
 from broker.core.selector import InvalidSelector, compile_selector
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.http.ops import AdminError, Invalid, NotFound
+from broker.http.ops import AdminError, DestinationInfo, Invalid, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.core.selector import Selector
-    from broker.http.ops import AdminOps, BrowsePage, ConnectionInfo, DestinationInfo, Meter, Progress
+    from broker.http.ops import AdminOps, BrowsePage, ConnectionInfo, Meter, Progress
 
 log = logging.getLogger("stompd.http")
 
@@ -133,11 +133,15 @@ async def _body(request: web.Request, allowed: set[str]) -> dict[str, Any]:
 
 
 def destination_json(info: DestinationInfo) -> dict[str, Any]:
-    out = asdict(info)
+    # Field by field, not ``asdict`` (its deep copy costs half as much again, per row).
+    out = {name: getattr(info, name) for name in _DESTINATION_FIELDS}
     out["memory_percent"] = (
         round(100.0 * info.memory_bytes / info.memory_limit, 2) if info.memory_limit else 0.0
     )
     return out
+
+
+_DESTINATION_FIELDS = tuple(f.name for f in fields(DestinationInfo))
 
 
 def _meter_json(meter: Meter) -> dict[str, Any]:

@@ -56,9 +56,12 @@ async def json_list(
     response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
     await response.prepare(request)
     await response.write(b'{"%s": [' % field.encode())
-    for start in range(0, len(rows), SLICE):
-        chunk = ", ".join(json.dumps(as_json(row)) for row in rows[start : start + SLICE])
+    # Fewer rows a step than ``SLICE``: a row made and encoded costs ~20 us.
+    step = SLICE // 5
+    for start in range(0, len(rows), step):
+        chunk = json.dumps([as_json(row) for row in rows[start : start + step]])[1:-1]
         await response.write((", " if start else "").encode() + chunk.encode())
+        await asyncio.sleep(0)
     await response.write(b"]}")
     await response.write_eof()
     return response

@@ -41,10 +41,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.connection")
 
 HEARTBEAT = b"\n"
-#: Work one connection's frames may make in one turn of the loop before the others go:
-#: frames read, plus frames they made the broker send (a topic publish to 10,000
-#: subscribers is 10,000), about 2-4 ms of it.
-TURN_BUDGET: Final = 2000
+#: Work one connection's frames may make in one turn of the loop before the others go,
+#: about 2 ms of it: a frame read costs ``FRAME_IN``, each frame it made the broker send
+#: one (a topic publish to 10,000 subscribers is 10,000); so at most 128 frames read (a
+#: SUBSCRIBE's handling costs ~15 us), or a few big fan-outs.
+TURN_BUDGET: Final = 2048
+FRAME_IN: Final = 16
 
 
 class StompConnection(asyncio.Protocol):
@@ -172,7 +174,7 @@ class StompConnection(asyncio.Protocol):
                     self._close()
                     return
                 parser.version = session.version
-                spent += 1
+                spent += FRAME_IN
                 if spent + traffic.frames_out >= TURN_BUDGET:
                     frame = parser.next_frame()
                     if frame is not None:
