@@ -16,9 +16,9 @@ SEND parked or in an open transaction, messages waiting out their redelivery del
 not idle.  Temporary destinations go with their connection instead.
 
 Destinations are looked at in passes that start at most once a second (``SWEEP_MS``),
-``SLICE`` of them per tick, by the core's clock, so tests drive it with the clock: with
-100,000 destinations a pass takes a few seconds of ticks, and no tick holds the loop
-for long.
+``SLICE`` of them per tick (and at most ``COLLECT_SLICE`` deleted), by the core's clock,
+so tests drive it with the clock: with 100,000 destinations a pass takes a few seconds of
+ticks, and no tick holds the loop for long.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.engine")
 
 SWEEP_MS: Final = 1000
-#: Destinations looked at per tick (each a few attribute reads: about a millisecond).
+#: Destinations looked at per tick (each a few attribute reads: about a millisecond),
+#: and deleted per tick (each tens of microseconds, its temp log and record dropped too).
 SLICE: Final = 1000
+COLLECT_SLICE: Final = 100
 #: Collected destinations named one by one in the log; past this, one line sums them up.
 LOG_EACH: Final = 10
 
@@ -93,7 +95,7 @@ class Housekeeping:
         due: list[Destination] = []
         for looked, target in enumerate(self._pass, 1):
             self._look_at(target, now, due)
-            if looked >= SLICE:
+            if looked >= SLICE or len(due) >= COLLECT_SLICE:
                 break
         else:
             self._pass = None
