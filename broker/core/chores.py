@@ -27,12 +27,15 @@ BUDGET: Final = 256
 
 
 class Chores:
-    __slots__ = ("_jobs", "_running", "budget", "wake")
+    __slots__ = ("_jobs", "_running", "budget", "turn", "wake")
 
     def __init__(self, budget: int = BUDGET) -> None:
         self._jobs: deque[Iterator[int]] = deque()
         self._running = False
         self.budget = budget
+        #: Slices run so far: a chore that keeps a fact between steps knows from this when
+        #: other clients' work may have changed it.
+        self.turn = 0
         #: Set by the edge: ask for ``run`` to be called soon (None: run chores at once).
         self.wake: Callable[[], object] | None = None
 
@@ -54,6 +57,7 @@ class Chores:
         """One slice of work; True if some is left (call again soon)."""
         jobs = self._jobs
         budget = self.budget
+        self.turn += 1
         self._running = True
         try:
             self._slice(jobs, budget)

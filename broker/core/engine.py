@@ -105,9 +105,11 @@ class Engine:
         self.subscribing = subscribing = Subscribing(
             settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
         )
-        self.housekeeping = Housekeeping(clock, destinations, durables, settlement, transactions, flow)
         #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
-        self.chores = Chores()
+        self.chores = chores = Chores()
+        self.housekeeping = Housekeeping(
+            clock, destinations, durables, settlement, transactions, flow, chores
+        )
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard, self.client_ids)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {

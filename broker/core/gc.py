@@ -15,10 +15,10 @@ so that a restart does not make it again.  A destination something still points 
 SEND parked or in an open transaction, messages waiting out their redelivery delay) is
 not idle.  Temporary destinations go with their connection instead.
 
-Destinations are looked at in passes that start at most once a second (``SWEEP_MS``),
-``SLICE`` of them per tick (and at most ``COLLECT_SLICE`` deleted), by the core's clock,
-so tests drive it with the clock: with 100,000 destinations a pass takes a few seconds of
-ticks, and no tick holds the loop for long.
+Destinations are looked at in passes that start at most once a second (``SWEEP_MS``) on
+the engine's tick, by the core's clock (so tests drive it with the clock); a pass is a
+chore (``chores``), done a slice at a time between other clients' work, so even with
+100,000 destinations no step holds the loop for long.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from broker.core.queue import Queue
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from broker.core.chores import Chores
     from broker.core.clock import Clock
     from broker.core.destinations import Destination, Destinations
     from broker.core.durable import DurableSubscriptions
@@ -41,10 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.engine")
 
 SWEEP_MS: Final = 1000
-#: Destinations looked at per tick (each a few attribute reads: about a millisecond),
-#: and deleted per tick (each tens of microseconds, its temp log and record dropped too).
-SLICE: Final = 1000
-COLLECT_SLICE: Final = 100
+#: What deleting a destination costs in a chore's units (its temp log and store record go
+#: too: tens of microseconds), against one for looking at one.
+DELETE_COST: Final = 16
 #: Collected destinations named one by one in the log; past this, one line sums them up.
 LOG_EACH: Final = 10
 
@@ -52,7 +52,8 @@ LOG_EACH: Final = 10
 class Housekeeping:
     __slots__ = (
         "_next_pass",
-        "_pass",
+        "_passing",
+        "chores",
         "clock",
         "destinations",
         "durables",
@@ -69,6 +70,7 @@ class Housekeeping:
         settlement: Settlement,
         transactions: Transactions,
         flow: FlowControl,
+        chores: Chores,
     ) -> None:
         self.clock = clock
         self.destinations = destinations
@@ -76,36 +78,59 @@ class Housekeeping:
         self.settlement = settlement
         self.transactions = transactions
         self.flow = flow
-        #: What is left of the pass under way (None: none; the next starts at ``_next_pass``).
-        self._pass: Iterator[Destination] | None = None
+        self.chores = chores
+        #: A pass is under way (a chore); the next starts no sooner than ``_next_pass``.
+        self._passing = False
         self._next_pass = 0
 
-    def sweep(self) -> list[str]:
-        """One slice of the pass under way (starting one if it is time); returns the names
-        of the destinations deleted."""
+    def sweep(self) -> None:
+        """Start a pass over every destination if it is time (on the engine's tick)."""
         now = self.clock.ms
-        if self._pass is None:
-            if now < self._next_pass:
-                return []
-            self._next_pass = now + SWEEP_MS
-            destinations = self.destinations
-            every: list[Destination] = [*destinations.queues.values()]
-            every += destinations.router.topics.values()
-            self._pass = iter(every)
-        due: list[Destination] = []
-        for looked, target in enumerate(self._pass, 1):
-            self._look_at(target, now, due)
-            if looked >= SLICE or len(due) >= COLLECT_SLICE:
-                break
-        else:
-            self._pass = None
-        return self._collect(due, now) if due else []
+        if self._passing or now < self._next_pass:
+            return
+        self._next_pass = now + SWEEP_MS
+        self._passing = True
+        destinations = self.destinations
+        every: list[Destination] = [*destinations.queues.values()]
+        every += destinations.router.topics.values()
+        self.chores.add(self._pass_over(every))
 
-    def _look_at(self, target: Destination, now: int, due: list[Destination]) -> None:
+    def _pass_over(self, every: list[Destination]) -> Iterator[int]:
+        """The pass: each destination looked at (one unit), one found idle long enough
+        deleted (``DELETE_COST`` units), between other clients' work (``chores``)."""
+        busy: set[object] = set()
+        busy_turn = -1
+        deleted = 0
+        try:
+            for target in every:
+                now = self.clock.ms
+                if not self._due(target, now):
+                    yield 1
+                    continue
+                if busy_turn != self.chores.turn:
+                    # What still points at a destination, as it is in this slice.
+                    busy, busy_turn = self._busy(), self.chores.turn
+                if target in busy:
+                    yield 1
+                    continue
+                idle = now - target.idle_since
+                self.destinations.remove(target)
+                deleted += 1
+                if deleted <= LOG_EACH:
+                    log.info("deleted %s: inactive for %d ms (gcHousekeeping)", target.name, idle)
+                yield DELETE_COST
+        finally:
+            self._passing = False
+            if deleted > LOG_EACH:
+                log.info("deleted %d more inactive destinations (gcHousekeeping)", deleted - LOG_EACH)
+
+    def _due(self, target: Destination, now: int) -> bool:
+        """Sweep ``target`` for expired messages if its period is up; whether it is to be
+        deleted now (idle for its timeout, and its policy or disuse says so)."""
         destinations = self.destinations
         if isinstance(target, Queue):
             if destinations.queues.get(target.name) is not target:
-                return
+                return False
             period = target.policy.expire_period_ms
             if period > 0 and target.cursor.count:
                 if not target.expire_due:
@@ -116,33 +141,21 @@ class Housekeeping:
             used = target.used or target.stats.enqueued > 0
         else:
             if destinations.router.topics.get(target.name) is not target:
-                return
+                return False
             used = target.used or target.stats.dispatched > 0
         if target.owner is not None or (used and not target.policy.gc_inactive):
-            return
+            return False
         if not self._idle(target):
             target.idle_since = 0
-            return
+            return False
         if not target.idle_since:
             target.idle_since = now
-        if now - target.idle_since >= target.policy.inactive_timeout_ms:
-            due.append(target)
+        return now - target.idle_since >= target.policy.inactive_timeout_ms
 
-    def _collect(self, due: list[Destination], now: int) -> list[str]:
-        # What still points at a destination is gathered only when one is due.
-        busy = self.transactions.targets() | self.flow.targets() | self.settlement.waiting_queues()
-        removed = []
-        for target in due:
-            if target in busy:
-                continue
-            idle = now - target.idle_since
-            self.destinations.remove(target)
-            removed.append(target.name)
-            if len(removed) <= LOG_EACH:
-                log.info("deleted %s: inactive for %d ms (gcHousekeeping)", target.name, idle)
-        if len(removed) > LOG_EACH:
-            log.info("deleted %d more inactive destinations (gcHousekeeping)", len(removed) - LOG_EACH)
-        return removed
+    def _busy(self) -> set[object]:
+        """What still points at a destination: a SEND parked or in an open transaction,
+        messages waiting out their redelivery delay."""
+        return self.transactions.targets() | self.flow.targets() | self.settlement.waiting_queues()
 
     def _idle(self, target: Destination) -> bool:
         if isinstance(target, Queue):

@@ -441,3 +441,26 @@ def test_a_scrape_reads_the_destinations_in_slices() -> None:
     assert parts == [0, SLICE, SLICE, 5]
     snapshot = asyncio.run(metrics.collect(engine))
     assert [row.destination for row in snapshot.rows] == list(engine.queues)
+
+
+def test_a_destination_that_becomes_busy_during_a_pass_is_not_deleted() -> None:
+    """A pass over the destinations runs in slices; what still points at one (a SEND in an
+    open transaction) is looked at again in each slice, not once a pass."""
+    engine = new_engine(
+        policies=lambda kind, name: DestinationPolicy(gc_inactive=True, inactive_timeout_ms=1000)
+    )
+    driven(engine)
+    peer = Peer(engine)
+    for i in range(300):
+        peer.send_frame("SEND", {"destination": f"/topic/idle.{i}"}, b"x")
+    peer.send_frame("SEND", {"destination": "/topic/last"}, b"x")
+    engine.tick()
+    engine.chores.run_all()
+    engine.clock.ms += 1000
+    engine.tick()
+    assert engine.chores.run()
+    # Between two slices: a transaction now holds a SEND to the last one.
+    peer.send_frame("BEGIN", {"transaction": "t"})
+    peer.send_frame("SEND", {"destination": "/topic/last", "transaction": "t"}, b"y")
+    engine.chores.run_all()
+    assert list(engine.router.topics) == ["/topic/last"]
