@@ -165,6 +165,7 @@ class Log:
         "shared",
         "space",
         "written_hi",
+        "wrote",
     )
 
     def __init__(self, space: SwapSpace, log_id: int, shared: bool) -> None:
@@ -183,6 +184,8 @@ class Log:
         #: A shared log's highest sequence written, per priority (what ``gc`` may delete
         #: up to), and how far it has deleted (made at the first write).
         self.written_hi: list[int] | None = None
+        #: Whether any record was ever queued for it (else there is nothing to delete).
+        self.wrote = False
         self._gc_floor: list[int] | None = None
 
     def floors_at(self, priority: int) -> Floors:
@@ -202,6 +205,7 @@ class Log:
         pending = self._pending
         if pending is None:
             pending = self._pending = []
+            self.wrote = True
             self.space.mark_dirty(self)
         pending.append((self.id, message.level, message.seq, data))
         self._pending_bytes += len(data)
@@ -281,7 +285,10 @@ class Log:
         self.space.memory.release(self._pending_bytes)
         self._pending = None
         self._pending_bytes = 0
-        self.space.disk.submit(functools.partial(store.delete_log, self.id), self._freed)
+        if self.wrote:
+            # (A log that never had a record has nothing to delete: 100,000 idle topics
+            # collected are not 100,000 jobs for the store's worker.)
+            self.space.disk.submit(functools.partial(store.delete_log, self.id), self._freed)
 
 
 def read_page(
