@@ -64,3 +64,6 @@ class Channel(Protocol):
 
     @property
     def closing(self) -> bool: ...
+
+    #: Fan-outs of its messages still under way (``topic.FanOut``).
+    fanning: int

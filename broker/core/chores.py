@@ -2,7 +2,7 @@
 
 A chore is a generator that does its work a step at a time and yields what each step
 cost, in units of about one subscription torn down (a few microseconds).  ``run`` does
-one slice: steps of the oldest chores until ``budget`` units are spent, so no slice holds
+one slice: steps of the chores, in turn, until ``budget`` units are spent, so no slice holds
 the loop for more than a millisecond or two however many subscriptions, connections or
 destinations a chore goes through.  The edge calls ``run`` again (``wake`` asks it to)
 until nothing is left.
@@ -73,6 +73,9 @@ class Chores:
                 for cost in chore:
                     spent += cost
                     if spent >= budget:
+                        # Its turn is over: the others go first next time (a long teardown
+                        # does not hold a topic's fan-out back, nor the other way round).
+                        jobs.rotate(-1)
                         break
                 else:
                     jobs.popleft()

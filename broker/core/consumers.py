@@ -80,6 +80,7 @@ class Consumers:
         "_active",
         "_by_priority",
         "_exclusive",
+        "_only",
         "_ordinary",
         "_rings",
         "all",
@@ -97,6 +98,8 @@ class Consumers:
         self._active: dict[Subscription, None] = {}
         self._by_priority: dict[int, dict[Subscription, None]] = {}
         self._rings: dict[int, Ring] = {}
+        #: The one ring while all active consumers have one priority (the usual case).
+        self._only: Ring | None = None
         #: Active consumers with a selector, and network ones that only filter what they
         #: take (a message from the broker they feed: ``queue.Queue``'s filtered dispatch).
         self.selective = 0
@@ -179,11 +182,11 @@ class Consumers:
     def pick(self, message: Message | None) -> Subscription | None:
         """The next ready consumer (that takes ``message``, if given): of the highest
         priority that has one, round-robin within it."""
+        only = self._only
+        if only is not None:
+            return only.pick(message, self._active)
         rings = self._rings
         active = self._active
-        if len(rings) == 1:
-            for ring in rings.values():
-                return ring.pick(message, active)
         for priority in sorted(rings, reverse=True):
             sub = rings[priority].pick(message, active)
             if sub is not None:
@@ -197,6 +200,7 @@ class Consumers:
         if at is None:
             at = self._by_priority[priority] = {}
             self._rings[priority] = Ring()
+            self._only = self._rings[priority] if len(self._rings) == 1 else None
         at[sub] = None
         self._rings[priority].add(sub)
         if sub.selector is not None:
@@ -213,6 +217,8 @@ class Consumers:
         if not at:
             del self._by_priority[priority]
             del self._rings[priority]
+            rings = self._rings
+            self._only = next(iter(rings.values())) if len(rings) == 1 else None
         else:
             self._rings[priority].compact(self._active, len(at))
         if sub.selector is not None:
@@ -227,6 +233,7 @@ class Consumers:
         self._active = {}
         self._by_priority = {}
         self._rings = {}
+        self._only = None
         self.selective = self.filtered = 0
         if self._exclusive:
             chosen = [next(iter(self._exclusive))]

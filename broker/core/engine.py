@@ -86,7 +86,10 @@ class Engine:
         self.client_ids: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
+        #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
+        self.chores = chores = Chores()
         self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
+        routing.chores = chores
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing)
         self.settlement = settlement = Settlement(
             settings, clock, destinations, routing, persistence, observer
@@ -95,6 +98,7 @@ class Engine:
             settings, clock, usage, self.router, durables, persistence, scheduler, runner=self
         )
         flow.observer = observer
+        routing.fanned_out = flow.fanned_out
         self.transactions = transactions = Transactions(scheduler, settlement)
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions
@@ -105,8 +109,6 @@ class Engine:
         self.subscribing = subscribing = Subscribing(
             settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
         )
-        #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
-        self.chores = chores = Chores()
         self.housekeeping = Housekeeping(
             clock, destinations, durables, settlement, transactions, flow, chores
         )
@@ -257,6 +259,9 @@ class Engine:
         except StompError as exc:
             exc.receipt_id = receipt
             raise
+        if session.fanning:
+            # What it published still goes out to many subscribers: its next frames wait.
+            self.flow.await_fan_out(session)
         if after is DEFERRED:
             return
         if receipt is not None:

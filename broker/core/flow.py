@@ -24,7 +24,7 @@ from broker.core.errors import NoSpace, StoreFull
 from broker.core.message import FIFO_LEVEL
 from broker.core.observe import Observer
 from broker.core.queue import Queue
-from broker.core.session import CLOSING, ParkedCreate, ParkedSend
+from broker.core.session import CLOSING, FANNING_OUT, FanningOut, ParkedCreate, ParkedSend
 from broker.core.topic import Topic
 from protocol import frames as f
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from broker.core.scheduler import Scheduler
     from broker.core.session import Parked, Session
     from broker.core.settings import CoreSettings
-    from broker.core.topic import TopicRouter
+    from broker.core.topic import FanOut, TopicRouter
     from broker.core.usage import SystemUsage
 
 log = logging.getLogger("stompd.flow")
@@ -236,6 +236,20 @@ class FlowControl:
         self.park(session, ParkedCreate(frame, cost, self.clock.ms + timeout if timeout else 0))
         return True
 
+    def await_fan_out(self, session: Session) -> None:
+        """What ``session`` just published still goes out to many subscribers: its next
+        frames wait behind it (ACKs and NACKs still go), quietly: no producer is blocked
+        for want of room."""
+        if session.parked and session.parked[0] is FANNING_OUT:
+            return
+        session.parked.appendleft(FANNING_OUT)
+        self._sessions[session] = None
+
+    def fanned_out(self, fan_out: FanOut) -> None:
+        """A fan-out is done: its sender's frames may go on, if they waited for it."""
+        if fan_out.sender is not None and not fan_out.sender.fanning:
+            self.retry()
+
     def _block(self, session: Session, item: Parked) -> None:
         if session.blocked_since is not None:
             return
@@ -267,11 +281,11 @@ class FlowControl:
         return "memory"
 
     def _release(self, session: Session, cause: str = "space") -> None:
+        self._sessions.pop(session, None)
         since = session.blocked_since
         if since is None:
             return
         session.blocked_since = None
-        self._sessions.pop(session, None)
         waited = max(self.clock.ms - since, 0)
         self.stats.blocked_now -= 1
         self.stats.blocked_ms += waited
@@ -297,7 +311,11 @@ class FlowControl:
         parked = session.parked
         while parked:
             item = parked[0]
-            if isinstance(item, ParkedSend):
+            if isinstance(item, FanningOut):
+                if session.fanning:
+                    return
+                parked.popleft()
+            elif isinstance(item, ParkedSend):
                 if not self.fits(item.message, item.targets):
                     return
                 parked.popleft()
@@ -305,6 +323,8 @@ class FlowControl:
                 self.scheduler.deliver(item.message, item.targets, session)
                 if item.receipt is not None:
                     session.send_receipt(item.receipt)
+                if session.fanning:
+                    parked.appendleft(FANNING_OUT)
             elif isinstance(item, ParkedCreate):
                 if not self.usage.memory.fits(item.cost):
                     return
@@ -312,6 +332,7 @@ class FlowControl:
                 session.parked_bytes -= item.size
                 self._run_unparked(session, item.frame)
             else:
+                assert isinstance(item, f.Frame)
                 parked.popleft()
                 session.parked_bytes -= len(item.body)
                 self._run_unparked(session, item)

@@ -19,7 +19,7 @@ from broker.core.flow import DEFERRED
 from broker.core.guard import WRITE
 from broker.core.message import DEFAULT_PRIORITY, Message
 from broker.core.routing import copies
-from broker.core.session import ParkedCreate, ParkedSend
+from broker.core.session import FanningOut, ParkedCreate, ParkedSend
 from protocol import frames as f
 from protocol.errors import MissingHeader, StompError
 
@@ -203,6 +203,8 @@ class Sending:
         go on waiting for space without their connection.  Other parked frames die with it."""
         orphans = []
         for item in session.parked:
+            if isinstance(item, FanningOut):
+                continue
             if isinstance(item, ParkedCreate):
                 # It would make a destination there is no room for: not without its connection.
                 log.info(

@@ -62,7 +62,18 @@ class ParkedCreate:
         self.size = len(frame.body)
 
 
-Parked = ParkedSend | ParkedCreate | Frame
+class FanningOut:
+    """Frames after a SEND whose fan-out to many subscribers is still under way wait
+    behind this, so each subscriber gets the connection's messages in order."""
+
+    __slots__ = ()
+    size = 0
+
+
+#: The one marker (it says nothing of its own: ``Session.fanning`` counts).
+FANNING_OUT = FanningOut()
+
+Parked = ParkedSend | ParkedCreate | FanningOut | Frame
 
 
 class Session:
@@ -73,6 +84,7 @@ class Session:
         "by_key",
         "client_id",
         "clock",
+        "fanning",
         "heartbeat_recv_ms",
         "heartbeat_send_ms",
         "id",
@@ -118,6 +130,8 @@ class Session:
         #: Frames waiting behind a SEND that did not fit (flow control), in order.
         self.parked: deque[Parked] = deque()
         self.parked_bytes = 0
+        #: Fan-outs of its messages to many subscribers still under way (``topic.FanOut``).
+        self.fanning = 0
         self.blocked_since: int | None = None
         self.reading_paused = False
         #: The destinations it has sent to (each SEND's targets), for the producers gauge,

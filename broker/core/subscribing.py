@@ -364,6 +364,7 @@ class Subscribing:
 
     def unsubscribe(self, session: Session, sub: Subscription) -> None:
         """``sub`` ends: what it had in flight goes back for redelivery."""
+        sub.closed = True
         session.subscriptions.pop(sub.id, None)
         session.by_key.pop(sub.key, None)
         router = self.destinations.router

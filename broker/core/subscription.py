@@ -53,6 +53,7 @@ class Subscription:
         "_sub_header_version",
         "ack",
         "auto",
+        "closed",
         "cursor",
         "delivered",
         "destination",
@@ -135,6 +136,8 @@ class Subscription:
         #: flight, in their place, until it commits (settled) or aborts (as they were).
         self.held: set[int] = set()
         self.delivered = 0
+        #: Unsubscribed: a fan-out still under way passes it over (``topic.FanOut``).
+        self.closed = False
         self._sub_header = b""
         self._sub_header_version = ""
 

@@ -7,8 +7,9 @@ publish costs one generation check, not a trie walk.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from broker.core.chores import BUDGET
 from broker.core.settings import DestinationPolicy
 from broker.core.wildcards import WildcardTrie, is_wildcard
 
@@ -16,6 +17,10 @@ from broker.core.wildcards import WildcardTrie, is_wildcard
 DEFAULT_POLICY = DestinationPolicy()
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from broker.core.channel import Channel
+    from broker.core.chores import Chores
     from broker.core.message import Message
     from broker.core.observe import EventSink
     from broker.core.subscription import Subscription
@@ -169,51 +174,123 @@ class TopicRouter:
         trie = self._tries.get(kind)
         return trie is not None and len(trie) > 0 and bool(trie.match(bare))
 
-    def publish(self, topic: Topic, message: Message, events: EventSink | None = None) -> None:
+    def publish(
+        self,
+        topic: Topic,
+        message: Message,
+        events: EventSink | None = None,
+        chores: Chores | None = None,
+        sender: Channel | None = None,
+    ) -> FanOut | None:
         """``message`` to every subscriber that accepts it: at once where it can take it, else
         into its cursor.
 
         ``events``: told of what went out at once after the fan-out, the ``ack:auto``
         deliveries in one call (``EventSink.fanned_out``), then the others, so that the
         event log has them together after the message's enqueue.
+
+        Past ``FAN_OUT_STEP`` subscribers (given ``chores``), the first that many now and
+        the rest a slice at a time between other clients' work: the ``FanOut`` returned,
+        which ``sender`` (its ``fanning`` count) waits for before its next frame.
         """
         stats = topic.stats
         stats.enqueued += 1
         message.meter = topic.meter
         subs = self.subscribers(topic)
-        went: list[Subscription] | None
-        acking: list[Subscription] | None
-        if events is None:
-            went = acking = None
-        else:
-            went, acking = [], []
-        for sub in subs:
-            if not sub.accepts(message):
-                continue
-            stats.dispatched += 1
-            if sub.auto:
-                stats.dequeued += 1
-            cursor = sub.cursor
-            if not cursor.count and sub.ready:
-                if went is None:
-                    sub.deliver(message, True)
-                else:
-                    sub.deliver(message, False)
-                    if sub.auto:
-                        went.append(sub)
-                    else:
-                        assert acking is not None
-                        acking.append(sub)
+        if chores is None or len(subs) <= FAN_OUT_STEP:
+            _deliver(topic, message, subs, events)
+            return None
+        fan_out = FanOut(topic, message, subs, events, sender)
+        _deliver(topic, message, subs[:FAN_OUT_STEP], events)
+        chores.add(fan_out.rest())
+        return fan_out
+
+
+#: Subscribers a publish delivers to in one step (a chore's budget); the rest in slices.
+FAN_OUT_STEP: Final = BUDGET
+
+
+class FanOut:
+    """What is left of a publish to more subscribers than one step takes (``rest``, a
+    chore): delivered a slice at a time, to the subscriptions there were at the publish
+    that are still there.  Its sender's later frames wait for it (``Session.fanning``),
+    so each subscriber gets a producer's messages in the order they were sent."""
+
+    __slots__ = ("_events", "_message", "_subs", "_topic", "done", "sender")
+
+    def __init__(
+        self,
+        topic: Topic,
+        message: Message,
+        subs: tuple[Subscription, ...],
+        events: EventSink | None,
+        sender: Channel | None,
+    ) -> None:
+        self._topic = topic
+        self._message = message
+        self._subs = subs
+        self._events = events
+        self.sender = sender
+        #: Called when the last subscriber has it (the engine: its sender may go on).
+        self.done: Callable[[FanOut], None] | None = None
+        # Held meanwhile, as a cursor holds what waits in it.
+        message.hold()
+        if sender is not None:
+            sender.fanning += 1
+
+    def rest(self) -> Iterator[int]:
+        subs = self._subs
+        message = self._message
+        try:
+            for start in range(FAN_OUT_STEP, len(subs), FAN_OUT_STEP):
+                batch = tuple(sub for sub in subs[start : start + FAN_OUT_STEP] if not sub.closed)
+                _deliver(self._topic, message, batch, self._events)
+                yield FAN_OUT_STEP
+        finally:
+            message.drop()
+            if self.sender is not None:
+                self.sender.fanning -= 1
+            if self.done is not None:
+                self.done(self)
+
+
+def _deliver(
+    topic: Topic, message: Message, subs: tuple[Subscription, ...], events: EventSink | None
+) -> None:
+    stats = topic.stats
+    went: list[Subscription] | None
+    acking: list[Subscription] | None
+    if events is None:
+        went = acking = None
+    else:
+        went, acking = [], []
+    for sub in subs:
+        if not sub.accepts(message):
+            continue
+        stats.dispatched += 1
+        if sub.auto:
+            stats.dequeued += 1
+        cursor = sub.cursor
+        if not cursor.count and sub.ready:
+            if went is None:
+                sub.deliver(message, True)
             else:
-                cursor.push(message)
-        if events is not None:
-            if went:
-                # The topic's tuple when every subscriber took it: the sink may keep what
-                # it made of that (the same object until the subscriptions change).
-                events.fanned_out(message, subs if len(went) == len(subs) else went)
-            if acking:
-                for sub in acking:
-                    events.dispatched(message, sub.session.id, sub.id, False)
+                sub.deliver(message, False)
+                if sub.auto:
+                    went.append(sub)
+                else:
+                    assert acking is not None
+                    acking.append(sub)
+        else:
+            cursor.push(message)
+    if events is not None:
+        if went:
+            # The topic's tuple when every subscriber took it: the sink may keep what
+            # it made of that (the same object until the subscriptions change).
+            events.fanned_out(message, subs if len(went) == len(subs) else went)
+        if acking:
+            for sub in acking:
+                events.dispatched(message, sub.session.id, sub.id, False)
 
 
 def _order(sub: Subscription) -> tuple[str, int]:

@@ -202,14 +202,14 @@ def test_a_big_teardown_runs_in_slices_of_a_bounded_size() -> None:
     engine = new_engine()
     woken = driven(engine)
     peer = subscribed(engine, 3 * BUDGET, "/topic/prices")
-    other = subscribed(engine, 1, "/topic/prices")
+    other = subscribed(engine, 1, "/topic/news")
     engine.close_session(peer.session)
     assert woken == [1]
     left = [len(peer.session.subscriptions)]
     while engine.chores.run():
         left.append(len(peer.session.subscriptions))
-        # Other clients are served between slices, the closing one gets nothing more.
-        other.send_frame("SEND", {"destination": "/topic/prices"}, b"x")
+        # Other clients are served between slices.
+        other.send_frame("SEND", {"destination": "/topic/news"}, b"x")
         assert len(other.messages()) == 1
     left.append(len(peer.session.subscriptions))
     assert left[0] == 3 * BUDGET and left[-1] == 0
@@ -464,3 +464,41 @@ def test_a_destination_that_becomes_busy_during_a_pass_is_not_deleted() -> None:
     peer.send_frame("SEND", {"destination": "/topic/last", "transaction": "t"}, b"y")
     engine.chores.run_all()
     assert list(engine.router.topics) == ["/topic/last"]
+
+
+def test_a_publish_to_many_subscribers_goes_out_in_slices_and_its_sender_waits_for_it() -> None:
+    engine = new_engine()
+    driven(engine)
+    listeners = [subscribed(engine, BUDGET, "/topic/prices") for _ in range(3)]
+    producer = Peer(engine)
+    producer.send_frame("SEND", {"destination": "/topic/prices", "receipt": "1"}, b"m1")
+    # Its RECEIPT at once; the first step's subscribers have it, the others not yet.
+    assert [f.headers["receipt-id"] for f in producer.received()] == ["1"]
+    assert [len(listener.messages()) for listener in listeners] == [BUDGET, 0, 0]
+    # The producer's next frames wait for the fan-out: m2 is not routed before m1 is out.
+    producer.send_frame("SEND", {"destination": "/topic/prices", "receipt": "2"}, b"m2")
+    producer.send_frame("SEND", {"destination": "/queue/elsewhere", "receipt": "3"}, b"m3")
+    assert producer.received() == [] and "/queue/elsewhere" not in engine.queues
+    # One leaves meanwhile: what was still to come is not for it.
+    listeners[2].send_frame("UNSUBSCRIBE", {"id": "0"})
+    engine.chores.run_all()
+    assert [f.headers["receipt-id"] for f in producer.received()] == ["2", "3"]
+    got = [[f.body for f in listener.messages()] for listener in listeners]
+    assert got[0] == [b"m2"] * BUDGET
+    assert got[1] == [b"m1"] * BUDGET + [b"m2"] * BUDGET
+    assert got[2] == [b"m1"] * (BUDGET - 1) + [b"m2"] * (BUDGET - 1)
+    assert engine.queues["/queue/elsewhere"].cursor.count == 1
+    # The fan-outs held their messages (charged to the topic) until done, not after.
+    meter = engine.router.topics["/topic/prices"].meter
+    assert meter is not None and meter.used == 0
+
+
+def test_a_fan_out_slice_costs_the_same_however_many_subscribers() -> None:
+    def one_step(n: int) -> Callable[[], None]:
+        engine = new_engine()
+        driven(engine)
+        subscribed(engine, n, "/topic/prices")
+        producer = Peer(engine)
+        return lambda: producer.send_frame("SEND", {"destination": "/topic/prices"}, b"x")
+
+    assert steps(one_step(2 * BUDGET)) == pytest.approx(steps(one_step(16 * BUDGET)), rel=0.1)
