@@ -89,7 +89,7 @@ class Engine:
         #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
         self.chores = chores = Chores()
         self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
-        routing.chores = chores
+        self.router.chores = chores
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing)
         self.settlement = settlement = Settlement(
             settings, clock, destinations, routing, persistence, observer
@@ -98,7 +98,7 @@ class Engine:
             settings, clock, usage, self.router, durables, persistence, scheduler, runner=self
         )
         flow.observer = observer
-        routing.fanned_out = flow.fanned_out
+        self.router.fanned_out = flow.fanned_out
         self.transactions = transactions = Transactions(scheduler, settlement)
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions

@@ -17,19 +17,16 @@ from broker.core.queue import Queue
 from broker.core.topic import Topic
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from broker.core.chores import Chores
     from broker.core.destinations import Destination
     from broker.core.durable import DurableSubscriptions
     from broker.core.message import Message
     from broker.core.persistence import Persistence
     from broker.core.session import Session
-    from broker.core.topic import FanOut, TopicRouter
+    from broker.core.topic import TopicRouter
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "chores", "durables", "fanned_out", "observer", "persistence", "router", "seq")
+    __slots__ = ("_id_prefix", "durables", "observer", "persistence", "router", "seq")
 
     def __init__(
         self,
@@ -43,10 +40,6 @@ class Routing:
         self.router = router
         self.durables = durables
         self.persistence = persistence
-        #: Where a publish to many subscribers does the rest of its fan-out (None: at once).
-        self.chores: Chores | None = None
-        #: Told when such a fan-out is done (the engine: its sender's frames may go on).
-        self.fanned_out: Callable[[FanOut], None] | None = None
         #: The last sequence handed out (recovery starts it past what the store holds).
         self.seq = 0
         #: Message ids are this plus the sequence (``boot_prefix``).
@@ -110,7 +103,7 @@ class Routing:
             target.enqueue(message)
         elif not self.durables.records:
             assert isinstance(target, Topic)
-            self._publish(target, message, sender)
+            self.router.publish(target, message, self.observer.events, sender)
         else:
             assert isinstance(target, Topic)
             durables = self.durables.matching(target.kind, target.bare)
@@ -119,16 +112,11 @@ class Routing:
                 if owed:
                     outbox = sender.outbox if sender is not None else None
                     self.persistence.add_shared(target.name, message, owed, outbox)
-            self._publish(target, message, sender)
+            self.router.publish(target, message, self.observer.events, sender)
             for durable in durables:
                 cursor = durable.keeping(message)
                 if cursor is not None:
                     cursor.push(message)
-
-    def _publish(self, topic: Topic, message: Message, sender: Session | None) -> None:
-        fan_out = self.router.publish(topic, message, self.observer.events, self.chores, sender)
-        if fan_out is not None:
-            fan_out.done = self.fanned_out
 
 
 def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Destination, Message]]:

@@ -98,9 +98,13 @@ class TopicRouter:
     their prefix, so ``>`` under ``/topic/`` can never match a temporary topic.
     """
 
-    __slots__ = ("_exact", "_tries", "_wild_generation", "topics")
+    __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "topics")
 
     def __init__(self) -> None:
+        #: Where a publish to many subscribers does the rest of its fan-out (None: at once),
+        #: and who is told when one is done (the engine: its sender's frames may go on).
+        self.chores: Chores | None = None
+        self.fanned_out: Callable[[FanOut], None] | None = None
         self._exact: dict[str, dict[Subscription, None]] = {}
         self._tries: dict[str, WildcardTrie[Subscription]] = {}
         self._wild_generation = 0
@@ -175,13 +179,8 @@ class TopicRouter:
         return trie is not None and len(trie) > 0 and bool(trie.match(bare))
 
     def publish(
-        self,
-        topic: Topic,
-        message: Message,
-        events: EventSink | None = None,
-        chores: Chores | None = None,
-        sender: Channel | None = None,
-    ) -> FanOut | None:
+        self, topic: Topic, message: Message, events: EventSink | None = None, sender: Channel | None = None
+    ) -> None:
         """``message`` to every subscriber that accepts it: at once where it can take it, else
         into its cursor.
 
@@ -189,21 +188,21 @@ class TopicRouter:
         deliveries in one call (``EventSink.fanned_out``), then the others, so that the
         event log has them together after the message's enqueue.
 
-        Past ``FAN_OUT_STEP`` subscribers (given ``chores``), the first that many now and
-        the rest a slice at a time between other clients' work: the ``FanOut`` returned,
-        which ``sender`` (its ``fanning`` count) waits for before its next frame.
+        Past ``FAN_OUT_STEP`` subscribers (with ``chores`` set), the first that many now
+        and the rest a slice at a time between other clients' work (a ``FanOut``), which
+        ``sender`` (its ``fanning`` count) waits for before its next frame.
         """
         stats = topic.stats
         stats.enqueued += 1
         message.meter = topic.meter
         subs = self.subscribers(topic)
+        chores = self.chores
         if chores is None or len(subs) <= FAN_OUT_STEP:
             _deliver(topic, message, subs, events)
-            return None
-        fan_out = FanOut(topic, message, subs, events, sender)
+            return
+        fan_out = FanOut(topic, message, subs, events, sender, self.fanned_out)
         _deliver(topic, message, subs[:FAN_OUT_STEP], events)
         chores.add(fan_out.rest())
-        return fan_out
 
 
 #: Subscribers a publish delivers to in one step (a chore's budget); the rest in slices.
@@ -225,6 +224,7 @@ class FanOut:
         subs: tuple[Subscription, ...],
         events: EventSink | None,
         sender: Channel | None,
+        done: Callable[[FanOut], None] | None,
     ) -> None:
         self._topic = topic
         self._message = message
@@ -232,7 +232,7 @@ class FanOut:
         self._events = events
         self.sender = sender
         #: Called when the last subscriber has it (the engine: its sender may go on).
-        self.done: Callable[[FanOut], None] | None = None
+        self.done = done
         # Held meanwhile, as a cursor holds what waits in it.
         message.hold()
         if sender is not None:
