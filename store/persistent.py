@@ -10,8 +10,8 @@ stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
                               1 byte or more]: one pointer per (durable subscription,
                               message owed)
     b"d" dest              -> destination record: format(1) len(kind)(1) kind name (utf-8)
-    b"c" id                -> counters: stored messages per priority (10 x 8), value bytes (8)
-    b"p" sub               -> a durable subscription's pointers per priority (10 x 8)
+    b"c" id                -> counters: stored messages per priority (LEVELS x 8), value bytes (8)
+    b"p" sub               -> a durable subscription's pointers per priority (LEVELS x 8)
     b"s" client \\0 name    -> sub(4) + opaque bytes (the broker's destination, selector ...)
     b"g"                   -> format(1) next sequence(8) next id(4), and how many
                               d, s and p records there are (4 each; one c per d),
@@ -101,8 +101,8 @@ _ENTRY = struct.Struct(">cIBQ")
 _POINTER_LEVEL = struct.Struct(">cIB")
 _TIMED = struct.Struct(">cQQ")
 _GLOBAL = struct.Struct(">BQIIII")
-_COUNTS = struct.Struct(">10QQ")
-_PENDING_COUNTS = struct.Struct(">10Q")
+_COUNTS = struct.Struct(f">{LEVELS}QQ")
+_PENDING_COUNTS = struct.Struct(f">{LEVELS}Q")
 _REFS = struct.Struct(">II")
 _DEST = struct.Struct(">I")
 _RECORD_HEAD = struct.Struct(">BB")

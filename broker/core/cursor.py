@@ -4,11 +4,12 @@ A message's level is its priority, or for a destination with ``prioritizedMessag
 "false"`` (ActiveMQ's default) one level for all (``message.FIFO_LEVEL``): arrival order.
 
 Per priority level the memory part is always older than the disk part: a message
-arriving while its level has anything on disk goes to disk too.  On disk the cursor
-keeps only counts and a key range per level, never a per-message object.  ``pop``
-hands out the best message overall; when that one is still on disk it asks for a
-page-in and returns None, and its owner (the ``CursorOwner`` it was handed: a queue,
-a subscription) is woken once the batch is back in memory.
+arriving while its level has anything on disk goes to disk too.  The disk part is its
+own object (``disk_part.DiskPart``: counts and a key range per level, never a
+per-message object, and every read of the temp log and the store).  ``pop`` hands out
+the best message overall; when that one is still on disk it asks for a page-in and
+returns None, and its owner (the ``CursorOwner`` it was handed: a queue, a
+subscription) is woken once the batch is back in memory.
 Swapping is incremental: only new arrivals go out, one record at a time into the
 next batched write, never "everything in one go".
 
@@ -26,29 +27,28 @@ cursor counts as paging until then, so nothing asks for the same page again and 
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Protocol, cast
 
-from broker.core.swap import LEVELS, NOTHING, read_page
-from store.api import Failed
+from broker.core.disk_part import DiskPart
+from store.api import LEVELS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from broker.core.disk import Disk
     from broker.core.message import Message
-    from broker.core.swap import Log, LogReader, PageResult, StoreSource
+    from broker.core.swap import Log, StoreSource
     from broker.core.usage import UsageMeter
-    from store.api import Outcome
 
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
-#: The disk arrays of a cursor that has never used the disk: shared, so a tuple, which
-#: fails loudly if anything writes to it before ``Cursor._disk_levels``.
-ZEROS = cast("list[int]", (0,) * LEVELS)
-#: The levels of a cursor that has held nothing in memory (shared, a tuple, as ``ZEROS``).
+#: The levels of a cursor that has held nothing in memory: shared, so a tuple, which
+#: fails loudly if anything writes to it before ``Cursor._level``.
 NO_LEVELS = cast("list[deque[Message] | None]", (None,) * LEVELS)
+#: The disk part of every cursor with no log (a subscription that never swaps): shared,
+#: and never written to (with no log and no store it takes nothing).
+NO_DISK = DiskPart(None)
 #: Page the next batch in once memory holds fewer than this many, so dispatch rarely waits.
 PREFETCH_BELOW = 64
 
@@ -61,27 +61,17 @@ class CursorOwner(Protocol):
 class Cursor:
     __slots__ = (
         "_levels",
-        "_reader",
         "_removed",
         "accepts",
         "closed",
-        "disk_bytes",
-        "disk_count",
-        "disk_hi",
-        "disk_lo",
-        "disk_total",
+        "disk_part",
         "high_water",
-        "log",
         "mem_bytes",
         "mem_count",
         "meter",
         "name",
         "owner",
-        "page_failures",
         "page_size",
-        "paging",
-        "skip",
-        "store_source",
     )
 
     def __init__(
@@ -100,43 +90,44 @@ class Cursor:
         self.mem_count = 0
         self.mem_bytes = 0
         self.meter = meter
-        self.log = log
         self.high_water = high_water
         #: Messages read back per page-in (None: its swap space's).
         self.page_size: int | None = None
         #: For a topic subscription reading a shared log: which records are its own.
         self.accepts = accepts
-        #: Per level: messages on disk and their sequence range (``ZEROS``, shared, until the
-        #: first goes there: ``_disk_levels``).
-        self.disk_count: list[int] = ZEROS
-        self.disk_lo: list[int] = ZEROS
-        self.disk_hi: list[int] = ZEROS
-        self.disk_total = 0
-        #: Bytes of the messages counted in ``disk_total`` that this cursor put there
-        #: (what recovery found in the store is counted, not sized: it adds none).
-        self.disk_bytes = 0
-        #: Persistent messages past the memory part stay only in the message store.
-        self.store_source: StoreSource | None = None
-        #: Per level, stored messages a disk scan took out of the middle of the range:
-        #: they are still in the store (until acked), so a page-in must pass over them.
-        self.skip: list[set[int]] | None = None
-        self.paging = False
-        #: Failed page-ins in a row (a retry is scheduled while this is above zero).
-        self.page_failures = 0
+        #: What is past the memory part: on disk, in ``log`` and the message store.
+        self.disk_part = DiskPart(log) if log is not None else NO_DISK
         #: What owns it, for the log ("/queue/orders").
         self.name = ""
         self.closed = False
         #: Woken when a page-in has brought messages back (None: nobody dispatches now).
         self.owner = owner
-        #: Where this cursor tells a shared log what it still needs of it.
-        self._reader: LogReader | None = log.add_reader() if log is not None and log.shared else None
 
     @property
     def count(self) -> int:
-        return self.mem_count + self.disk_total
+        return self.mem_count + self.disk_part.total
 
     def __len__(self) -> int:
-        return self.mem_count + self.disk_total
+        return self.mem_count + self.disk_part.total
+
+    @property
+    def disk_total(self) -> int:
+        """How many of its messages are on disk."""
+        return self.disk_part.total
+
+    @property
+    def disk_bytes(self) -> int:
+        """The bytes of the messages it put on disk (what recovery found is not sized)."""
+        return self.disk_part.bytes
+
+    def disk_counts(self) -> tuple[int, ...]:
+        """How many of its messages are on disk, per level."""
+        return tuple(self.disk_part.count)
+
+    @property
+    def paging(self) -> bool:
+        """A page-in is under way (or waits for its retry)."""
+        return self.disk_part.paging
 
     # -- adding ------------------------------------------------------------------
 
@@ -147,18 +138,10 @@ class Cursor:
         # high-water mark: a stored (persistent) message is simply not kept in RAM, any
         # other is swapped to the temp log while the temp limit has room; past that,
         # memory takes it up to the hard limit (flow control has checked it fits there).
-        if self.disk_count[priority] or not self._room_in_memory(message):
-            if message.store_size and self.store_source is not None:
-                self._on_disk(message)
-                self._swapped_out(message)
-                return
-            log = self.log
-            if log is not None and (self.disk_count[priority] or log.space.meter.fits(message.size)):
-                if not (log.shared and message.in_log):
-                    log.append(message)
-                self._on_disk(message)
-                self._swapped_out(message)
-                return
+        disk = self.disk_part
+        behind = disk.count[priority]
+        if (behind or not self._room_in_memory(message)) and disk.put(message, bool(behind)):
+            return
         message.hold()
         level = self._levels[priority]
         if level is None:
@@ -176,79 +159,32 @@ class Cursor:
             level = levels[priority] = deque()
         return level
 
-    def _disk_levels(self) -> None:
-        """The per-level disk arrays, made on the first use of the disk."""
-        if self.disk_count is ZEROS:
-            self.disk_count = [0] * LEVELS
-            self.disk_lo = [0] * LEVELS
-            self.disk_hi = [0] * LEVELS
-
-    def _swapped_out(self, message: Message) -> None:
-        size = message.size
-        self.disk_bytes += size
-        stats = self.disk().stats
-        stats.swapped_out_messages += 1
-        stats.swapped_out_bytes += size
-
-    def _swapped_in(self, count: int, size: int) -> None:
-        self.disk_bytes = max(self.disk_bytes - size, 0) if self.disk_total else 0
-        stats = self.disk().stats
-        stats.swapped_in_messages += count
-        stats.swapped_in_bytes += size
-
     def _room_in_memory(self, message: Message) -> bool:
         meter = self.meter
         return meter is None or meter.fits(message.size, self.high_water)
 
-    def _on_disk(self, message: Message) -> None:
-        self._disk_levels()
-        priority = message.level
-        seq = message.seq
-        if not self.disk_count[priority]:
-            self.disk_lo[priority] = seq
-            if self._reader is not None:
-                self._reader.set(priority, seq)
-        elif seq < self.disk_lo[priority]:
-            # Routing hands out sequences in order, so this is a bug: fail loudly
-            # rather than lose track of what is on disk.
-            raise AssertionError(
-                f"sequence {seq} arrives below the swapped range from {self.disk_lo[priority]}"
-            )
-        self.disk_hi[priority] = max(self.disk_hi[priority], seq)
-        self.disk_count[priority] += 1
-        self.disk_total += 1
+    def _own_disk_part(self) -> DiskPart:
+        disk = self.disk_part
+        if disk is NO_DISK:
+            disk = self.disk_part = DiskPart(None)
+        return disk
 
     def use_store(self, source: StoreSource) -> None:
         """Persistent messages past the memory part stay only in the message store, and are
         read back from ``source``."""
-        self.store_source = source
+        self._own_disk_part().source = source
 
     def recovered(self, source: StoreSource, counts: list[int] | tuple[int, ...], hi: int) -> None:
         """Start with what the message store holds: counts per level, sequences up to ``hi``."""
-        self.store_source = source
-        if any(counts):
-            self._disk_levels()
-        for priority, n in enumerate(counts):
-            if n:
-                self.disk_count[priority] = n
-                self.disk_lo[priority] = 0
-                self.disk_hi[priority] = hi
-                self.disk_total += n
-                if self._reader is not None:
-                    self._reader.set(priority, 0)
+        self._own_disk_part().recovered(source, counts, hi)
 
     def can_take(self, message: Message, temp: UsageMeter | None, level: int) -> bool:
         """Could ``push`` place this message, at ``level`` (its destination's order), now
         without passing a hard limit?"""
-        if not self.disk_count[level] and (self.meter is None or self.meter.fits(message.size)):
+        disk = self.disk_part
+        if not disk.count[level] and (self.meter is None or self.meter.fits(message.size)):
             return True
-        log = self.log
-        if log is None:
-            return False
-        if log.shared and message.in_log:
-            return True
-        # Its record waits in RAM until written: it needs room in memory and on disk.
-        return log.space.memory.fits(message.size) and (temp is None or temp.fits(message.size))
+        return disk.fits(message, temp)
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""
@@ -282,7 +218,7 @@ class Cursor:
         """
         while True:
             if not self.mem_count:
-                if self.disk_total and self._page_in():
+                if self.disk_part.total and self._page_in():
                     continue
                 return None
             found, message = self._pop_memory()
@@ -295,8 +231,9 @@ class Cursor:
     def _pop_memory(self) -> tuple[bool, Message | None]:
         """(True, best message in memory), or (False, None) if a better one is on disk."""
         removed = self._removed
-        disk_count = self.disk_count
-        disk_total = self.disk_total
+        disk = self.disk_part
+        disk_count = disk.count
+        disk_total = disk.total
         levels = self._levels
         for priority in _TOP_DOWN:
             level = levels[priority]
@@ -307,7 +244,7 @@ class Cursor:
                     continue
                 self.mem_count -= 1
                 self.mem_bytes -= message.size
-                if disk_total and self.mem_count < PREFETCH_BELOW and not self.paging:
+                if disk_total and self.mem_count < PREFETCH_BELOW and not disk.paging:
                     self._page_in()
                 return True, message
             if disk_total and disk_count[priority]:
@@ -359,28 +296,21 @@ class Cursor:
         messages = list(self)
         self._levels = NO_LEVELS
         self._removed = None
-        self.skip = None
         self.mem_count = 0
         self.mem_bytes = 0
-        self.disk_count = self.disk_lo = self.disk_hi = ZEROS
-        self.disk_total = 0
-        self.disk_bytes = 0
-        if self._reader is not None:
-            self._reader.clear()
+        self.disk_part.clear()
         return messages
 
     def close(self) -> list[Message]:
         """The owner is gone: forget everything, and let a shared log collect its share."""
         self.closed = True
         self.owner = None
-        messages = self.clear()
-        log = self.log
-        reader = self._reader
-        if reader is not None:
-            self._reader = None
-            reader.log.remove_reader(reader)
-        elif log is not None:
-            log.drop()
+        messages = list(self)
+        self._levels = NO_LEVELS
+        self._removed = None
+        self.mem_count = 0
+        self.mem_bytes = 0
+        self.disk_part.close()
         return messages
 
     def attach(self, owner: CursorOwner, high_water: float) -> None:
@@ -393,73 +323,23 @@ class Cursor:
         self.owner = None
         self.high_water = 0.0
 
-    # -- paging ------------------------------------------------------------------
+    def disk(self) -> Disk:
+        """The worker its disk part is read on."""
+        return self.disk_part.disk()
 
-    def best_disk_level(self) -> int:
-        for priority in _TOP_DOWN:
-            if self.disk_count[priority]:
-                return priority
-        return -1
+    # -- paging ------------------------------------------------------------------
 
     def _page_in(self) -> bool:
         """Ask for the best level's next batch; True if it is already back (an inline worker)."""
-        log = self.log
-        source = self.store_source
-        if self.paging or (log is None and source is None):
-            return False
-        priority = self.best_disk_level()
-        if priority < 0:
-            return False
-        self.paging = True
-        disk = self.before_read()
-        page_size = self.page_size or (log.space.page_size if log is not None else 500)
-        job = functools.partial(
-            read_page, log, source, priority, self.disk_lo[priority], self.disk_hi[priority], page_size
-        )
-        disk.submit(job, self._paged_in, self._wake)
-        return not self.paging
+        return self.disk_part.page_in(self, self.page_size)
 
-    def before_read(self) -> Disk:
-        """Before a read of the disk part: what is queued for writing (temp log and store)
-        goes first, so the read sees it; returns the disk to read it on."""
-        if self.store_source is not None:
-            self.store_source.prepare_read()
-        if self.log is not None:
-            self.log.flush()
-        return self.disk()
-
-    def disk(self) -> Disk:
-        log = self.log
-        if log is not None:
-            return log.space.disk
-        assert self.store_source is not None
-        return self.store_source.disk
-
-    def _paged_in(self, outcome: Outcome[PageResult]) -> None:
-        if isinstance(outcome, Failed):
-            self.page_failures += 1
-            if not self.closed:
-                what = f"reading back messages of {self.name or 'a subscription'}"
-                self.disk().failed(what, outcome.error, self.page_failures, self._retry_page_in)
-            return
-        self.page_failures = 0
-        priority, messages, last, freed = outcome.value
-        self.paging = False
-        log = self.log
-        if freed and log is not None:
-            log.space.meter.release(freed)
-        if self.closed:
-            return
+    def take_page(self, priority: int, messages: list[Message]) -> tuple[int, int]:
+        """A page-in is back (``disk_part.PageTaker``): its messages into memory."""
         accepts = self.accepts
         level = self._level(priority)
-        self._disk_levels()
         meter = self.meter
-        skip = self.skip[priority] if self.skip is not None else None
         taken = taken_bytes = 0
         for message in messages:
-            if skip and message.seq in skip:
-                # Taken out by a disk scan earlier, and already uncounted then.
-                continue
             if accepts is not None and not accepts(message):
                 continue
             message.meter = meter
@@ -469,53 +349,11 @@ class Cursor:
             self.mem_bytes += message.size
             taken += 1
             taken_bytes += message.size
-        if skip:
-            skip.difference_update([seq for seq in skip if seq <= last])
-        # Messages swapped out while this page-in was under way lie past ``last``, and
-        # are still counted: the count, not the read, says what is left.
-        self.disk_lo[priority] = last + 1
-        left = self.disk_count[priority] - taken
-        if self.disk_lo[priority] > self.disk_hi[priority] or left < 0:
-            left = 0
-        self.disk_total -= self.disk_count[priority] - left
-        self.disk_count[priority] = left
-        self._swapped_in(taken, taken_bytes)
-        reader = self._reader
-        if reader is not None:
-            assert log is not None
-            reader.set(priority, self.disk_lo[priority] if left else NOTHING)
-            log.gc()
+        return taken, taken_bytes
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         if self.owner is not None:
             self.owner.wake()
-
-    def _retry_page_in(self) -> None:
-        self.paging = False
-        # The owner dispatches again: its next ``pop`` asks for the page anew.
-        self._wake()
-
-    def taken_from_disk(self, message: Message) -> bool:
-        """A disk scan took ``message`` out of the middle of the disk part.
-
-        False if it had been taken already (a stored message that an earlier scan
-        picked, still in the store until acked): the caller must ignore it.
-        """
-        priority = message.level
-        if message.store_size:
-            if self.skip is None:
-                self.skip = [set() for _ in range(LEVELS)]
-            skip = self.skip[priority]
-            if message.seq in skip or message.seq < self.disk_lo[priority]:
-                return False
-            skip.add(message.seq)
-        if self.disk_count[priority]:
-            self.disk_count[priority] -= 1
-            self.disk_total -= 1
-            if self._reader is not None and not self.disk_count[priority]:
-                self._reader.set(priority, NOTHING)
-        self._swapped_in(1, message.size)
-        return True
 
 
 def _seq(message: Message) -> int:

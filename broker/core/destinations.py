@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core import jobs, names
 from broker.core.cursor import Cursor
+from broker.core.disk_part import DiskPart
 from broker.core.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.guard import ADMIN, WRITE, denied
 from broker.core.queue import Queue, QueueStats
@@ -53,7 +54,7 @@ _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
 QUEUE_FOOTPRINT: Final = (
-    sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, Log, UsageMeter))
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, DiskPart, Log, UsageMeter))
     + sys.getsizeof({})
     + sys.getsizeof((None,))
     + 2 * _DICT_ENTRY

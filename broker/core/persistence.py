@@ -34,13 +34,15 @@ from __future__ import annotations
 import functools
 import logging
 import struct
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from broker.core.jobs import Job
 from broker.core.message_codecs import BadRecord, dispatched_record, from_store, stored_deliveries, to_store
 from store.api import Batch, Failed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.channel import Outbox
     from broker.core.disk import Disk
     from broker.core.message import Message
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from store.api import MessageStore, Outcome, Recovery
 
 log = logging.getLogger("stompd.persistence")
+T = TypeVar("T")
 
 QUEUE_KIND: Final = "queue"
 TOPIC_KIND: Final = "topic"
@@ -424,9 +427,12 @@ class _StoreReader:
         self.persistence = persistence
         self.disk = persistence.disk
 
-    def prepare_read(self) -> None:
+    def submit(
+        self, job: Callable[[], T], done: Callable[[Outcome[T]], None], wake: Callable[[], None] | None
+    ) -> None:
         # The store's reads see what was submitted: submit what is built.
         self.persistence.submit()
+        self.disk.submit(job, done, wake)
 
 
 def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:

@@ -15,19 +15,16 @@ under way is done.  So dispatch never calls up, and never runs inside itself.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, cast
 
 from broker.core.consumers import NO_CONSUMERS, Consumers
 from broker.core.cursor import Cursor
+from broker.core.disk_part import FROM_THE_START
 from broker.core.settings import DestinationPolicy
-from broker.core.swap import LEVELS, ScanResult, scan_disk
 from store.api import Failed
 
 #: Records one disk scan may read before it reports back (and the loop serves others).
 DISK_SCAN_BUDGET = 20_000
-#: Where a scan of the swapped part starts when nothing has been looked through (shared).
-NO_POSITIONS = (0,) * LEVELS
 NO_CONSUMERS_SEEN: frozenset[Subscription] = frozenset()
 
 if TYPE_CHECKING:
@@ -41,6 +38,8 @@ if TYPE_CHECKING:
     from broker.core.swap import Log, StoreSource
     from broker.core.usage import UsageMeter
     from store.api import Outcome
+
+    Scanned = tuple[list[tuple[Message, object]], list[int]]
 
 
 class QueueStats:
@@ -146,7 +145,7 @@ class Queue:
         self._disk_scan_busy = False
         #: Failed scans in a row (a retry is scheduled while this is above zero).
         self._disk_scan_failures = 0
-        self._disk_scan_pos: Sequence[int] = NO_POSITIONS
+        self._disk_scan_pos: Sequence[int] = FROM_THE_START
         self._disk_scanned_for: frozenset[Subscription] = NO_CONSUMERS_SEEN
 
     def __repr__(self) -> str:
@@ -186,7 +185,7 @@ class Queue:
         self._scan = bool(self._groups) or consumers.selective > 0
         self._filtered = consumers.filtered > 0
         # A new set of consumers: what the swapped part holds must be looked at again.
-        self._disk_scan_pos = NO_POSITIONS
+        self._disk_scan_pos = FROM_THE_START
         self._disk_scanned_for = NO_CONSUMERS_SEEN
 
     def _own(self, group: str, sub: Subscription) -> None:
@@ -326,10 +325,6 @@ class Queue:
         every message.  Positions restart when the set of consumers changes.
         """
         cursor = self.cursor
-        log = cursor.log
-        source = cursor.store_source
-        if log is None and source is None:
-            return False
         candidates = [(sub, sub.accepts) for sub in self.consumers.active() if sub.ready]
         if not candidates:
             return False
@@ -337,7 +332,7 @@ class Queue:
         # passed over: start again from the head for it.
         ready = frozenset(sub for sub, _ in candidates)
         if not ready <= self._disk_scanned_for:
-            self._disk_scan_pos = NO_POSITIONS
+            self._disk_scan_pos = FROM_THE_START
         self._disk_scanned_for = ready
 
         wanted = sum(64 if sub.auto else max(sub.window - len(sub.inflight), 0) for sub, _ in candidates)
@@ -361,17 +356,15 @@ class Queue:
                     return sub
             return None
 
-        start = [max(self._disk_scan_pos[p], cursor.disk_lo[p]) for p in range(LEVELS)]
-        ends = [cursor.disk_hi[p] if cursor.disk_count[p] else -1 for p in range(LEVELS)]
-        if all(lo > hi for lo, hi in zip(start, ends, strict=True)):
-            return False
         self._disk_scan_busy = True
-        disk = cursor.before_read()
-        job = functools.partial(scan_disk, log, source, start, ends, DISK_SCAN_BUDGET, pick, max(wanted, 1))
-        disk.submit(job, self._disk_scanned, self.dispatch)
-        return True
+        started = cursor.disk_part.scan(
+            self._disk_scan_pos, DISK_SCAN_BUDGET, pick, max(wanted, 1), self._disk_scanned, self.dispatch
+        )
+        if not started:
+            self._disk_scan_busy = False
+        return started
 
-    def _disk_scanned(self, outcome: Outcome[ScanResult]) -> None:
+    def _disk_scanned(self, outcome: Outcome[Scanned]) -> None:
         cursor = self.cursor
         if isinstance(outcome, Failed):
             # Busy until the retry: dispatch would only ask for the same scan again.
@@ -381,14 +374,10 @@ class Queue:
                 cursor.disk().failed(what, outcome.error, self._disk_scan_failures, self._retry_disk_scan)
             return
         self._disk_scan_failures = 0
-        picked, positions, freed = outcome.value
+        picked, positions = outcome.value
         self._disk_scan_busy = False
-        if cursor.log is not None and freed:
-            cursor.log.space.meter.release(freed)
         self._disk_scan_pos = positions
         for message, taker in picked:
-            if not cursor.taken_from_disk(message):
-                continue
             sub = cast("Subscription", taker)
             message.meter = self.meter
             message.hold()

@@ -22,6 +22,7 @@ from broker.core.routing import copies
 from broker.core.session import ParkedCreate, ParkedSend
 from protocol import frames as f
 from protocol.errors import MissingHeader, StompError
+from store.api import LEVELS
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock
@@ -245,8 +246,8 @@ class Sending:
         text = pop("priority", None)
         if text is not None:
             priority = int_header("priority", text)
-            if not 0 <= priority <= 9:
-                raise InvalidHeader(f"priority must be 0-9, got {text!r}")
+            if not 0 <= priority < LEVELS:
+                raise InvalidHeader(f"priority must be 0-{LEVELS - 1}, got {text!r}")
         expires = 0
         text = pop("expires", None)
         if text is not None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import functools
 import heapq
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from broker.core.message_codecs import from_swap, to_swap
-from store.api import Failed
+from broker.core.message_codecs import to_swap
+from store.api import LEVELS, Failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from broker.core.disk import Disk
     from broker.core.message import Message
@@ -33,25 +33,24 @@ if TYPE_CHECKING:
     from store.api import Outcome, TempStore
 
 log = logging.getLogger("stompd.swap")
-
-PageResult = tuple[int, list["Message"], int, int]
-ScanResult = tuple[list[tuple["Message", object]], list[int], int]
-
+T = TypeVar("T")
 
 #: A reader's floor at a priority where it has nothing on disk.
 NOTHING = 1 << 63
-#: Priority levels, 0-9 (JMS).
-LEVELS = 10
 
 
 class StoreSource(Protocol):
     """A cursor's second disk source: persistent messages kept in the message store
     (``persistence.QueueStoreReader``, ``persistence.SubscriptionStoreReader``)."""
 
+    #: The worker its reads run on.
     disk: Disk
 
-    def prepare_read(self) -> None:
-        """Loop thread, before a read job: make what is built so far visible to it."""
+    def submit(
+        self, job: Callable[[], T], done: Callable[[Outcome[T]], None], wake: Callable[[], None] | None
+    ) -> None:
+        """Loop thread: run a read ``job`` on the worker once what is built so far is in the
+        store (it waits for the end of the work under way, never cuts its batch short)."""
 
     def read(self, priority: int, lo: int, hi: int, limit: int) -> list[Message]:
         """Worker thread: up to ``limit`` messages with lo <= seq <= hi, in sequence order."""
@@ -233,6 +232,22 @@ class Log:
         # On disk, or held in RAM by the temp store (``Disk`` charges that part again).
         self.space.memory.release(size)
 
+    # -- the worker's side (``disk_reads``) -----------------------------------------------
+
+    def read_values(self, priority: int, lo: int, hi: int, limit: int) -> list[bytes]:
+        """Worker thread: up to ``limit`` records at ``priority`` with lo <= seq <= hi, in order."""
+        return self.space.store.read_values(self.id, priority, lo, hi, limit)
+
+    def delete_records(self, records: Iterable[tuple[int, int]], size: int) -> None:
+        """Worker thread: delete these (priority, seq) records, ``size`` bytes in all."""
+        log_id = self.id
+        self.space.store.delete(((log_id, priority, seq) for priority, seq in records), size)
+
+    def freed(self, size: int) -> None:
+        """Loop thread: a read deleted ``size`` bytes of this log's records."""
+        if size:
+            self.space.meter.release(size)
+
     def add_reader(self) -> LogReader:
         """A cursor starts reading this shared log."""
         self.readers += 1
@@ -282,103 +297,3 @@ class Log:
         self._pending = None
         self._pending_bytes = 0
         self.space.disk.submit(functools.partial(store.delete_log, self.id), self._freed)
-
-
-def read_page(
-    log: Log | None, source: StoreSource | None, priority: int, lo: int, hi: int, limit: int
-) -> PageResult:
-    """Worker thread: up to ``limit`` messages of [lo, hi] at ``priority``, in sequence order.
-
-    A level's swapped part may lie in two places, the temp log (non-persistent) and
-    the message store (persistent, never copied to temp).  Both are read and merged
-    by sequence; when a source fills its page, nothing past its last sequence is
-    taken from the other, so the result is a true prefix of the level.  What the
-    temp log hands out is deleted there; the store keeps its copy until the ack.
-    Returns (priority, messages, last sequence covered, temp bytes freed).
-    """
-    cut = hi
-    rows: list[tuple[int, bytes]] = []
-    if log is not None:
-        rows = log.space.store.read(log.id, priority, lo, hi, limit)
-        if len(rows) == limit:
-            cut = rows[-1][0]
-    stored = source.read(priority, lo, hi, limit) if source is not None else []
-    if len(stored) == limit:
-        cut = min(cut, stored[-1].seq)
-    full = cut < hi
-    if full:
-        rows = [row for row in rows if row[0] <= cut]
-        stored = [message for message in stored if message.seq <= cut]
-    # Decoded before anything is deleted: a failure here must leave the records where they are.
-    swapped = [from_swap(v) for _, v in rows]
-    freed = 0
-    if log is not None and not log.shared and rows:
-        freed = sum(len(v) for _, v in rows)
-        log.space.store.delete(((log.id, priority, seq) for seq, _ in rows), freed)
-    messages = list(heapq.merge(swapped, stored, key=_seq)) if stored and swapped else swapped or stored
-    last = cut if full else (messages[-1].seq if messages else hi)
-    return priority, messages, last, freed
-
-
-def scan_disk(
-    log: Log | None,
-    source: StoreSource | None,
-    start: list[int],
-    ends: list[int],
-    budget: int,
-    pick: Callable[[Message], object],
-    wanted: int,
-) -> ScanResult:
-    """Worker thread: look through a queue's swapped part from ``start[level]`` for messages
-    ``pick`` takes.
-
-    Reads at most about ``budget`` records, takes the ones picked (up to ``wanted``;
-    deleted from the temp log, left in the store until acked), and reports where it
-    stopped so the next scan resumes there rather than at the head: a selective
-    consumer never makes the broker re-read the backlog it has already looked through.
-    Returns (picked, positions, temp bytes freed).
-    """
-    picked: list[tuple[Message, object]] = []
-    positions = list(start)
-    read = 0
-    deletes: list[tuple[int, int]] = []
-    freed = 0
-    page = 500
-    for priority in range(9, -1, -1):
-        while len(picked) < wanted and read < budget and positions[priority] <= ends[priority]:
-            lo, hi = positions[priority], ends[priority]
-            cut = hi
-            stored = source.read(priority, lo, hi, page) if source is not None else []
-            if len(stored) == page:
-                cut = stored[-1].seq
-            swapped: list[tuple[int, Message]] = []
-            if log is not None:
-                rows = log.space.store.read(log.id, priority, lo, cut, page)
-                if len(rows) == page:
-                    cut = min(cut, rows[-1][0])
-                swapped.extend((len(value), from_swap(value)) for seq, value in rows if seq <= cut)
-            merged = list(heapq.merge(swapped, ((0, m) for m in stored if m.seq <= cut), key=_second_seq))
-            positions[priority] = cut + 1
-            for size, message in merged:
-                read += 1
-                taker = pick(message)
-                if taker is None:
-                    continue
-                picked.append((message, taker))
-                if size:
-                    deletes.append((priority, message.seq))
-                    freed += size
-                if len(picked) >= wanted:
-                    positions[priority] = message.seq + 1
-                    break
-    if deletes and log is not None:
-        log.space.store.delete(((log.id, priority, seq) for priority, seq in deletes), freed)
-    return picked, positions, freed
-
-
-def _seq(message: Message) -> int:
-    return message.seq
-
-
-def _second_seq(item: tuple[int, Message]) -> int:
-    return item[1].seq

@@ -226,7 +226,7 @@ def test_recovery_reads_counters_not_messages(tmp_path: Path) -> None:
     assert second.recovered == 250
     cursor = second.engine.queues["/queue/r"].cursor
     assert cursor.mem_count == 0
-    assert cursor.disk_count[3] == 200 and cursor.disk_count[7] == 50
+    assert cursor.disk_counts()[3] == 200 and cursor.disk_counts()[7] == 50
     c = Peer(second.engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1"})
     second.settle()
@@ -244,7 +244,7 @@ def test_arrival_order_and_each_priority_survive_a_restart(tmp_path: Path) -> No
     first.close()
     for prioritized in (False, True):
         again = StoredEngine(tmp_path / "store", prioritized_messages=prioritized)
-        assert again.engine.queues["/queue/r"].cursor.disk_count[FIFO_LEVEL] == 100
+        assert again.engine.queues["/queue/r"].cursor.disk_counts()[FIFO_LEVEL] == 100
         c = Peer(again.engine)
         c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1", "ack": "client"})
         again.settle()
