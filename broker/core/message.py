@@ -95,6 +95,7 @@ _STORE_DEST_SHIFT: Final = 10
 CONTENT_LENGTH_FLAG: Final = _CONTENT_LENGTH
 FIFO_FLAG: Final = _FIFO
 PRIORITY_SHIFT: Final = _PRIORITY_SHIFT
+STORE_DEST_SHIFT: Final = _STORE_DEST_SHIFT
 #: What a copy to another destination keeps (its deliveries and storage start afresh).
 _PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 

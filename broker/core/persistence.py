@@ -17,6 +17,11 @@ share the group committer's fsyncs.  Three rules make a ``kill -9`` at any momen
 
 Acks need no wait: their deletes ride along with the next batch.
 
+Only the end of a unit of work (``Engine.flush``) submits the batch, so that a read
+never cuts it short: a read of the store (a page-in, a scan, a walk, the scheduler's)
+goes through ``read``, which runs it at once if nothing is built, and otherwise right
+after the batch is submitted, so it sees what was built before it was asked for.
+
 That a batch became durable comes back as a value: the store's ``on_durable`` only
 notes it, and ``settle`` (the engine calls it at the top of its work, never from
 inside a dispatch) releases what waited for it.  So does a store that failed for good.
@@ -37,8 +42,9 @@ import struct
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from broker.core.jobs import Job
+from broker.core.message import STORE_DEST_SHIFT
 from broker.core.message_codecs import BadRecord, dispatched_record, from_store, stored_deliveries, to_store
-from store.api import Batch, Failed
+from store.api import Batch, Failed, Ok
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,11 +79,10 @@ class Persistence:
         "_drain_failures",
         "_durable_batches",
         "_failing",
-        "_fresh",
-        "_fresh_adds",
         "_held",
         "_later",
         "_later_shared",
+        "_reads",
         "_removes",
         "_removes_unmarked",
         "_waiting",
@@ -100,10 +105,6 @@ class Persistence:
         self._removes: dict[int, list[tuple[int, int, int]]] = {}
         #: Removals of messages with no dispatch mark to delete (``Message.unmarked``).
         self._removes_unmarked: dict[int, list[tuple[int, int, int]]] = {}
-        #: The message added last while its record is still in ``_adds``: the last of
-        #: ``_fresh_adds``, its queue's list there.
-        self._fresh: Message | None = None
-        self._fresh_adds: list[tuple[int, int, bytes]] = []
         self._held: list[Outbox] = []
         self._later: list[Message] = []
         self._later_shared: list[tuple[int, Message]] = []
@@ -113,6 +114,8 @@ class Persistence:
         self._durable_batches: list[Waiting] = []
         #: Held outboxes whose writes will never be durable, for ``settle`` to fail.
         self._failing: list[Outbox] = []
+        #: Reads asked for while a batch was being built: run once it is submitted.
+        self._reads: list[tuple[Callable[[], object], Callable[[Outcome[object]], None]]] = []
         #: The write error that keeps failing now (the committer retries), if one does.
         self.stalled: BaseException | None = None
         #: The error that stopped the store for good, if one did.
@@ -166,9 +169,8 @@ class Persistence:
 
     def drain(self, sub_id: int) -> None:
         """Release a removed subscription's pointers, a page at a time (off the loop's reads)."""
-        self.submit()
         job = functools.partial(self.store.pointers, sub_id, DRAIN_PAGE)
-        self.disk.submit(job, functools.partial(self._drained, sub_id))
+        self.read(job, functools.partial(self._drained, sub_id))
 
     def _drained(self, sub_id: int, outcome: Outcome[list[tuple[int, int, int]]]) -> None:
         if isinstance(outcome, Failed):
@@ -197,8 +199,6 @@ class Persistence:
         message.store_size = len(value)
         message.store_dest = dest_id
         self.meter.charge(len(value))
-        self._fresh = message
-        self._fresh_adds = adds
         if sender is not None:
             self.hold(sender)
 
@@ -229,20 +229,26 @@ class Persistence:
         self.store.ack_shared(self._batch, sub_id, ((message.store_dest, message.level, message.seq),))
         self.meter.release(before - self.store.used_bytes)
 
-    def dispatched(self, message: Message, consumer: Outbox, auto: bool) -> None:
-        """``message`` is about to be written to ``consumer`` (its delivery count is about to
-        go up): record that first, with the count it is about to have."""
-        if message is self._fresh and not message.delivery_count:
-            # Its record is still to be written, with this batch: the record says it,
-            # and no mark is written, nor later deleted.  A persistent 1 -> 1 batch is
-            # half the keys: records and their deletes (benchmarks/README.md).
-            adds = self._fresh_adds
+    def dispatched(self, message: Message, consumer: Outbox, auto: bool, stored_now: bool) -> None:
+        """``message`` is about to be written to ``consumer`` (its delivery count just went
+        up): record that first.  ``stored_now``: its record is in the batch being built
+        (added to its queue in this unit of work)."""
+        if stored_now and message.delivery_count == 1:
+            # Its record is still to be written, with this batch (the last added to its
+            # queue: routing hands it over at once): the record says it, and no mark is
+            # written, nor later deleted.  A persistent 1 -> 1 batch is half the keys:
+            # records and their deletes (benchmarks/README.md).
+            # (Its flags read here, not ``store_dest``: a property call costs ~1,000
+            # instructions, and a persistent 1 -> 1 message comes this way.)
+            adds = self._adds[message._flags >> STORE_DEST_SHIFT]
             priority, seq, value = adds[-1]
+            if seq != message.seq:
+                raise AssertionError(f"message {message.seq} is not the last stored on its queue ({seq})")
             adds[-1] = (priority, seq, dispatched_record(value))
             message.unmarked = True
         else:
             self.store.mark_dispatched(
-                self._batch, message.store_dest, message.level, message.seq, message.delivery_count + 1
+                self._batch, message.store_dest, message.level, message.seq, message.delivery_count
             )
             message.unmarked = False
         self.hold(consumer)
@@ -331,8 +337,36 @@ class Persistence:
 
     # -- batches -----------------------------------------------------------------
 
+    def read(
+        self, job: Callable[[], T], done: Callable[[Outcome[T]], None], wake: Callable[[], None] | None = None
+    ) -> None:
+        """Run a read ``job`` on the worker once what is built so far is submitted: now if
+        nothing is, else behind the batch at the end of the work under way.  ``wake`` runs
+        after ``done`` if the read went well and came back after this call."""
+        if not (self._batch or self._held or self._adds or self._removes or self._removes_unmarked):
+            self.disk.submit(job, done, wake)
+            return
+
+        def finish(outcome: Outcome[T]) -> None:
+            done(outcome)
+            # Asked for during earlier work: whoever asked is not waiting on the stack.
+            if wake is not None and isinstance(outcome, Ok):
+                wake()
+
+        self._reads.append((job, finish))  # type: ignore[arg-type]
+
     def submit(self) -> None:
-        """Hand what was built so far to the store (from then on its reads see it)."""
+        """Hand what was built so far to the store (from then on its reads see it), then
+        run the reads that waited for it (``read``); the end of a unit of work calls it."""
+        self._submit()
+        while self._reads:
+            reads, self._reads = self._reads, []
+            for job, done in reads:
+                self.disk.submit(job, done)
+            # An inline worker (tests, tools) ran them already: what they built goes too.
+            self._submit()
+
+    def _submit(self) -> None:
         if self._adds or self._removes or self._removes_unmarked:
             self._gather()
         if not self._batch and not self._held:
@@ -367,8 +401,6 @@ class Persistence:
         self._adds = {}
         self._removes = {}
         self._removes_unmarked = {}
-        self._fresh = None
-        self._fresh_adds = []
 
     def settle(self) -> bool:
         """Release what waited for batches that are durable now, and fail what waited for a
@@ -430,9 +462,7 @@ class _StoreReader:
     def submit(
         self, job: Callable[[], T], done: Callable[[Outcome[T]], None], wake: Callable[[], None] | None
     ) -> None:
-        # The store's reads see what was submitted: submit what is built.
-        self.persistence.submit()
-        self.disk.submit(job, done, wake)
+        self.persistence.read(job, done, wake)
 
 
 def _restored(seq: int, priority: int, value: bytes, dest_id: int, deliveries: int) -> Message:

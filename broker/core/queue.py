@@ -21,6 +21,7 @@ from broker.core.consumers import NO_CONSUMERS, Consumers
 from broker.core.cursor import Cursor
 from broker.core.disk_part import FROM_THE_START
 from broker.core.settings import DestinationPolicy
+from broker.core.subscription import QUEUED, STORED_NOW
 from store.api import Failed
 
 #: Records one disk scan may read before it reports back (and the loop serves others).
@@ -205,7 +206,10 @@ class Queue:
 
     # -- messages --------------------------------------------------------------
 
-    def enqueue(self, message: Message) -> None:
+    def enqueue(self, message: Message, stored: bool) -> None:
+        """A routed message; ``stored``: its record is in the store batch being built (a
+        consumer that takes it before that batch is submitted has its dispatch said by
+        the record, not marked beside it)."""
         self.stats.enqueued += 1
         message.meter = self.meter
         if message.group is not None and not self._scan:
@@ -218,10 +222,15 @@ class Queue:
                 if message.expires and message.expires <= self.clock.ms:
                     self._count_expired(message)
                 else:
-                    self._hand_over(sub, message)
+                    self._hand_over(sub, message, STORED_NOW if stored else QUEUED)
                 return
         self.cursor.push(message)
-        self.dispatch()
+        if self.consumers:
+            fresh = message if stored else None
+            if self._scan:
+                self._dispatch_scanning(fresh)
+            else:
+                self._dispatch_head(fresh)
 
     def requeue(self, messages: list[Message]) -> None:
         """Messages a consumer had and gave back (NACK, unsubscribe, disconnect)."""
@@ -235,9 +244,9 @@ class Queue:
         if not self.cursor.count or not self.consumers:
             return
         if self._scan:
-            self._dispatch_scanning()
+            self._dispatch_scanning(None)
         else:
-            self._dispatch_head()
+            self._dispatch_head(None)
 
     def consumer_ready(self, sub: Subscription) -> None:
         """``sub`` may take messages again (it pumps): dispatch looks at it again."""
@@ -252,7 +261,8 @@ class Queue:
         self.store_id = dest_id
         self.cursor.use_store(reader)
 
-    def _dispatch_head(self) -> None:
+    def _dispatch_head(self, fresh: Message | None) -> None:
+        """``fresh``: a message whose record is in the batch being built (``enqueue``)."""
         cursor = self.cursor
         while cursor.count:
             sub = self.consumers.pick(None)
@@ -271,14 +281,14 @@ class Queue:
                     # looks past it (until the set of consumers changes).
                     cursor.push_returned(message)
                     self._scan = True
-                    self._dispatch_scanning()
+                    self._dispatch_scanning(fresh)
                     return
                 sub = taker
-            self._deliver(sub, message)
+            self._deliver(sub, message, fresh)
 
-    def _dispatch_scanning(self) -> None:
+    def _dispatch_scanning(self, fresh: Message | None) -> None:
         while True:
-            self._scan_memory()
+            self._scan_memory(fresh)
             cursor = self.cursor
             if not cursor.disk_total or self._disk_scan_busy or not self.consumers.any_ready():
                 return
@@ -287,7 +297,7 @@ class Queue:
                 # when it reports; only a scan that already finished (inline) loops.
                 return
 
-    def _scan_memory(self) -> None:
+    def _scan_memory(self, fresh: Message | None) -> None:
         cursor = self.cursor
         now = self.clock.ms
         groups = self._groups
@@ -305,7 +315,7 @@ class Queue:
                 if owner is not None:
                     if owner.ready and owner.accepts(message):
                         cursor.remove(message)
-                        self._deliver(owner, message)
+                        self._deliver(owner, message, fresh)
                     continue
             sub = self.consumers.pick(message)
             if sub is None:
@@ -313,7 +323,7 @@ class Queue:
             if group is not None:
                 self._own(group, sub)
             cursor.remove(message)
-            self._deliver(sub, message)
+            self._deliver(sub, message, fresh)
 
     def _scan_disk(self) -> bool:
         """Find messages for the ready consumers in the swapped part (seed 003).
@@ -384,7 +394,7 @@ class Queue:
             if self.consumers.is_active(sub) and sub.ready:
                 if message.group is not None and message.group not in self._groups:
                     self._own(message.group, sub)
-                self._deliver(sub, message)
+                self._deliver(sub, message, None)
             else:
                 cursor.push_returned(message)
 
@@ -392,19 +402,17 @@ class Queue:
         self._disk_scan_busy = False
         self.dispatch()
 
-    def _deliver(self, sub: Subscription, message: Message) -> None:
+    def _deliver(self, sub: Subscription, message: Message, fresh: Message | None) -> None:
         """Deliver a message taken from the cursor (with its hold, released here)."""
-        self._hand_over(sub, message)
+        self._hand_over(sub, message, STORED_NOW if message is fresh else QUEUED)
         message.drop()
 
-    def _hand_over(self, sub: Subscription, message: Message) -> None:
+    def _hand_over(self, sub: Subscription, message: Message, source: int) -> None:
         stats = self.stats
         stats.dispatched += 1
         if sub.auto:
             stats.dequeued += 1
-        if message.store_size:
-            self.persistence.dispatched(message, sub.session.outbox, sub.auto)
-        sub.deliver(message, True)
+        sub.deliver(message, True, source)
 
     def _expire(self, message: Message) -> None:
         """An expired message taken from the cursor (with its hold)."""

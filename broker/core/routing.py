@@ -100,7 +100,9 @@ class Routing:
                     dest_id = self.persistence.destination_id(QUEUE_KIND, target.name)
                     target.stored_as(dest_id, self.persistence.queue_reader(dest_id))
                 self.persistence.add(target.store_id, message, sender.outbox if sender is not None else None)
-            target.enqueue(message)
+                target.enqueue(message, True)
+            else:
+                target.enqueue(message, False)
         elif not self.durables.records:
             assert isinstance(target, Topic)
             self.router.publish(target, message, self.observer.events)

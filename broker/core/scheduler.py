@@ -292,11 +292,7 @@ class Scheduler:
         self._busy = True
         self._added_min = None
         persistence = self.persistence
-        # The read sees what was submitted: submit what is built.
-        persistence.submit()
-        persistence.disk.submit(
-            lambda: persistence.read_due(now, DUE_PAGE), lambda outcome: self._due(now, outcome)
-        )
+        persistence.read(lambda: persistence.read_due(now, DUE_PAGE), lambda outcome: self._due(now, outcome))
 
     def _due(self, now: int, outcome: Outcome[Due]) -> None:
         self._busy = False
@@ -333,7 +329,6 @@ class Scheduler:
         """Up to ``limit`` jobs past ``after`` (due ms, seq), soonest first, read on the
         worker thread; nothing is changed, so this needs no turn."""
         persistence = self.persistence
-        persistence.submit()
 
         def listed(outcome: Outcome[list[tuple[int, int, bytes]]]) -> None:
             if isinstance(outcome, Failed):
@@ -342,17 +337,16 @@ class Scheduler:
             jobs = [persistence.job(due, seq, value) for due, seq, value in outcome.value]
             done(Ok([job for job in jobs if job is not None]))
 
-        persistence.disk.submit(lambda: persistence.read_jobs(after, _FAR_FUTURE, limit), listed)
+        persistence.read(lambda: persistence.read_jobs(after, _FAR_FUTURE, limit), listed)
 
     def _walk(self) -> None:
         """Read the next page of the first walk's jobs (worker thread)."""
         walk = self._walks[0]
         self._busy = True
         persistence = self.persistence
-        persistence.submit()
         after = walk.after
         until = _FAR_FUTURE if walk.window is None else walk.window[1]
-        persistence.disk.submit(lambda: persistence.read_jobs(after, until, DUE_PAGE), self._walked)
+        persistence.read(lambda: persistence.read_jobs(after, until, DUE_PAGE), self._walked)
 
     def _walked(self, outcome: Outcome[list[tuple[int, int, bytes]]]) -> None:
         self._busy = False

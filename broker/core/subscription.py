@@ -32,6 +32,17 @@ ACK_MODES: Final = frozenset({AUTO, CLIENT, CLIENT_INDIVIDUAL})
 
 REDELIVERED_HEADER: Final = b"redelivered:true\n"
 
+# Where a delivered message comes from (``Subscription.deliver``), which says how its
+# dispatch is recorded in the message store before its MESSAGE leaves, if it is stored.
+#: A topic's (fan-out, or the subscription's topic cursor): a durable subscription marks
+#: its pointer; nobody else records anything.
+TOPIC: Final = 0
+#: A queue's: a dispatch mark beside its record.
+QUEUED: Final = 1
+#: A queue's, whose record is in the store batch being built: the record says its first
+#: delivery (both reach the disk together or not at all), and no mark is written.
+STORED_NOW: Final = 2
+
 
 class Source(Protocol):
     """A queue a subscription consumes from (``queue.Queue``)."""
@@ -149,11 +160,17 @@ class Subscription:
         selector = self.selector
         return selector is None or selector(message)
 
-    def deliver(self, message: Message, report: bool) -> None:
+    def deliver(self, message: Message, report: bool, source: int) -> None:
         """Write ``message`` to this subscriber; ``report``: tell the event sink (False:
-        the caller does, as a topic's fan-out does with ``EventSink.fanned_out``)."""
-        # ``report`` has no default: a call that leaves out a defaulted argument cost a
-        # topic 1->4 message ~660 more instructions (callgrind, bench_engine.py).
+        the caller does, as a topic's fan-out does with ``EventSink.fanned_out``);
+        ``source``: ``TOPIC``, ``QUEUED`` or ``STORED_NOW``.
+
+        The one delivery step, for queues and durable subscriptions alike: a stored
+        message's dispatch is recorded first (its count as it is about to go out), and
+        the outbox held until that is durable; then its MESSAGE.
+        """
+        # No defaults: a call that leaves out a defaulted argument cost a topic 1->4
+        # message ~660 more instructions (callgrind, bench_engine.py).
         session = self.session
         version = session.version
         head, tail = message.wire(version)
@@ -163,8 +180,11 @@ class Subscription:
         message.delivery_count += 1
         self.delivered += 1
         outbox = session.outbox
-        if message.store_size and self.durable is not None:
-            self.persistence.dispatched_shared(message, self.durable.store_id, outbox, self.auto)
+        if message.store_size:
+            if source:
+                self.persistence.dispatched(message, outbox, self.auto, source == STORED_NOW)
+            elif self.durable is not None:
+                self.persistence.dispatched_shared(message, self.durable.store_id, outbox, self.auto)
         observer = self.observer
         events = observer.events
         if self.auto:
@@ -247,7 +267,7 @@ class Subscription:
                 if message is None:
                     break
                 if not (message.expires and message.expires <= self.session.clock.ms):
-                    self.deliver(message, True)
+                    self.deliver(message, True, TOPIC)
                 message.drop()
         for queue in self.queues:
             if not self.ready:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core.settings import DestinationPolicy
+from broker.core.subscription import TOPIC
 from broker.core.wildcards import WildcardTrie, is_wildcard
 
 #: Until the engine gives a topic its own (Destinations.topic).
@@ -196,9 +197,9 @@ class TopicRouter:
             cursor = sub.cursor
             if not cursor.count and sub.ready:
                 if went is None:
-                    sub.deliver(message, True)
+                    sub.deliver(message, True, TOPIC)
                 else:
-                    sub.deliver(message, False)
+                    sub.deliver(message, False, TOPIC)
                     if sub.auto:
                         went.append(sub)
                     else:
