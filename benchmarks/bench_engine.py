@@ -124,10 +124,11 @@ def run(
     engine = Engine(clock=clock, stores=stores, guard=security() if secured else None)
     exporter = None
     if export:
+        from broker.core.admin.readout import Readout
         from broker.export.exporter import Exporter, ExportSettings
 
         tmp = tempfile.TemporaryDirectory(prefix="bench-engine-")
-        exporter = Exporter(ExportSettings(Path(tmp.name)), engine)
+        exporter = Exporter(ExportSettings(Path(tmp.name)), Readout(engine))
         exporter.start()
     producer = CountingOutbox()
     consumers = [CountingOutbox() for _ in range(subscribers)]

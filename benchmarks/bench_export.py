@@ -44,7 +44,7 @@ PER_MS = 30
 
 
 class Engine:
-    """What an ``Exporter`` reads of the engine before ``start``: its clock."""
+    """What an ``Exporter`` reads of the broker (its ``Readout``) before ``start``: its clock."""
 
     def __init__(self) -> None:
         self.clock = Clock(1_700_000_000_000)

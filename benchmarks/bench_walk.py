@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.core import admin, disk_reads  # noqa: E402
+from broker.core import disk_reads, operations  # noqa: E402
 from broker.core.message import Message  # noqa: E402
 from broker.core.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
 from broker.core.selector import compile_selector  # noqa: E402
@@ -114,10 +114,10 @@ def walk(store: TempStore, n: int, text: str, matches: int) -> int:
             starts,
             ends,
             None,
-            admin.DISK_BUDGET,
+            operations.DISK_BUDGET,
             selector.matches,
             False,
-            admin.BATCH,
+            operations.BATCH,
             True,
             needle,
         )
@@ -133,7 +133,7 @@ def read_only(store: TempStore, n: int) -> int:
     read = 0
     lo, hi = FIRST, FIRST + n - 1
     while lo <= hi:
-        values = store.read_values(LOG_ID, PRIORITY, lo, hi, admin.PAGE)
+        values = store.read_values(LOG_ID, PRIORITY, lo, hi, disk_reads.PAGE)
         read += len(values)
         lo = swap_fields(values[-1])[1] + 1
     return read
@@ -143,7 +143,7 @@ def read_decode(store: TempStore, n: int, match: Callable[[Any], bool] | None = 
     read = 0
     lo, hi = FIRST, FIRST + n - 1
     while lo <= hi:
-        values = store.read_values(LOG_ID, PRIORITY, lo, hi, admin.PAGE)
+        values = store.read_values(LOG_ID, PRIORITY, lo, hi, disk_reads.PAGE)
         read += len(values)
         decoded = [swap_fields(v) for v in values]
         if match is not None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from broker.core.admin.readout import Readout
 from broker.core.engine import Engine
 from broker.core.settings import CoreSettings
 from broker.export.exporter import Exporter, ExportSettings
@@ -175,8 +176,10 @@ class Broker:
         self.disk_watch = DiskWatch()
         self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
         self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
+        #: What /metrics and the exporter read the broker through.
+        self.readout = Readout(self.engine)
         if options.export is not None:
-            self.exporter = Exporter(options.export, self.engine)
+            self.exporter = Exporter(options.export, self.readout)
             self.exporter.start()
         self.server = StompServer(self.engine)
         try:
@@ -219,7 +222,7 @@ class Broker:
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(
                 metrics.PATH,
-                metrics.handler(self.engine, self._events_dropped, self.role, self._network_status),
+                metrics.handler(self.readout, self._events_dropped, self.role, self._network_status),
             )
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)

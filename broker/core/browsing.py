@@ -4,7 +4,7 @@ As ActiveMQ's queue browser (``StompQueueBrowserSubscription``): the subscriber 
 the messages the queue holds, without consuming them, then one MESSAGE with
 ``browser:end`` (and ``message-id:0``, no body) says the snapshot is over.  Unlike
 ActiveMQ's it is not capped at a prefetch's worth: it walks the whole queue, memory,
-swapped and stored parts (``admin.Browse``), and messages routed after the SUBSCRIBE
+swapped and stored parts (``operations.Browse``), and messages routed after the SUBSCRIBE
 are not part of it.
 
 It pumps like any subscription: while its connection is writable it writes a batch,
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from broker.core.admin import Browse
+from broker.core.operations import Browse
 from broker.core.subscription import AUTO, REDELIVERED_HEADER, Subscription
 from protocol.encoder import FRAME_END, encode_frame, encode_headers
 from protocol.frames import Frame

@@ -9,7 +9,9 @@ The engine only dispatches: a frame goes to the handler that owns its command
 ``tick`` and ``after_io`` end a batch of work.  Everything below is built here, once,
 each part handed the parts it uses (``docs/message-path.md`` follows a message
 through them).  The way in, for the edge and for tests: ``open_session``, ``handle``,
-``flush``, ``tick``, ``after_io``, ``set_writable``, ``close_session``, ``recover``.
+``flush``, ``tick``, ``after_io``, ``set_writable``, ``close_session``, ``recover``
+(and ``queue_depth``).  What the admin server, ``/metrics`` and the exporter read and do
+is ``broker.core.admin``'s, a layer above this one.
 """
 
 from __future__ import annotations
@@ -170,7 +172,15 @@ class Engine:
 
         Returns how many stored messages there are.
         """
-        return recover(self.persistence, self.destinations, self.durables, self.routing, self.scheduler)
+        stored = recover(self.persistence, self.destinations, self.durables, self.routing, self.scheduler)
+        # The end of this unit of work: what it built (and the reads behind it) go.
+        self.flush()
+        return stored
+
+    def queue_depth(self, name: str) -> int | None:
+        """How many messages queue ``name`` holds, not yet dispatched (None: no such queue)."""
+        queue = self.queues.get(name)
+        return queue.cursor.count if queue is not None else None
 
     def set_writable(self, session: Session, writable: bool) -> None:
         session.writable = writable

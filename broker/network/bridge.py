@@ -839,12 +839,11 @@ class Crossing:
         if local is None:
             return 0
         total = 0
-        queues = self.engine.queues
         subscriptions = local.session.subscriptions
         for sub_id, (destination, _) in self._push.items():
-            queue = queues.get(destination)
-            if queue is not None:
-                total += queue.cursor.count
+            depth = self.engine.queue_depth(destination)
+            if depth is not None:
+                total += depth
             else:
                 sub = subscriptions.get(sub_id)
                 if sub is not None:

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from broker.core.admin.readout import Readout
 from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.message import Message
@@ -27,7 +28,7 @@ TS = 1_700_000_000_000
 
 def exporting(tmp_path: Path) -> tuple[Engine, Exporter]:
     engine = Engine(clock=Clock(TS), stores=memory_stores())
-    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter = Exporter(ExportSettings(tmp_path), Readout(engine))
     exporter.start()
     return engine, exporter
 

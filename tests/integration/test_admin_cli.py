@@ -223,7 +223,7 @@ def test_other_operations(args: list[str], expected: str) -> None:
 
 
 def test_a_failed_operation_exits_1() -> None:
-    from broker.http.ops import Conflict
+    from broker.core.admin.errors import Conflict
 
     ops = FakeOps({"/queue/a": messages(30)}, fail_with=Conflict("store full"))
     with FakeServer(ops) as server:

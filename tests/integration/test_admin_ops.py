@@ -1,5 +1,6 @@
-"""The core's admin operations (broker.core.admin) through the real HTTP API, on queues
-whose messages lie in memory, in the temp store (swapped) and in the message store."""
+"""The core's admin operations (broker.core.operations, run by broker.core.admin) through the
+real HTTP API, on queues whose messages lie in memory, in the temp store (swapped) and in the
+message store."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ Taking a message out of the disk part follows the queue's own disk scan (the cur
 it, so a page-in queued behind the job cannot bring it back; a stored one is marked
 taken in the disk part before its delete is queued, so a page-in skips it.
 
-The driver (``broker.http.engine_ops``) calls ``step`` until it returns True; when
+The driver (``broker.core.admin.service``) calls ``step`` until it returns True; when
 ``waiting`` is set after a step, it waits for ``resume`` to be called first.
 """
 
