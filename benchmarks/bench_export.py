@@ -35,7 +35,7 @@ from broker.core.clock import Clock
 from broker.core.message import Message
 from broker.export import writer as writer_module
 from broker.export.exporter import Exporter, ExportSettings
-from broker.export.files import new_run_id
+from export_format.files import new_run_id
 
 #: Lines a writer batch holds (the writer thread takes what 50 ms brought).
 BATCH = 15_000

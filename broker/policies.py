@@ -1,6 +1,6 @@
 """<destinationPolicy> and <redeliveryPlugin> entries -> each destination's policy.
 
-The entry that applies is ActiveMQ's choice (config.wildcards.choose: an exact name,
+The entry that applies is ActiveMQ's choice (wildcards.choose: an exact name,
 else the most specific pattern), else the default entry; the loader has already filled
 what an entry leaves out from the default entry.  The core asks once per destination,
 when it is made (broker/core/destinations.py ``policy_of``); destinations under the
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core import names
 from broker.core.settings import DestinationPolicy
 from config.model import origin_of
-from config.wildcards import choose
+from wildcards import choose
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -24,7 +24,7 @@ from broker.core import names
 from broker.core.message import Message
 from broker.core.queue import Queue
 from broker.core.subscription import Subscription
-from broker.core.wildcards import matches
+from wildcards import matches
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -26,7 +26,7 @@ from broker.core.queue import Queue, QueueStats
 from broker.core.swap import Log
 from broker.core.topic import Topic, TopicRouter, TopicStats
 from broker.core.usage import UsageMeter
-from broker.core.wildcards import has_wildcard_element, is_wildcard
+from wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.clock import Clock

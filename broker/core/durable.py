@@ -26,7 +26,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from broker.core import names, wildcards
+import wildcards
+from broker.core import names
 
 if TYPE_CHECKING:
     from collections.abc import Callable

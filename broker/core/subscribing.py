@@ -27,9 +27,9 @@ from broker.core.guard import READ, denied
 from broker.core.queue import Queue
 from broker.core.selector import compile_selector
 from broker.core.subscription import ACK_MODES, AUTO, Subscription
-from broker.core.wildcards import is_wildcard
 from protocol import frames as f
 from protocol.errors import MissingHeader
+from wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

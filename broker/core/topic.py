@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from broker.core.settings import DestinationPolicy
 from broker.core.subscription import TOPIC
-from broker.core.wildcards import WildcardTrie, is_wildcard
+from wildcards import WildcardTrie, is_wildcard
 
 #: Until the engine gives a topic its own (Destinations.topic).
 DEFAULT_POLICY = DestinationPolicy()

@@ -31,17 +31,18 @@ import msgspec
 
 from broker.core.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
 from broker.core.observe import EventSink, Subscriber
-from broker.export.files import finish_rotations, new_run_id
 from broker.export.writer import (
     VERSION,
     Compressor,
     Event,
     MessageEvent,
     Writer,
+    compress,
     encode_json,
     encode_lines,
     line_head,
 )
+from export_format.files import finish_rotations, new_run_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -146,7 +147,7 @@ class Exporter(EventSink):
     def start(self) -> None:
         directory = self.settings.directory
         directory.mkdir(parents=True, exist_ok=True)
-        for path in finish_rotations(directory, self.run):
+        for path in finish_rotations(directory, self.run, compress):
             log.info("export: compressed %s, left live by an earlier run", path.name)
         self.readout.events = self
         # A snapshot at start-up: the report's baseline for the broker's counters.

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Final
 from broker.core import bridging
 from broker.core.advisory import PREFIX as ADVISORY_PREFIX
 from broker.core.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
-from broker.core.wildcards import is_wildcard, matches
 from broker.network.demand import ADVISORY_DESTINATIONS, NETWORK_PRIORITY, QUEUE, TOPIC, Demand, Want
 from broker.network.link import Link
 from broker.network.local import LocalClient
@@ -42,6 +41,7 @@ from protocol.errors import StompError
 from protocol.escaping import escape, unescape
 from protocol.frames import CONNECTED, ERROR, MESSAGE, RECEIPT, V1_0, V1_2, Frame
 from protocol.parser import FrameParser
+from wildcards import is_wildcard, matches
 
 if TYPE_CHECKING:
     import ssl

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from broker.core import advisory
-from broker.core.wildcards import is_wildcard, matches
+from wildcards import is_wildcard, matches
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -6,7 +6,7 @@ matches the destination, plus the ``defaultEntry``, and the allowed groups are t
 of theirs.  So an entry can only add groups: ``queue=">" read="admins"`` with
 ``queue="ORDERS.>" read="app"`` lets both groups read ``ORDERS.X``, and a narrower entry
 cannot take away what a wider one grants.  (Policy entries, by contrast, apply the most
-specific match alone: config.wildcards.choose.)  No entry and no default entry: nobody
+specific match alone: wildcards.choose.)  No entry and no default entry: nobody
 may.  Temporary destinations use the ``tempDestinationAuthorizationEntry``, and without
 one anyone may (as ActiveMQ, whose temp-destination ACLs are then null).  The group ``*``
 means every user.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core import names
 from broker.core.guard import ADMIN, READ, WRITE
-from config.wildcards import overlaps
+from wildcards import overlaps
 
 if TYPE_CHECKING:
     from config.model import Authorization, AuthorizationEntry

@@ -18,7 +18,7 @@ from broker.core.clock import Clock
 from broker.core.engine import Engine
 from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
-from spark_jobs.export_format import check_line
+from export_format.lines import check_line
 from store.memory import memory_stores
 from tests.broker.harness import Peer
 from tests.broker.test_observe import Recorder

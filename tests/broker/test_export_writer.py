@@ -18,7 +18,7 @@ from broker.core.engine import Engine
 from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
 from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines, line_stamps
-from spark_jobs.export_format import check_line
+from export_format.lines import check_line
 from store.memory import memory_stores
 
 TS = 1_700_000_000_000

@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from broker.core.admin.readout import DESTINATION_COUNTERS, DESTINATION_GAUGES, Readout
+from broker.core.admin.readout import Readout
 from broker.core.admin.service import AdminService
 from broker.core.chores import BUDGET
 from broker.core.destinations import footprint
@@ -30,6 +30,7 @@ from broker.core.errors import NoRoomToCreate, TooManyDestinations, to_error_fra
 from broker.core.settings import DestinationPolicy
 from broker.http import metrics
 from broker.http.slices import SLICE
+from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
 from tests.broker.harness import Peer, messages_in_memory, new_engine
 from tests.broker.steps import growth, steps
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.core.admin.readout import Readout
+from broker.core.admin.readout import DestinationRow, Readout
 from broker.core.admin.views import Progress
 from broker.core.message import Message
 from broker.core.observe import LATENCY_BOUNDS_MS, EventSink, Latency
 from broker.core.selector import compile_selector
+from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_admin import ops, run
 from tests.broker.test_swap import KB, send, swapping_engine
@@ -163,3 +164,8 @@ def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
     # A moved message keeps its arrival: its latency counts from the producer's SEND.
     arrivals = {m.headers["n"]: m.arrived for m in engine.queues["/queue/dst"].cursor}
     assert sorted(arrivals) == ["4", "5"] and all(arrivals.values())
+
+
+def test_a_destination_row_has_the_schema_s_fields_in_its_order() -> None:
+    assert DestinationRow.__slots__ == ("destination", "type", *DESTINATION_COUNTERS, *DESTINATION_GAUGES)
+    assert Readout(new_engine()).broker_row().keys() == set(row_fields("broker"))

@@ -28,20 +28,12 @@ if TYPE_CHECKING:
     from broker.core.topic import Topic, TopicStats
     from broker.core.usage import UsageMeter
 
-#: Destination fields, in schema order: counters (``*_total``), then gauges.
-DESTINATION_COUNTERS = (
-    "enqueued_total",
-    "dequeued_total",
-    "dispatched_total",
-    "expired_total",
-    "redelivered_total",
-    "dead_lettered_total",
-)
-DESTINATION_GAUGES = ("messages", "inflight", "consumers", "producers", "memory_bytes", "disk_bytes")
-
 
 @dataclass(slots=True)
 class DestinationRow:
+    """A destination's fields, in schema order (``export_format.schema.DESTINATION_COUNTERS``
+    then ``DESTINATION_GAUGES``: tests/broker/test_observe.py checks they agree)."""
+
     destination: str
     #: ``queue`` or ``topic`` (temporary ones included, by their kind).
     type: str

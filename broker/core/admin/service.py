@@ -36,8 +36,8 @@ from broker.core.cursor import Cursor
 from broker.core.errors import BrokerError
 from broker.core.jobs import REMOVE, REMOVEALL, Request
 from broker.core.operations import Action, Browse, DurableBacklog, QueueOperation
-from broker.core.wildcards import has_wildcard_element
 from store.api import LEVELS, Failed
+from wildcards import has_wildcard_element
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

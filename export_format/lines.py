@@ -1,8 +1,8 @@
 """Writing and checking export lines in pure Python (no pyspark): a reference for the exporter.
 
-The broker's exporter must not import this package at run time; it implements
-README.md, and this module is the small executable version of the same rules: the tests
-and the benchmark write their files with it, and a test of the exporter can check the
+The broker's exporter writes its lines its own, faster way (msgspec, a chunk at a time);
+this module is the small executable version of the same rules: the tests and the
+benchmarks write their files with it, and a test of the exporter can check the
 broker's output with ``check_line``.
 
 * ``problems(kind, record)`` lists what makes a record corrupt (empty: valid);
@@ -10,25 +10,19 @@ broker's output with ``check_line``.
 * ``encode(kind, record)`` one line, compact UTF-8 JSON ending in ``\\n``;
 * ``Records`` stamps ``v``, ``run`` and ``seq`` on new records of one run;
 * ``ExportWriter`` appends lines to the live file, rotates it by size and age, and
-  compresses a rotated file to ``.jsonl.gz`` (written to ``.gz.tmp``, then renamed, so a
-  reader never sees half a gzip file).
+  compresses a rotated file to ``.jsonl.gz`` (``files.RotatingFile``, as the broker does).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import os
 import re
-import secrets
-import shutil
-import time
 from typing import TYPE_CHECKING, Any, Final
 
-from spark_jobs.schema import (
+from export_format.files import RotatingFile, compress, new_run_id
+from export_format.schema import (
     DISCRIMINATOR,
-    FILE_NAME,
     INT_MAX,
     INT_MIN,
     OLDEST_VERSION,
@@ -36,7 +30,6 @@ from spark_jobs.schema import (
     Field,
     Kind,
     fields,
-    file_name,
     is_required,
 )
 
@@ -47,16 +40,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BYTES: Final = 64 * 1024 * 1024
 DEFAULT_MAX_AGE_MS: Final = 3_600_000
 _PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
-def new_run_id() -> str:
-    """A run id that sorts by start time: base-36 epoch ms, then 8 random hex digits."""
-    ms = int(time.time() * 1000)
-    digits = ""
-    while ms:
-        ms, rest = divmod(ms, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[rest] + digits
-    return f"{digits}.{secrets.token_hex(4)}"
 
 
 def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
@@ -189,8 +172,9 @@ class ExportWriter:
     The live file is ``{kind}-{start_ms}-{run}-{index}.jsonl``; ``start_ms`` is the ts of
     its first line. Before a line that would take the file past ``max_bytes``, or whose
     ts is ``max_age_ms`` or more after ``start_ms``, the live file is rotated: compressed
-    to ``.jsonl.gz`` and removed. ``tick(now_ms)`` rotates an idle file on age alone;
-    ``close()`` rotates too, so a clean stop leaves only ``.jsonl.gz`` files.
+    to ``.jsonl.gz`` and removed (``files.RotatingFile``). ``tick(now_ms)`` rotates an
+    idle file on age alone; ``close()`` rotates too, so a clean stop leaves only
+    ``.jsonl.gz`` files.  Each line is written as it comes (one system call).
     """
 
     def __init__(
@@ -206,87 +190,37 @@ class ExportWriter:
         self.directory = directory
         self.kind: Kind = kind
         self.run = run
-        self.max_bytes = max_bytes
-        self.max_age_ms = max_age_ms
         self.check = check
-        self.index = 0
         self.rotated: list[Path] = []
-        self._file: Any = None
-        self._path: Path | None = None
-        self._start = 0
-        self._size = 0
         directory.mkdir(parents=True, exist_ok=True)
+        self._file = RotatingFile(directory, kind, run, max_bytes, max_age_ms, self._compressed)
+
+    def _compressed(self, live: Path) -> None:
+        self.rotated.append(compress(live))
+
+    @property
+    def index(self) -> int:
+        return self._file.index
 
     @property
     def live_path(self) -> Path | None:
-        return self._path
+        return self._file.live_path
 
     def write(self, record: Mapping[str, Any]) -> None:
-        line = encode(self.kind, record, check=self.check)
-        ts = int(record["ts"])
-        if self._file is not None and (
-            (self._size and self._size + len(line) > self.max_bytes) or ts - self._start >= self.max_age_ms
-        ):
-            self.rotate()
-        if self._file is None:
-            self.index += 1
-            self._start = ts
-            self._path = self.directory / file_name(self.kind, ts, self.run, self.index)
-            self._file = self._path.open("ab")
-            self._size = 0
-        self._file.write(line)
-        self._size += len(line)
-
-    def flush(self) -> None:
-        if self._file is not None:
-            self._file.flush()
+        self._file.write([(int(record["ts"]), encode(self.kind, record, check=self.check))])
 
     def tick(self, now_ms: int) -> None:
-        if self._file is not None and now_ms - self._start >= self.max_age_ms:
-            self.rotate()
+        self._file.tick(now_ms)
 
     def rotate(self) -> None:
-        if self._file is None or self._path is None:
-            return
-        self._file.close()
-        self._file = None
-        self.rotated.append(compress(self._path))
-        self._path = None
+        self._file.rotate()
 
     def close(self, *, rotate: bool = True) -> None:
         """Rotate the live file; with ``rotate=False`` just close it, leaving it live (as a crash would)."""
         if rotate:
-            self.rotate()
-        elif self._file is not None:
             self._file.close()
-            self._file = None
+        else:
+            self._file.leave_live()
 
 
-def compress(live: Path) -> Path:
-    """``x.jsonl`` -> ``x.jsonl.gz`` via ``x.jsonl.gz.tmp`` and a rename; removes ``x.jsonl``.
-
-    Between the rename and the removal both files exist: a reader then sees every line
-    twice and drops the second copy by its (run, seq) key.
-    """
-    done = live.with_name(live.name + ".gz")
-    tmp = live.with_name(live.name + ".gz.tmp")
-    with live.open("rb") as src, tmp.open("wb") as raw:
-        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) as gz:
-            shutil.copyfileobj(src, gz, 1 << 20)
-        raw.flush()
-        os.fsync(raw.fileno())
-    tmp.replace(done)
-    live.unlink()
-    return done
-
-
-def finish_rotations(directory: Path, current_run: str) -> list[Path]:
-    """At start-up: compress live files that earlier runs left, remove stale ``.gz.tmp``."""
-    for stale in directory.glob("*.jsonl.gz.tmp"):
-        stale.unlink()
-    done: list[Path] = []
-    for path in sorted(directory.glob("*.jsonl")):
-        match = FILE_NAME.match(path.name)
-        if match and match["run"] != current_run:
-            done.append(compress(path))
-    return done
+__all__ = ["ExportWriter", "Records", "check_line", "encode", "new_run_id", "problems"]

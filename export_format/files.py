@@ -1,35 +1,42 @@
-"""The export's files: names, appending, rotation by size and age, gzip on rotation.
+"""The export's files: names, run ids, appending, rotation by size and age, gzip on rotation.
 
-Runs on the exporter's writer thread only; a rotated file is handed to ``compressor``
-(the writer's ``Compressor`` thread, so writing goes on meanwhile; ``compress`` itself by
-default).
 spark_jobs/README.md ("Names, rotation, compression") is the contract:
 ``{kind}-{start_ms}-{run}-{index}.jsonl`` is the live file, ``.jsonl.gz`` a rotated one,
-written to ``.jsonl.gz.tmp``, synced and renamed before the live file is removed.
+written to ``.jsonl.gz.tmp``, synced and renamed before the live file is removed.  The
+broker's exporter (``broker.export.writer``, on its writer thread; its gzip is ISA-L's)
+and the reference writer (``export_format.lines.ExportWriter``: tests, benchmarks)
+both write through ``RotatingFile``.  Standard library only.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import secrets
 import shutil
 import time
-from typing import IO, TYPE_CHECKING, Final
-
-from isal import igzip
+from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from export_format.schema import Kind
+
+#: File names: ``{kind}-{start_ms:013d}-{run}-{index:06d}.jsonl`` while live, ``... .jsonl.gz`` once
+#: rotated. ``start_ms`` is the ts of the file's first line.
 FILE_NAME: Final = re.compile(
-    r"^(?P<kind>events|metrics)-(?P<start>\d{13})-(?P<run>[A-Za-z0-9_.]{1,64})-(?P<index>\d{6})\.jsonl$"
+    r"^(?P<kind>events|metrics)-(?P<start>\d{13})-(?P<run>[A-Za-z0-9_.]{1,64})-(?P<index>\d{6})\.jsonl(?:\.gz)?$"
 )
-#: ISA-L's level 1 (``isal``, gzip files like zlib's, made with SIMD code): on the
-#: export's lines 0.08 µs of CPU a line, where zlib's fastest level takes 0.5 and its
-#: default 1.3, for files smaller than zlib level 1's (benchmarks/bench_export.py).
-COMPRESS_LEVEL: Final = 1
+#: The same, as a Java regular expression for Spark's ``regexp_extract`` (group 1: start).
+FILE_START_JAVA_REGEX: Final = r"^(?:events|metrics)-(\d{13})-[A-Za-z0-9_.]{1,64}-\d{6}\.jsonl(?:\.gz)?$"
+
+
+def file_name(kind: Kind | str, start_ms: int, run: str, index: int) -> str:
+    return f"{kind}-{start_ms:013d}-{run}-{index:06d}.jsonl"
+
+
 #: Buffers one ``writev`` takes (Linux: 1024).
 IOV_MAX: Final = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
@@ -44,18 +51,21 @@ def new_run_id(now_ms: int | None = None) -> str:
     return f"{digits or '0'}.{secrets.token_hex(4)}"
 
 
-def file_name(kind: str, start_ms: int, run: str, index: int) -> str:
-    return f"{kind}-{start_ms:013d}-{run}-{index:06d}.jsonl"
+#: gzip's level where a writer names none (zlib's default).
+DEFAULT_LEVEL: Final = 6
 
 
-def compress(live: Path) -> Path:
-    """``x.jsonl`` -> ``x.jsonl.gz`` (via ``.gz.tmp``, synced, renamed), then ``x.jsonl`` goes."""
+def compress(live: Path, gzip_file: Callable[..., Any] = gzip.GzipFile, level: int = DEFAULT_LEVEL) -> Path:
+    """``x.jsonl`` -> ``x.jsonl.gz`` (via ``.gz.tmp``, synced, renamed), then ``x.jsonl`` goes.
+
+    Between the rename and the removal both files exist: a reader then sees every line
+    twice and drops the second copy by its (run, seq) key.  ``gzip_file``: a
+    ``gzip.GzipFile`` or one like it (the broker's: ISA-L's).
+    """
     done = live.with_name(live.name + ".gz")
     tmp = live.with_name(live.name + ".gz.tmp")
     with live.open("rb") as src, tmp.open("wb") as raw:
-        # isal types GzipFile.__init__ loosely (it is gzip.GzipFile with ISA-L underneath).
-        gz_file = igzip.GzipFile(fileobj=raw, mode="wb", compresslevel=COMPRESS_LEVEL, mtime=0)  # type: ignore[no-untyped-call]
-        with gz_file as gz:
+        with gzip_file(fileobj=raw, mode="wb", compresslevel=level, mtime=0) as gz:
             shutil.copyfileobj(src, gz, 1 << 20)
         raw.flush()
         os.fsync(raw.fileno())
@@ -64,7 +74,9 @@ def compress(live: Path) -> Path:
     return done
 
 
-def finish_rotations(directory: Path, current_run: str) -> list[Path]:
+def finish_rotations(
+    directory: Path, current_run: str, compressor: Callable[[Path], Path] = compress
+) -> list[Path]:
     """At start-up: compress the live files earlier runs left, delete interrupted ``.gz.tmp``."""
     for stale in directory.glob("*.jsonl.gz.tmp"):
         stale.unlink()
@@ -72,7 +84,7 @@ def finish_rotations(directory: Path, current_run: str) -> list[Path]:
     for path in sorted(directory.glob("*.jsonl")):
         match = FILE_NAME.match(path.name)
         if match and match["run"] != current_run:
-            done.append(compress(path))
+            done.append(compressor(path))
     return done
 
 
@@ -118,7 +130,11 @@ class RotatingFile:
         max_bytes: int,
         max_age_ms: int,
         compressor: Callable[[Path], object] = compress,
+        compress_now: Callable[[Path], object] = compress,
     ) -> None:
+        #: What compresses the files failures left, at ``close`` (``compressor`` may
+        #: only queue the work for a thread of its own).
+        self._compress = compress_now
         self.directory = directory
         self.compressor = compressor
         self.kind = kind
@@ -228,6 +244,11 @@ class RotatingFile:
         except OSError as exc:
             raise WriteFailed(_lines_in(parts, done), exc) from None
 
+    @property
+    def live_path(self) -> Path | None:
+        """The live file (None: none is open)."""
+        return self._path
+
     def tick(self, now_ms: int) -> None:
         if self._file is not None and now_ms - self._start >= self.max_age_ms:
             self.rotate()
@@ -255,6 +276,12 @@ class RotatingFile:
         if path is not None:
             self._abandoned.append(path)
 
+    def leave_live(self) -> None:
+        """Close the live file as it is, not rotated (as a crash leaves it)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
     def close(self) -> None:
         """Rotate the live file, and compress what failures left, if there is room now."""
         try:
@@ -262,7 +289,7 @@ class RotatingFile:
         finally:
             for path in self._abandoned:
                 try:
-                    compress(path)
+                    self._compress(path)
                 except OSError:
                     pass
             self._abandoned.clear()
