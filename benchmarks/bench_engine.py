@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, AuthorizationEntry, Password, User

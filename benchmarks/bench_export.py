@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from broker.core.clock import Clock
-from broker.core.message import Message
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.export import writer as writer_module
 from broker.export.exporter import Exporter, ExportSettings
 from export_format.files import new_run_id

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engine import CountingOutbox
 
 from broker.core.admin.readout import Readout
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
 from broker.http import metrics
 from broker.http.slices import SLICE

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from broker.core.admin.readout import Readout
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.settings import CoreSettings
 from broker.export.exporter import Exporter, ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.io.limits import ConnectionLimits
@@ -34,7 +34,7 @@ from store.worker import IOWorker
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.guard import Guard
+    from broker.core.base.guard import Guard
     from broker.http.server import HttpServer
     from broker.http.ws import WebSocketListener
     from broker.network import Network, NetworkSettings

@@ -18,7 +18,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from broker.app import BrokerOptions, LockSettings
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.http.origin import InvalidOrigin, normalize_origin

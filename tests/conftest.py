@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener

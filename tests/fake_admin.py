@@ -25,7 +25,7 @@ from broker.core.admin.views import (
     SubscriptionInfo,
     Usage,
 )
-from broker.core.selector import Selector
+from broker.core.base.selector import Selector
 from broker.http.server import HttpServer
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
 

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 
 from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from protocol.encoder import encode_frame

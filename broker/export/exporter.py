@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from broker.core.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
-from broker.core.observe import EventSink, Subscriber
+from broker.core.base.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
+from broker.core.base.observe import EventSink, Subscriber
 from broker.export.writer import (
     VERSION,
     Compressor,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from broker.core.admin.readout import Readout
-    from broker.core.message import Message
+    from broker.core.base.message import Message
 
 log = logging.getLogger("stompd.export")
 

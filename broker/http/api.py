@@ -17,10 +17,10 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from broker.core import names
 from broker.core.admin.errors import AdminError, Invalid, NotFound
-from broker.core.errors import InvalidDestination
-from broker.core.selector import InvalidSelector, compile_selector
+from broker.core.base import names
+from broker.core.base.errors import InvalidDestination
+from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
 from broker.http.ops import status_of
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from broker.core.admin.views import BrowsePage, ConnectionInfo, DestinationInfo, Meter, Progress
-    from broker.core.selector import Selector
+    from broker.core.base.selector import Selector
     from broker.http.ops import AdminOps
 
 log = logging.getLogger("stompd.http")

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
         SubscriptionInfo,
         Usage,
     )
+    from broker.core.base.selector import Selector
     from broker.core.engine import Engine
-    from broker.core.selector import Selector
 
 
 class EngineAdminOps:

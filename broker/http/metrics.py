@@ -27,7 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from broker.core.observe import LATENCY_BOUNDS_MS
+from broker.core.base.observe import LATENCY_BOUNDS_MS
 from broker.http import slices
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
 

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         SubscriptionInfo,
         Usage,
     )
-    from broker.core.selector import Selector
+    from broker.core.base.selector import Selector
 
 
 #: The HTTP status each admin error's ``code`` answers (``broker.core.admin.errors``).

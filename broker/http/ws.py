@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, cast
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from broker.core.errors import to_error_frame
+from broker.core.base.errors import to_error_frame
 from broker.http.auth import is_loopback
 from broker.http.origin import check_origin, normalize_origin
 from broker.http.ws_transport import WebSocketStompConnection, WebSocketTransport

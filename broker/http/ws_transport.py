@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, WSMsgType
 
-from broker.core.errors import StoreFailed
+from broker.core.base.errors import StoreFailed
 from broker.io.connection import StompConnection
 from broker.io.outbox import Outbox
 from protocol.errors import FrameTooLarge, ProtocolViolation, StompError

@@ -30,9 +30,9 @@ import time
 from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Final
 
-from broker.core import bridging
-from broker.core.advisory import PREFIX as ADVISORY_PREFIX
-from broker.core.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
+from broker.core.base import bridging
+from broker.core.delivery.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
+from broker.core.handlers.advisory import PREFIX as ADVISORY_PREFIX
 from broker.network.demand import ADVISORY_DESTINATIONS, NETWORK_PRIORITY, QUEUE, TOPIC, Demand, Want
 from broker.network.link import Link
 from broker.network.local import LocalClient

@@ -14,15 +14,15 @@ means every user.
 A wildcard destination (``/topic/A.>``) takes every entry whose pattern shares a name
 with it (``>``, ``A.*``, ``A.B``...), as ActiveMQ's DestinationMap.get finds for a
 wildcard key, when it authorizes a consumer; what a wildcard subscription then receives
-is checked per message against each concrete destination (broker/core/subscribing.py).
+is checked per message against each concrete destination (broker/core/handlers/subscribing.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core import names
-from broker.core.guard import ADMIN, READ, WRITE
+from broker.core.base import names
+from broker.core.base.guard import ADMIN, READ, WRITE
 from wildcards import overlaps
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class AccessRules:
         self.authorization = authorization
 
     def entries(self, kind: str, name: str) -> list[AuthorizationEntry]:
-        """The entries that apply to ``kind`` (a broker.core.names prefix, not a
+        """The entries that apply to ``kind`` (a broker.core.base.names prefix, not a
         temporary one) + ``name``: every match, then the default entry."""
         authorization = self.authorization
         want = _KINDS[kind]

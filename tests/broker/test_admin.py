@@ -10,10 +10,10 @@ from typing import TypeVar
 
 import pytest
 
-from broker.core import disk_reads
 from broker.core.admin.views import Progress
+from broker.core.base.selector import compile_selector
 from broker.core.engine import Engine
-from broker.core.selector import compile_selector
+from broker.core.storage import disk_reads
 from broker.http.engine_ops import EngineAdminOps
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_swap import swapping_engine

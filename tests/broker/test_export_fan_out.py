@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.core.admin.readout import Readout
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.core.engine import Engine
-from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
 from export_format.lines import check_line
 from store.memory import memory_stores

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from broker.core.admin.readout import Readout
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.core.engine import Engine
-from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
 from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines, line_stamps
 from export_format.lines import check_line

@@ -23,11 +23,11 @@ from prometheus_client.registry import Collector
 
 from broker.core.admin.readout import Readout
 from broker.core.admin.service import AdminService
-from broker.core.chores import BUDGET
-from broker.core.destinations import footprint
+from broker.core.base.chores import BUDGET
+from broker.core.base.errors import NoRoomToCreate, TooManyDestinations, to_error_frame
+from broker.core.base.settings import DestinationPolicy
+from broker.core.delivery.destinations import footprint
 from broker.core.engine import Engine
-from broker.core.errors import NoRoomToCreate, TooManyDestinations, to_error_frame
-from broker.core.settings import DestinationPolicy
 from broker.http import metrics
 from broker.http.slices import SLICE
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core import message as m
-from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
-from broker.core.message_codecs import (
+from broker.core.base import message as m
+from broker.core.base.message import FIELDS, Message, find_header, header_block, headers_of
+from broker.core.storage.message_codecs import (
     BadRecord,
     dispatched_record,
     from_store,

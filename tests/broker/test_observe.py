@@ -7,9 +7,9 @@ from typing import Any
 
 from broker.core.admin.readout import DestinationRow, Readout
 from broker.core.admin.views import Progress
-from broker.core.message import Message
-from broker.core.observe import LATENCY_BOUNDS_MS, EventSink, Latency
-from broker.core.selector import compile_selector
+from broker.core.base.message import Message
+from broker.core.base.observe import LATENCY_BOUNDS_MS, EventSink, Latency
+from broker.core.base.selector import compile_selector
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_admin import ops, run

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.message import FIFO_LEVEL
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.message import FIFO_LEVEL
-from broker.core.settings import CoreSettings
 from protocol.frames import Frame
 from store.api import Batch, Stores
 from store.keys import prefix_end

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.errors import NoSpace
+from broker.core.base.message import FIFO_LEVEL
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.errors import NoSpace
-from broker.core.message import FIFO_LEVEL
-from broker.core.settings import CoreSettings
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store
 from store.temp import TempStore

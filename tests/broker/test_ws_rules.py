@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from aiohttp import WSCloseCode
 
-from broker.core.errors import AccessDenied, InvalidDestination, StoreFailed
+from broker.core.base.errors import AccessDenied, InvalidDestination, StoreFailed
 from broker.http.origin import InvalidOrigin, check_origin, normalize_origin
 from broker.http.ws import choose_subprotocol
 from broker.http.ws_transport import close_code_for

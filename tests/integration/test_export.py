@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.io.listener import Listener
 from export_format.lines import check_line

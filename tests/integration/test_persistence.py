@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from broker.app import BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from store.errors import StoreError
 from tests.clients import client, eventually
 from tests.conftest import start_broker

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core import names
 from broker.core.admin.views import (
     BrowsedMessage,
     ConnectionInfo,
@@ -13,20 +12,21 @@ from broker.core.admin.views import (
     ScheduledJob,
     SubscriptionInfo,
 )
-from broker.core.scheduler import DELAY, REPEAT
-from broker.core.session import CONNECTED
+from broker.core.base import names
+from broker.core.delivery.session import CONNECTED
+from broker.core.handlers.scheduler import DELAY, REPEAT
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from broker.core.durable import DurableSubscription
-    from broker.core.jobs import Job
-    from broker.core.message import Message
-    from broker.core.queue import Queue
-    from broker.core.session import Session
-    from broker.core.subscription import Subscription
-    from broker.core.topic import Topic
-    from broker.core.usage import UsageMeter
+    from broker.core.base.message import Message
+    from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.durable import DurableSubscription
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.session import Session
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.delivery.topic import Topic
+    from broker.core.storage.jobs import Job
 
 _KINDS = {
     names.QUEUE: "queue",

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from broker.core.clock import Clock
+    from broker.core.base.clock import Clock
+    from broker.core.base.observe import EventSink
+    from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.queue import Queue, QueueStats
+    from broker.core.delivery.session import Session
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.delivery.topic import Topic, TopicStats
     from broker.core.engine import Engine
-    from broker.core.observe import EventSink
-    from broker.core.queue import Queue, QueueStats
-    from broker.core.session import Session
-    from broker.core.subscription import Subscription
-    from broker.core.topic import Topic, TopicStats
-    from broker.core.usage import UsageMeter
 
 
 @dataclass(slots=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core import names
 from broker.core.admin import infos, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
 from broker.core.admin.steps import Wait, collect, ordered
@@ -32,10 +31,11 @@ from broker.core.admin.views import (
     SubscriptionInfo,
     Usage,
 )
-from broker.core.cursor import Cursor
-from broker.core.errors import BrokerError
-from broker.core.jobs import REMOVE, REMOVEALL, Request
-from broker.core.operations import Action, Browse, DurableBacklog, QueueOperation
+from broker.core.base import names
+from broker.core.base.errors import BrokerError
+from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
+from broker.core.storage.cursor import Cursor
+from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
 from store.api import LEVELS, Failed
 from wildcards import has_wildcard_element
 
@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from broker.core.admin.steps import Steps
+    from broker.core.base.selector import Selector
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.session import Session
     from broker.core.engine import Engine
-    from broker.core.jobs import Job
-    from broker.core.queue import Queue
-    from broker.core.selector import Selector
-    from broker.core.session import Session
+    from broker.core.storage.jobs import Job
     from store.api import Outcome
 
 
