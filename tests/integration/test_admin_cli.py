@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.http.auth import HttpSecurity, InMemoryAuthenticator
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.fake_admin import FakeOps, FakeServer, messages
 from tests.http_support import start_http_broker

@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.core.base.settings import CoreSettings
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
+from tests.broker_thread import BrokerThread
 from tests.http_support import call, start_http_broker
 from tests.stomp_raw import RawClient
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from broker.app import BrokerOptions, BrokerThread
+from broker.app import BrokerOptions
 from broker.core.base.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.io.listener import Listener
 from export_format.lines import check_line
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.integration.test_full_disk import small_tmpfs
 

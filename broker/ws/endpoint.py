@@ -1,11 +1,11 @@
 """STOMP over WebSocket: the endpoint (``/stomp`` on the admin server, any path on a
 ``ws://`` or ``wss://`` listener of its own) and those listeners.
 
-The endpoint checks the page's origin (broker.http.origin), answers the STOMP
+The endpoint checks the page's origin (broker.ws.origin), answers the STOMP
 subprotocol, and then hands the socket to a ``StompConnection`` made by the broker's
 ``StompServer``, the same factory TCP clients go through: from there on a WebSocket
 client is a STOMP connection like any other (same engine, heart-beats, connection list,
-and its listener's limits), and only its transport (broker.http.ws_transport) differs.
+and its listener's limits), and only its transport (broker.ws.transport) differs.
 
 A ``ws://`` or ``wss://`` listener accepts its sockets through broker.io.listener as a
 STOMP listener does (maximumConnections, the TLS handshake bounded by the connect
@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, cast
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from broker.core.base.errors import to_error_frame
-from broker.http.auth import is_loopback
-from broker.http.origin import check_origin, normalize_origin
-from broker.http.ws_transport import WebSocketStompConnection, WebSocketTransport
 from broker.io.listener import Acceptor
+from broker.io.loopback import is_loopback
+from broker.ws.origin import check_origin, normalize_origin
+from broker.ws.transport import WebSocketStompConnection, WebSocketTransport
 from protocol.encoder import encode_frame
 from protocol.errors import FrameTooLarge, MalformedFrame, StompError
 from protocol.frames import V1_2

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from broker.http.auth import host_is_loopback
+from broker.io.loopback import host_is_loopback
 
 ANY_ORIGIN = "*"
 _DEFAULT_PORTS = {"http": 80, "ws": 80, "https": 443, "wss": 443}
