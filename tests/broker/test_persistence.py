@@ -18,8 +18,9 @@ from broker.core.engine import Engine
 from protocol.frames import Frame
 from store.api import Batch, Stores
 from store.keys import prefix_end
+from store.layout import DISPATCHED
 from store.memory import memory_temp_store
-from store.persistent import DISPATCHED, MessageStore
+from store.persistent import MessageStore
 from store.worker import InlineWorker
 from tests.broker.harness import ListOutbox, Peer
 from tests.broker.test_swap import bodies, send
