@@ -189,6 +189,16 @@ def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:
     assert (again.store_size, again.store_dest) == (original.store_size, original.store_dest)
 
 
+def test_a_copy_takes_each_field_as_the_field_list_says() -> None:
+    original = sample()
+    copy = original.copy_to(8, "ID-x-8", "/queue/b")
+    for f in FIELDS:
+        assert f.copied in (m.GIVEN, m.KEPT, m.BY_FLAGS)
+        if f.copied == m.KEPT:
+            assert getattr(copy, f.name) == getattr(original, f.name), f.name
+    assert sorted(f.name for f in FIELDS if f.copied == m.GIVEN) == sorted(m._GIVEN_ORDER)
+
+
 def test_init_sets_every_slot_and_the_size() -> None:
     message = Message(1, "id", "/queue/q", {"a": "b", "c": "d"}, b"xyz")
     for name in Message.__slots__:

@@ -15,16 +15,19 @@ Its id is not a string of its own but its boot's prefix and its sequence number;
 that layout costs beyond the body and the header block, so the memory meter charges
 what a message really costs.
 
-Its constructor's parameters are listed once, in ``FIELDS``: the copies
-(``copy_to``, ``redelivery_copy``) and both codecs (``message_codecs``: the temp store's
-record and the message store's) follow the list.  Each field says where the message
-store keeps it (``stored``), so a new field cannot be forgotten by either codec:
-tests/broker/test_message.py checks every field is placed.
+Its constructor's parameters are listed once, in ``FIELDS``: a message is built from
+them, read as them (``field_values``), copied by them (``copy_to``,
+``redelivery_copy``: each field says what a copy takes of it, ``copied``) and encoded by
+them (``message_codecs``: the temp store's record is ``field_values``; each field says
+where the message store keeps it, ``stored``), so a new field cannot be forgotten by a
+copy or a codec: tests/broker/test_message.py checks every field is placed.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
+from operator import attrgetter
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from protocol.encoder import encode_headers
@@ -395,22 +398,10 @@ class Message:
         return clone
 
     def _copy(self, seq: int, destination: str, block: bytes, delivery_count: int) -> Message:
-        return Message(
-            seq,
-            "",
-            destination,
-            block,
-            self.body,
-            self.priority,
-            self.expires,
-            self.timestamp,
-            self.persistent,
-            None,
-            False,
-            self.origin,
-            False,
-            delivery_count,
-        )
+        """A copy as ``FIELDS`` says (``copied``): what its caller gives, what it keeps of
+        this one, and the rest at their defaults (the flags word, set by the caller)."""
+        source = (seq, "", destination, block, delivery_count, *_kept(self), *_COPY_DEFAULTS)
+        return Message(*[source[i] for i in _COPY_ORDER])
 
     def wire(self, version: str) -> tuple[bytes, bytes]:
         """(head, end of headers) of the MESSAGE frame; per-subscriber headers go between
@@ -505,32 +496,64 @@ OBJECT_OVERHEAD: Final = (
 )
 
 
+# What a copy of a message (``Message._copy``) takes of a field (``Field.copied``).
+#: Its caller gives it (``copy_to``: the sequence, id, destination, headers of the copy;
+#: its delivery count).
+GIVEN: Final = "given"
+#: The original's value.
+KEPT: Final = "kept"
+#: The constructor's default: the copy's flags word says it, as its caller sets it.
+BY_FLAGS: Final = "by flags"
+_GIVEN_ORDER: Final = ("seq", "id", "destination", "headers", "delivery_count")
+
+
 class Field(NamedTuple):
-    """A parameter of ``Message``'s constructor, and where the message store keeps it."""
+    """A parameter of ``Message``'s constructor, where the message store keeps it, and what
+    a copy takes of it."""
 
     name: str
     stored: str
+    copied: str
 
 
 #: The fields a message is made of (``__init__``'s parameters, in order): what the
 #: temp store's record holds, and what every codec must place.
 FIELDS: Final = (
-    Field("seq", IN_KEY),
-    Field("id", AS_STRING),
-    Field("destination", AS_STRING),
-    Field("headers", AS_HEADERS),
-    Field("body", AS_BODY),
-    Field("priority", IN_KEY),
-    Field("expires", IN_HEAD),
-    Field("timestamp", IN_HEAD),
-    Field("persistent", IMPLIED),
-    Field("group", IMPLIED),
-    Field("content_length", AS_FLAG),
-    Field("origin", NOT_STORED),
-    Field("redelivered", IN_MARK),
-    Field("delivery_count", IN_MARK),
-    Field("fifo", AS_FLAG),
+    Field("seq", IN_KEY, GIVEN),
+    Field("id", AS_STRING, GIVEN),
+    Field("destination", AS_STRING, GIVEN),
+    Field("headers", AS_HEADERS, GIVEN),
+    Field("body", AS_BODY, KEPT),
+    Field("priority", IN_KEY, KEPT),
+    Field("expires", IN_HEAD, KEPT),
+    Field("timestamp", IN_HEAD, KEPT),
+    Field("persistent", IMPLIED, KEPT),
+    Field("group", IMPLIED, BY_FLAGS),
+    Field("content_length", AS_FLAG, BY_FLAGS),
+    Field("origin", NOT_STORED, KEPT),
+    Field("redelivered", IN_MARK, BY_FLAGS),
+    Field("delivery_count", IN_MARK, GIVEN),
+    Field("fifo", AS_FLAG, BY_FLAGS),
 )
+
+#: A message's fields as its constructor takes them (``FIELDS`` order; the headers as
+#: their block): what the temp store's record holds (``message_codecs.to_swap``).
+field_values: Final = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
+# A copy's constructor arguments (``Message._copy``): picked, in ``FIELDS`` order, from
+# (the given ones, in ``_GIVEN_ORDER``, then the kept ones, then the defaults).
+_kept = attrgetter(*(f.name for f in FIELDS if f.copied == KEPT))
+_DEFAULTS = {name: p.default for name, p in inspect.signature(Message).parameters.items()}
+_COPY_DEFAULTS = tuple(_DEFAULTS[f.name] for f in FIELDS if f.copied == BY_FLAGS)
+
+
+def _copy_order() -> tuple[int, ...]:
+    kept = [f.name for f in FIELDS if f.copied == KEPT]
+    defaults = [f.name for f in FIELDS if f.copied == BY_FLAGS]
+    at = {name: i for i, name in enumerate((*_GIVEN_ORDER, *kept, *defaults))}
+    return tuple(at[f.name] for f in FIELDS)
+
+
+_COPY_ORDER = _copy_order()
 
 
 def stored_as(where: str) -> tuple[str, ...]:

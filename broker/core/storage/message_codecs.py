@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import marshal
 import struct
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final
 
 from broker.core.base.message import (
@@ -40,6 +39,7 @@ from broker.core.base.message import (
     IN_HEAD,
     PRIORITY_SHIFT,
     Message,
+    field_values,
     find_header,
     stored_as,
 )
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 _SWAP_FORMAT: Final = 1
-_swap_fields = attrgetter(*("header_block" if f.name == "headers" else f.name for f in FIELDS))
 
 #: The format ``to_store`` writes; ``from_store`` reads it and ``_FORMAT_1``.
 STORE_FORMAT: Final = 2
@@ -76,7 +75,7 @@ class BadRecord(ValueError):
 
 
 def to_swap(message: Message) -> bytes:
-    return marshal.dumps((_SWAP_FORMAT, *_swap_fields(message)))
+    return marshal.dumps((_SWAP_FORMAT, *field_values(message)))
 
 
 def from_swap(data: bytes) -> Message:
