@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
@@ -124,10 +124,11 @@ def run(
     engine = Engine(clock=clock, stores=stores, guard=security() if secured else None)
     exporter = None
     if export:
+        from broker.core.admin.readout import Readout
         from broker.export.exporter import Exporter, ExportSettings
 
         tmp = tempfile.TemporaryDirectory(prefix="bench-engine-")
-        exporter = Exporter(ExportSettings(Path(tmp.name)), engine)
+        exporter = Exporter(ExportSettings(Path(tmp.name)), Readout(engine))
         exporter.start()
     producer = CountingOutbox()
     consumers = [CountingOutbox() for _ in range(subscribers)]

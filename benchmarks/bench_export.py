@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from broker.core.clock import Clock
-from broker.core.message import Message
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.export import writer as writer_module
 from broker.export.exporter import Exporter, ExportSettings
-from broker.export.files import new_run_id
+from export_format.files import new_run_id
 
 #: Lines a writer batch holds (the writer thread takes what 50 ms brought).
 BATCH = 15_000
@@ -44,7 +44,7 @@ PER_MS = 30
 
 
 class Engine:
-    """What an ``Exporter`` reads of the engine before ``start``: its clock."""
+    """What an ``Exporter`` reads of the broker (its ``Readout``) before ``start``: its clock."""
 
     def __init__(self) -> None:
         self.clock = Clock(1_700_000_000_000)

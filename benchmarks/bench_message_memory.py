@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_engine import CountingOutbox
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
 from protocol import V1_2, Frame, FrameParser, encode_frame
 from store.memory import memory_stores

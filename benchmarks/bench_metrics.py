@@ -3,7 +3,7 @@
 An engine (memory stores, no sockets) gets ``--destinations`` destinations, half queues
 and half topics, each with a consumer and a few messages sent (some in flight), and one
 producer connection per 100 destinations; then scrapes run as ``/metrics`` runs them on
-the loop: the destinations read a slice at a time (``destination_slices``), then the text
+the loop: the destinations read a slice at a time (``Readout.destination_slices``), then the text
 written a chunk at a time (``chunks``), the loop free between any two steps.  Prints,
 per scrape part, the total and the longest single step (what any other client can wait
 at worst) in wall milliseconds, the median of ``--repeat`` scrapes, and the text's size.
@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_engine import CountingOutbox
 
-from broker.core.clock import Clock
+from broker.core.admin.readout import Readout
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
 from broker.http import metrics
 from broker.http.slices import SLICE
-from broker.stats import destination_slices
 from protocol import Frame
 from store.memory import memory_stores
 
@@ -82,9 +82,9 @@ def main() -> None:
     writes: list[tuple[float, float]] = []
     size = 0
     for _ in range(args.repeat):
-        read_steps = timed(destination_slices(engine, SLICE))
+        read_steps = timed(Readout(engine).destination_slices(SLICE))
         reads.append((sum(read_steps), max(read_steps)))
-        snapshot = metrics.take(engine)
+        snapshot = metrics.take(Readout(engine))
         write_steps = timed(metrics.chunks(snapshot))
         writes.append((sum(write_steps), max(write_steps)))
         size = len(metrics.text(snapshot))

@@ -8,7 +8,7 @@ A script that prints figures, not a test.  A real temp store (``store.temp``, Le
 gets N swapped records as the broker writes them when a queue of N non-persistent
 messages (``--body`` bytes, 1 KiB) with a header ``idx`` = 0..N-1 is swapped out
 (``swap.Log``: the ``to_swap`` record of each message, in puts of 500).  Then
-``admin.walk_disk`` runs over the whole level the way a ``move`` with the selector
+``disk_reads.walk`` runs over the whole level the way a ``move`` with the selector
 ``idx = N-1`` drives it (jobs of ``DISK_BUDGET`` records, each starting where the last
 stopped), without deleting, so the store can be walked again; and with ``rare = 'yes'``,
 a header no record has (records up to ``admin.SEARCHED`` bytes, ``--body 200`` say, are
@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from broker.core import admin  # noqa: E402
-from broker.core.message import Message  # noqa: E402
-from broker.core.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
-from broker.core.selector import compile_selector  # noqa: E402
+from broker.core.base.message import Message  # noqa: E402
+from broker.core.base.selector import compile_selector  # noqa: E402
+from broker.core.handlers import operations  # noqa: E402
+from broker.core.storage import disk_reads  # noqa: E402
+from broker.core.storage.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
+from store.api import LEVELS  # noqa: E402
 from store.leveldb import LevelDB  # noqa: E402
 from store.temp import TempStore  # noqa: E402
 
@@ -53,19 +55,14 @@ PRIORITY = 4
 FIRST = 30_001
 
 
-class _Space:
-    """What ``walk_disk`` reads of a log's swap space: the temp store."""
+class _Log:
+    """What ``disk_reads.walk`` reads of a ``swap.Log``: its records."""
 
     def __init__(self, store: TempStore) -> None:
         self.store = store
 
-
-class _Log:
-    """What ``walk_disk`` reads of a ``swap.Log``: its id and its space."""
-
-    def __init__(self, store: TempStore) -> None:
-        self.id = LOG_ID
-        self.space = _Space(store)
+    def read_values(self, priority: int, lo: int, hi: int, limit: int) -> list[bytes]:
+        return self.store.read_values(LOG_ID, priority, lo, hi, limit)
 
 
 def fill(path: Path, n: int, body: bytes) -> TempStore:
@@ -106,22 +103,22 @@ def walk(store: TempStore, n: int, text: str, matches: int) -> int:
     selector = compile_selector(text)
     needle = swap_needle(selector.needs)
     log: Any = _Log(store)
-    starts = [1] * 10
-    ends = [0] * 10
+    starts = [1] * LEVELS
+    ends = [0] * LEVELS
     starts[PRIORITY], ends[PRIORITY] = FIRST, FIRST + n - 1
     read = 0
     found_all = 0
     while starts[PRIORITY] <= ends[PRIORITY]:
-        found, positions, count, _ = admin.walk_disk(
+        found, positions, count, _ = disk_reads.walk(
             log,
             None,
             starts,
             ends,
             None,
-            admin.DISK_BUDGET,
+            operations.DISK_BUDGET,
             selector.matches,
             False,
-            admin.BATCH,
+            operations.BATCH,
             True,
             needle,
         )
@@ -137,7 +134,7 @@ def read_only(store: TempStore, n: int) -> int:
     read = 0
     lo, hi = FIRST, FIRST + n - 1
     while lo <= hi:
-        values = store.read_values(LOG_ID, PRIORITY, lo, hi, admin.PAGE)
+        values = store.read_values(LOG_ID, PRIORITY, lo, hi, disk_reads.PAGE)
         read += len(values)
         lo = swap_fields(values[-1])[1] + 1
     return read
@@ -147,7 +144,7 @@ def read_decode(store: TempStore, n: int, match: Callable[[Any], bool] | None = 
     read = 0
     lo, hi = FIRST, FIRST + n - 1
     while lo <= hi:
-        values = store.read_values(LOG_ID, PRIORITY, lo, hi, admin.PAGE)
+        values = store.read_values(LOG_ID, PRIORITY, lo, hi, disk_reads.PAGE)
         read += len(values)
         decoded = [swap_fields(v) for v in values]
         if match is not None:
@@ -201,9 +198,9 @@ def main() -> int:
     try:
         print(f"load average {os.getloadavg()[0]:.2f}")
         rows = [
-            ("walk_disk, selector idx = N-1", lambda: walk(store, n, f"idx = {n - 1}", 1)),
+            ("walk, selector idx = N-1", lambda: walk(store, n, f"idx = {n - 1}", 1)),
             # A header no record has: the records are skipped undecoded.
-            ("walk_disk, selector rare = 'yes'", lambda: walk(store, n, "rare = 'yes'", 0)),
+            ("walk, selector rare = 'yes'", lambda: walk(store, n, "rare = 'yes'", 0)),
         ]
         if args.parts:
             selector = compile_selector(f"idx = {n - 1}").matches

@@ -8,14 +8,14 @@ import functools
 import gc
 import logging
 import resource
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from broker.core.admin.readout import Readout
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.settings import CoreSettings
 from broker.export.exporter import Exporter, ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.io.limits import ConnectionLimits
@@ -33,10 +33,10 @@ from store.worker import IOWorker
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.guard import Guard
+    from broker.core.base.guard import Guard
     from broker.http.server import HttpServer
-    from broker.http.ws import WebSocketListener
     from broker.network import Network, NetworkSettings
+    from broker.ws.endpoint import WebSocketListener
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -175,8 +175,10 @@ class Broker:
         self.disk_watch = DiskWatch()
         self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
         self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
+        #: What /metrics and the exporter read the broker through.
+        self.readout = Readout(self.engine)
         if options.export is not None:
-            self.exporter = Exporter(options.export, self.engine)
+            self.exporter = Exporter(options.export, self.readout)
             self.exporter.start()
         self.server = StompServer(self.engine)
         try:
@@ -205,7 +207,7 @@ class Broker:
             from broker.http import metrics
             from broker.http.engine_ops import EngineAdminOps
             from broker.http.server import HttpServer
-            from broker.http.ws import PATH, StompWebSocketEndpoint
+            from broker.ws.endpoint import PATH, StompWebSocketEndpoint
 
             self.http = HttpServer(
                 EngineAdminOps(self.engine, self.server.peers, self.role, self._network_status),
@@ -219,7 +221,7 @@ class Broker:
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(
                 metrics.PATH,
-                metrics.handler(self.engine, self._events_dropped, self.role, self._network_status),
+                metrics.handler(self.readout, self._events_dropped, self.role, self._network_status),
             )
             self.http_port = await self.http.start(options.http_host, options.http_port)
             log.info("admin console on http://%s:%d/console/", options.http_host, self.http_port)
@@ -229,7 +231,7 @@ class Broker:
         for index in sorted(range(len(listeners)), key=lambda i: not listeners[i].websocket):
             listener = listeners[index]
             if listener.websocket:
-                from broker.http.ws import WebSocketListener
+                from broker.ws.endpoint import WebSocketListener
 
                 websocket = WebSocketListener(self.server, listener)
                 self.ws.append(websocket)
@@ -424,59 +426,3 @@ def raise_fd_limit() -> int:
             return soft
     log.info("file descriptors: limit %d", soft)
     return soft
-
-
-class BrokerThread:
-    """A broker on its own event loop in a background thread (tests, embedding)."""
-
-    def __init__(self, options: BrokerOptions) -> None:
-        self.options = options
-        self.broker: Broker | None = None
-        self.loop = new_event_loop()
-        self.ready = threading.Event()
-        self.port = 0
-        self.ports: list[int] = []
-        self.http_port = 0
-        self.ws_ports: list[int] = []
-        self._error: BaseException | None = None
-        self._stopped: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
-
-    def start(self, timeout: float = 10.0) -> BrokerThread:
-        self._thread.start()
-        if not self.ready.wait(timeout):
-            raise TimeoutError("broker did not start listening in time")
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_until_complete(self._main())
-        except BaseException as exc:
-            self._error = exc
-            self.ready.set()
-        finally:
-            self.loop.close()
-
-    async def _main(self) -> None:
-        self._stopped = asyncio.Event()
-        self.broker = Broker(self.options)
-        self.port = await self.broker.start()
-        self.ports = self.broker.ports
-        self.http_port = self.broker.http_port
-        self.ws_ports = self.broker.ws_ports
-        self.ready.set()
-        await self._stopped.wait()
-        await self.broker.stop()
-
-    def call(self, fn: object) -> None:
-        """Run ``fn()`` on the broker's loop (it owns all broker state)."""
-        assert callable(fn)
-        self.loop.call_soon_threadsafe(fn)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._stopped is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._stopped.set)
-        self._thread.join(timeout)

@@ -1,9 +1,9 @@
 """<destinationPolicy> and <redeliveryPlugin> entries -> each destination's policy.
 
-The entry that applies is ActiveMQ's choice (config.wildcards.choose: an exact name,
+The entry that applies is ActiveMQ's choice (wildcards.choose: an exact name,
 else the most specific pattern), else the default entry; the loader has already filled
 what an entry leaves out from the default entry.  The core asks once per destination,
-when it is made (broker/core/destinations.py ``policy_of``); destinations under the
+when it is made (broker/core/delivery/destinations.py ``policy_of``); destinations under the
 same entries share one policy object.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core import names
-from broker.core.settings import DestinationPolicy
+from broker.core.base import names
+from broker.core.base.settings import DestinationPolicy
 from config.model import origin_of
-from config.wildcards import choose
+from wildcards import choose
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,16 +18,16 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from broker.app import BrokerOptions, LockSettings
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
-from broker.http.origin import InvalidOrigin, normalize_origin
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.network.network import NetworkSettings
 from broker.policies import destination_policy, initial_delay, resolver
 from broker.security.guard import Security
 from broker.tls import TlsSetupError, client_context, server_context
+from broker.ws.origin import InvalidOrigin, normalize_origin
 from config.model import (
     BrokerConfig,
     DeadLetterStrategy,

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 from config.loader_transports import OTHER_PROTOCOLS
 from config.model import NetworkConnector, NetworkDestination, NetworkScheme, NetworkUri
 from config.reader import Context, Fields, boolean, duration, integer, nonempty, number
-from config.wildcards import problem
+from wildcards import problem
 
 if TYPE_CHECKING:
     from config.model import Origin

@@ -11,7 +11,7 @@ from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from config import wildcards
+import wildcards
 from config.model import (
     Cursor,
     DeadLetterStrategy,
@@ -304,7 +304,7 @@ def _name_part(value: str) -> str:
 
 def _queue_name(value: str) -> str:
     reason = wildcards.problem(value)
-    if reason is not None or wildcards.is_wildcard(value) or "," in value:
+    if reason is not None or wildcards.has_wildcard_element(value) or "," in value:
         raise ValueError(reason or "a dead-letter queue is one plain queue name, without wildcards")
     return value
 

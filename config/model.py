@@ -15,7 +15,7 @@ command-line defaults and, where noted, differ from ActiveMQ's.
 Matching a destination to its entries (config/wildcards.py):
 
 - policies (``PolicyMap.entries``) and redelivery policies (``RedeliveryPlugin.entries``):
-  exactly one entry applies, the most specific match (:func:`config.wildcards.choose`,
+  exactly one entry applies, the most specific match (:func:`wildcards.choose`,
   called with the destination's kind and its name without the ``/queue/`` prefix);
   none matching -> the map's ``default``.  As in ActiveMQ, kinds never mix: a ``queue=">"``
   entry does not apply to temporary queues, which match ``tempQueue="true"`` entries only.

@@ -2,7 +2,7 @@
 
 Every error the broker reports to a client is a ``StompError``: its class says what
 went wrong (``summary`` becomes the ERROR frame's ``message`` header), its text says
-why (the ERROR body).  ``broker.core.errors.to_error_frame`` is the only place that
+why (the ERROR body).  ``broker.core.base.errors.to_error_frame`` is the only place that
 turns one into bytes.
 """
 

@@ -3,8 +3,8 @@
 Reads the files through their documented, versioned schema (README.md in this
 directory) and imports nothing from the broker.
 
-    schema.py         schema version 1: fields, types, checks (the single source)
-    export_format.py  pure-Python writer and validator of those lines (no pyspark)
+    schema.py         the schema's Spark structs and README.md's tables (the schema itself,
+                      its names and a pure-Python writer and validator: ``export_format``)
     lines.py          listing the files, classifying lines: kept, corrupt, late, duplicate
     tables.py         the report tables as Spark DataFrames
     output.py         writing Parquet, CSV and files through Hadoop's FileSystem

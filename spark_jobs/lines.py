@@ -2,7 +2,7 @@
 
 A line is, in this order of precedence:
 
-* *corrupt*: not one JSON object, or it breaks a rule of ``spark_jobs.schema`` (the
+* *corrupt*: not one JSON object, or it breaks a rule of ``export_format.schema`` (the
   validity expression below is built from the same field specs as the pure-Python
   validator);
 * *late*: its ts is more than the allowed lateness before its file's start (the ts of
@@ -21,17 +21,16 @@ from typing import TYPE_CHECKING, Any, Final
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
 
-from spark_jobs.schema import (
+from export_format.files import FILE_NAME, FILE_START_JAVA_REGEX
+from export_format.schema import (
     ALWAYS,
     DISCRIMINATOR,
-    FILE_NAME,
-    FILE_START_JAVA_REGEX,
     OLDEST_VERSION,
     Field,
     Kind,
     fields,
-    spark_struct,
 )
+from spark_jobs.schema import spark_struct
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -153,7 +152,7 @@ def _all(columns: Sequence[Column]) -> Column:
 
 
 def validity(kind: Kind, parsed: Column) -> Column:
-    """True exactly when ``spark_jobs.export_format.problems`` finds nothing (strings aside)."""
+    """True exactly when ``export_format.lines.problems`` finds nothing (strings aside)."""
     what = parsed[DISCRIMINATOR[kind]]
     checks = [parsed.isNotNull(), parsed[CORRUPT_COLUMN].isNull()]
     checks += [_field_ok(f, parsed, what, parsed["v"]) for f in fields(kind)]

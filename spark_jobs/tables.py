@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
-from spark_jobs.schema import FLOW_EVENTS, MESSAGE_EVENTS
+from export_format.schema import FLOW_EVENTS, MESSAGE_EVENTS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

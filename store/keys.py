@@ -10,11 +10,14 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from store.api import LEVELS
+
 MESSAGE: Final = b"m"
 _MESSAGE = struct.Struct(">cIBQ")
 _LEVEL = struct.Struct(">cIB")
 _LOG = struct.Struct(">cI")
-MAX_PRIORITY: Final = 9
+#: The best priority: stored as 0, so that it sorts first.
+MAX_PRIORITY: Final = LEVELS - 1
 #: Above every key of ours: a ``compact``'s default end.  (With no bounds, plyvel hands
 #: LevelDB an empty range, and only the memtable is flushed.)
 ALL_KEYS_BELOW: Final = b"\xff" * 32

@@ -1,28 +1,7 @@
 """The persistent message store: one LevelDB under ``<data-dir>/store``, written through
 a ``GroupCommitter``.
 
-Keyspaces (integers big-endian, so byte order is numeric order; ``p`` a priority 0-9
-stored as ``9 - p`` so a scan yields 9 first; ids 4 bytes, sequences 8 bytes)::
-
-    b"m" dest  9-p seq     -> message value (opaque; the broker encodes it)   store.keys
-    b"n" dest  9-p seq     -> refs(4) size(4): durable subscribers still owed a topic message
-    b"r" sub   9-p seq     -> dest(4) [deliveries so far, once dispatched: big-endian,
-                              1 byte or more]: one pointer per (durable subscription,
-                              message owed)
-    b"d" dest              -> destination record: format(1) len(kind)(1) kind name (utf-8)
-    b"c" id                -> counters: stored messages per priority (10 x 8), value bytes (8)
-    b"p" sub               -> a durable subscription's pointers per priority (10 x 8)
-    b"s" client \\0 name    -> sub(4) + opaque bytes (the broker's destination, selector ...)
-    b"g"                   -> format(1) next sequence(8) next id(4), and how many
-                              d, s and p records there are (4 each; one c per d),
-                              so that a scan which silently stops short is caught
-    b"t" due_ms seq        -> scheduled message (opaque), due-time order
-    b"x" dest  9-p seq     -> deliveries so far (big-endian, 1 byte or more; empty: 1):
-                              the message has been dispatched (so it comes back
-                              ``redelivered``, its count kept, after a restart); deleted
-                              with the message.  The store's owner may say a first
-                              delivery in the message's own (opaque) value instead, and
-                              remove it with ``marks=False``
+Keyspaces: ``store.layout``.
 
 Destination and subscription ids come from one counter, starting at 1; counter id 0
 is the scheduler's (``t`` records, all counted at priority 0).
@@ -58,23 +37,49 @@ Threads:
   owner thread (the broker's event loop).  They do no I/O except ``ack_shared``,
   which reads a pointer and a refcount through the committer's ``get`` (what disk
   will hold once everything submitted is written; a memtable or cache hit as a rule).
-* Reads (``page``, ``page_subscription``, ``pointers``, ``scheduled``, ``next_due``):
-  any thread, normally the store's IOWorker; once the committer runs they see
-  everything submitted (``GroupCommitter.range``), written or not, and never wait.
+* Reads (``page``, ``page_subscription``, ``pointers``, ``scheduled``, ``next_due``,
+  in ``store.reads``): any thread, normally the store's IOWorker; once the committer
+  runs they see everything submitted (``GroupCommitter.range``), written or not, and
+  never wait.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Final, Protocol
-
-import plyvel
+from typing import TYPE_CHECKING, Protocol
 
 from store import keys
 from store.api import LEVELS, DestinationRecord, Recovery, SubscriptionRecord
 from store.commit import GroupCommitter
 from store.errors import StoreCorrupt, StoreError
+from store.layout import (
+    COUNTERS,
+    COUNTS,
+    DEST,
+    DESTINATION,
+    DISPATCHED,
+    ENTRY,
+    FORMAT,
+    GLOBAL,
+    GLOBAL_RECORD,
+    ID,
+    PENDING,
+    PENDING_COUNTS,
+    POINTER,
+    RECORD_HEAD,
+    REFCOUNT,
+    REFS,
+    SCHEDULED,
+    SCHEDULER,
+    SMALL_COUNTS,
+    SUBSCRIPTION,
+    TIMED,
+    Counters,
+    count_bytes,
+    subscription_key,
+)
 from store.leveldb import LevelDB
+from store.reads import Reader, StoreReads
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -82,42 +87,6 @@ if TYPE_CHECKING:
 
     from store.api import Batch
     from store.database import Database
-
-SCHEDULER: Final = 0
-_FORMAT: Final = 1
-
-GLOBAL: Final = b"g"
-DESTINATION: Final = b"d"
-COUNTERS: Final = b"c"
-PENDING: Final = b"p"
-SUBSCRIPTION: Final = b"s"
-POINTER: Final = b"r"
-REFCOUNT: Final = b"n"
-SCHEDULED: Final = b"t"
-DISPATCHED: Final = b"x"
-
-_ID = struct.Struct(">cI")
-_ENTRY = struct.Struct(">cIBQ")
-_POINTER_LEVEL = struct.Struct(">cIB")
-_TIMED = struct.Struct(">cQQ")
-_GLOBAL = struct.Struct(">BQIIII")
-_COUNTS = struct.Struct(">10QQ")
-_PENDING_COUNTS = struct.Struct(">10Q")
-_REFS = struct.Struct(">II")
-_DEST = struct.Struct(">I")
-_RECORD_HEAD = struct.Struct(">BB")
-_SEQ = slice(-8, None)
-
-
-class Reader(Protocol):
-    """Where reads go: the database at start-up, then the committer (what disk will hold
-    once everything submitted is written, so that no read waits for a write)."""
-
-    def get(self, key: bytes) -> bytes | None: ...
-
-    def range(
-        self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False
-    ) -> list[tuple[bytes, bytes]]: ...
 
 
 class Committer(Reader, Protocol):
@@ -132,27 +101,7 @@ class Committer(Reader, Protocol):
     def close(self, timeout: float = 30.0) -> None: ...
 
 
-class Counters:
-    """Stored messages per priority and their value bytes, for one destination."""
-
-    __slots__ = ("bytes", "counts")
-
-    def __init__(self, counts: Sequence[int] = (0,) * LEVELS, nbytes: int = 0) -> None:
-        self.counts = list(counts)
-        self.bytes = nbytes
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts)
-
-    def encode(self) -> bytes:
-        return _COUNTS.pack(*self.counts, self.bytes)
-
-    def copy(self) -> Counters:
-        return Counters(self.counts, self.bytes)
-
-
-class MessageStore:
+class MessageStore(StoreReads):
     __slots__ = (
         "_by_name",
         "_counter_records",
@@ -219,12 +168,12 @@ class MessageStore:
             self._counter_records += counter_id != SCHEDULER
             if counters is None:
                 raise self._corrupt("counters for a destination that has no record", key)
-            *counts, counters.bytes = self._unpack(_COUNTS, key, value)
+            *counts, counters.bytes = self._unpack(COUNTS, key, value)
             counters.counts[:] = counts
         for key, value in self._scan(SUBSCRIPTION):
             self._load_subscription(key, value)
         for key, value in self._scan(PENDING):
-            self._pending[self._id_of(key)] = list(self._unpack(_PENDING_COUNTS, key, value))
+            self._pending[self._id_of(key)] = list(self._unpack(PENDING_COUNTS, key, value))
         self._used = sum(c.bytes for c in self._counters.values())
         self._check(expected)
 
@@ -248,39 +197,31 @@ class MessageStore:
             self._global_dirty = True
             return 0, 0, 0, 0
         fmt = value[0] if value else None
-        if fmt != _FORMAT:
-            raise self._corrupt(f"format {fmt}, this version reads format {_FORMAT}", GLOBAL)
-        _, next_seq, self._next_id, dests, subscriptions, pending = self._unpack(_GLOBAL, GLOBAL, value)
+        if fmt != FORMAT:
+            raise self._corrupt(f"format {fmt}, this version reads format {FORMAT}", GLOBAL)
+        _, next_seq, self._next_id, dests, subscriptions, pending = self._unpack(GLOBAL_RECORD, GLOBAL, value)
         self._next_seq = self._reserved = next_seq
         return dests, subscriptions, pending, dests
 
-    def _get(self, key: bytes, reader: Reader | None = None) -> bytes | None:
-        try:
-            return (self.db if reader is None else reader).get(key)
-        except plyvel.CorruptionError as exc:
-            raise StoreCorrupt(f"the store at {self.path} is corrupt: {exc}") from exc
-        except plyvel.Error as exc:
-            raise StoreError(f"read from the store at {self.path} failed: {exc}") from exc
-
     def _load_subscription(self, key: bytes, value: bytes) -> None:
         client_id, sep, name = key[1:].partition(b"\0")
-        if not sep or len(value) < _DEST.size:
+        if not sep or len(value) < DEST.size:
             raise self._corrupt("a malformed subscription record", key)
-        sub_id = _DEST.unpack_from(value)[0]
+        sub_id = DEST.unpack_from(value)[0]
         try:
             names = (client_id.decode(), name.decode())
         except UnicodeDecodeError:
             raise self._corrupt("a subscription name that is not UTF-8", key) from None
         self._subs[names] = sub_id
-        self._sub_records[sub_id] = (*names, value[_DEST.size :])
+        self._sub_records[sub_id] = (*names, value[DEST.size :])
 
     def _scan(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
         return self.db.range(prefix, keys.prefix_end(prefix))
 
     def _id_of(self, key: bytes) -> int:
-        if len(key) != _ID.size:
+        if len(key) != ID.size:
             raise self._corrupt("a malformed key", key)
-        return int(_ID.unpack(key)[1])
+        return int(ID.unpack(key)[1])
 
     def _unpack(self, fmt: struct.Struct, key: bytes, value: bytes) -> tuple[int, ...]:
         try:
@@ -290,15 +231,15 @@ class MessageStore:
 
     def _decode_destination(self, key: bytes, value: bytes) -> tuple[str, str]:
         try:
-            fmt, kind_len = _RECORD_HEAD.unpack_from(value)
-            if len(value) < _RECORD_HEAD.size + kind_len:
+            fmt, kind_len = RECORD_HEAD.unpack_from(value)
+            if len(value) < RECORD_HEAD.size + kind_len:
                 raise ValueError("truncated")
-            head = _RECORD_HEAD.size
+            head = RECORD_HEAD.size
             kind = value[head : head + kind_len].decode()
             name = value[head + kind_len :].decode()
         except (struct.error, ValueError):
             raise self._corrupt("a malformed destination record", key) from None
-        if fmt != _FORMAT:
+        if fmt != FORMAT:
             raise self._corrupt(f"a destination record of format {fmt}", key)
         return kind, name
 
@@ -410,8 +351,8 @@ class MessageStore:
         if self._global_dirty:
             batch.put(
                 GLOBAL,
-                _GLOBAL.pack(
-                    _FORMAT,
+                GLOBAL_RECORD.pack(
+                    FORMAT,
                     self._reserved,
                     self._next_id,
                     len(self._names),
@@ -429,7 +370,7 @@ class MessageStore:
     def _count(self, batch: Batch, counter_id: int, counters: Counters, nbytes: int) -> None:
         counters.bytes += nbytes
         self._used += nbytes
-        batch.put(_ID.pack(COUNTERS, counter_id), counters.encode())
+        batch.put(ID.pack(COUNTERS, counter_id), counters.encode())
 
     # -- builders (owner thread; each puts its writes and new counters into ``batch``) --
 
@@ -441,8 +382,8 @@ class MessageStore:
         dest_id = self._allocate_id()
         kind_bytes = kind.encode()
         batch.put(
-            _ID.pack(DESTINATION, dest_id),
-            _RECORD_HEAD.pack(_FORMAT, len(kind_bytes)) + kind_bytes + name.encode(),
+            ID.pack(DESTINATION, dest_id),
+            RECORD_HEAD.pack(FORMAT, len(kind_bytes)) + kind_bytes + name.encode(),
         )
         self._kinds[dest_id] = kind
         self._names[dest_id] = name
@@ -457,8 +398,8 @@ class MessageStore:
         """Forget an empty destination (remove or ack its messages first)."""
         if self._counters_of(dest_id).total:
             raise ValueError(f"destination {dest_id} still has messages in the store at {self.path}")
-        batch.delete(_ID.pack(DESTINATION, dest_id))
-        batch.delete(_ID.pack(COUNTERS, dest_id))
+        batch.delete(ID.pack(DESTINATION, dest_id))
+        batch.delete(ID.pack(COUNTERS, dest_id))
         del self._by_name[(self._kinds.pop(dest_id), self._names.pop(dest_id))]
         del self._counters[dest_id]
         self._global_dirty = True
@@ -473,7 +414,7 @@ class MessageStore:
         high = 0
         # The batch's dict and the key's pack (``keys.message_key``'s layout) at hand: a
         # persistent SEND pays this loop once.
-        ops, pack, top = batch.ops, _ENTRY.pack, keys.MAX_PRIORITY
+        ops, pack, top = batch.ops, ENTRY.pack, keys.MAX_PRIORITY
         for priority, seq, value in messages:
             ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = value
             counts[priority] += 1
@@ -496,7 +437,7 @@ class MessageStore:
         counters = self._counters_of(dest_id)
         counts = counters.counts
         freed = 0
-        ops, pack, top = batch.ops, _ENTRY.pack, keys.MAX_PRIORITY
+        ops, pack, top = batch.ops, ENTRY.pack, keys.MAX_PRIORITY
         for priority, seq, size in messages:
             ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = None
             if marks:
@@ -509,8 +450,8 @@ class MessageStore:
     def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int, deliveries: int) -> None:
         """Remember that a stored message has been dispatched, ``deliveries`` times in all
         (``page_marked`` reports it, so maximumRedeliveries counts across restarts)."""
-        batch.ops[_ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq)] = (
-            _SMALL_COUNTS[deliveries] if deliveries < 256 else _count(deliveries)
+        batch.ops[ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq)] = (
+            SMALL_COUNTS[deliveries] if deliveries < 256 else count_bytes(deliveries)
         )
 
     def claim(self, seq: int) -> None:
@@ -539,9 +480,9 @@ class MessageStore:
             sub_id = self._allocate_id()
             self._subs[(client_id, name)] = sub_id
             self._pending[sub_id] = [0] * LEVELS
-            batch.put(_ID.pack(PENDING, sub_id), _PENDING_COUNTS.pack(*self._pending[sub_id]))
+            batch.put(ID.pack(PENDING, sub_id), PENDING_COUNTS.pack(*self._pending[sub_id]))
         self._sub_records[sub_id] = (client_id, name, data)
-        batch.put(_subscription_key(client_id, name), _DEST.pack(sub_id) + data)
+        batch.put(subscription_key(client_id, name), DEST.pack(sub_id) + data)
         self._stamp(batch)
         return sub_id
 
@@ -556,12 +497,12 @@ class MessageStore:
         if sub_id is None:
             return None
         del self._sub_records[sub_id]
-        batch.delete(_subscription_key(client_id, name))
+        batch.delete(subscription_key(client_id, name))
         self._global_dirty = True
         draining = any(self._pending[sub_id])
         if not draining:
             del self._pending[sub_id]
-            batch.delete(_ID.pack(PENDING, sub_id))
+            batch.delete(ID.pack(PENDING, sub_id))
         self._stamp(batch)
         return sub_id if draining else None
 
@@ -576,10 +517,10 @@ class MessageStore:
             raise KeyError(f"no subscriptions {unknown} in the store at {self.path}")
         self.add_messages(batch, dest_id, ((priority, seq, value),))
         level = keys.MAX_PRIORITY - priority
-        batch.put(_ENTRY.pack(REFCOUNT, dest_id, level, seq), _REFS.pack(len(sub_ids), len(value)))
-        dest = _DEST.pack(dest_id)
+        batch.put(ENTRY.pack(REFCOUNT, dest_id, level, seq), REFS.pack(len(sub_ids), len(value)))
+        dest = DEST.pack(dest_id)
         for sub_id in sub_ids:
-            batch.put(_ENTRY.pack(POINTER, sub_id, level, seq), dest)
+            batch.put(ENTRY.pack(POINTER, sub_id, level, seq), dest)
             self._owe(batch, sub_id, priority, 1)
 
     def ack_shared(self, batch: Batch, sub_id: int, refs: Iterable[tuple[int, int, int]]) -> None:
@@ -591,7 +532,7 @@ class MessageStore:
         """
         for dest_id, priority, seq in refs:
             level = keys.MAX_PRIORITY - priority
-            pointer = _ENTRY.pack(POINTER, sub_id, level, seq)
+            pointer = ENTRY.pack(POINTER, sub_id, level, seq)
             if self._read(batch, pointer) is None:
                 continue
             batch.delete(pointer)
@@ -605,13 +546,13 @@ class MessageStore:
         return self._get(key, self._reader)
 
     def _release(self, batch: Batch, dest_id: int, priority: int, seq: int) -> None:
-        ref_key = _ENTRY.pack(REFCOUNT, dest_id, keys.MAX_PRIORITY - priority, seq)
+        ref_key = ENTRY.pack(REFCOUNT, dest_id, keys.MAX_PRIORITY - priority, seq)
         raw = self._read(batch, ref_key)
         if raw is None:
             raise self._corrupt("a pointer to a message with no refcount", ref_key)
-        refs, size = self._unpack(_REFS, ref_key, raw)
+        refs, size = self._unpack(REFS, ref_key, raw)
         if refs > 1:
-            batch.put(ref_key, _REFS.pack(refs - 1, size))
+            batch.put(ref_key, REFS.pack(refs - 1, size))
             return
         batch.delete(ref_key)
         self.remove_messages(batch, dest_id, ((priority, seq, size),))
@@ -619,18 +560,27 @@ class MessageStore:
     def _owe(self, batch: Batch, sub_id: int, priority: int, delta: int) -> None:
         counts = self._pending[sub_id]
         counts[priority] += delta
-        key = _ID.pack(PENDING, sub_id)
+        key = ID.pack(PENDING, sub_id)
         if sub_id not in self._sub_records and not any(counts):
             # A removed subscription's last pointer: it has finished draining.
             del self._pending[sub_id]
             batch.delete(key)
             self._global_dirty = True
         else:
-            batch.put(key, _PENDING_COUNTS.pack(*counts))
+            batch.put(key, PENDING_COUNTS.pack(*counts))
+
+    def mark_pointer(
+        self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int, deliveries: int
+    ) -> None:
+        """Remember that a message owed to ``sub_id`` has been dispatched to it, ``deliveries``
+        times in all."""
+        pointer = ENTRY.pack(POINTER, sub_id, keys.MAX_PRIORITY - priority, seq)
+        if self._read(batch, pointer) is not None:
+            batch.put(pointer, DEST.pack(dest_id) + count_bytes(deliveries))
 
     def add_scheduled(self, batch: Batch, due_ms: int, seq: int, value: bytes) -> None:
         """Keep ``value`` until ``due_ms`` (epoch ms); ``seq`` makes the key unique."""
-        batch.put(_TIMED.pack(SCHEDULED, due_ms, seq), value)
+        batch.put(TIMED.pack(SCHEDULED, due_ms, seq), value)
         counters = self._counters[SCHEDULER]
         counters.counts[0] += 1
         self._count(batch, SCHEDULER, counters, len(value))
@@ -638,128 +588,8 @@ class MessageStore:
 
     def remove_scheduled(self, batch: Batch, due_ms: int, seq: int, size: int) -> None:
         """Delete a scheduled entry; size is ``len(value)`` as stored."""
-        batch.delete(_TIMED.pack(SCHEDULED, due_ms, seq))
+        batch.delete(TIMED.pack(SCHEDULED, due_ms, seq))
         counters = self._counters[SCHEDULER]
         counters.counts[0] -= 1
         self._count(batch, SCHEDULER, counters, -size)
         self._stamp(batch)
-
-    # -- reads (any thread; they see what has been written) ----------------------
-
-    def page(self, dest_id: int, priority: int, lo_seq: int, limit: int) -> list[tuple[int, bytes]]:
-        """Up to ``limit`` (seq, value) of ``dest_id`` at ``priority`` from ``lo_seq``, FIFO."""
-        stop = keys.prefix_end(keys.level_prefix(dest_id, priority))
-        rows = self._reader.range(keys.message_key(dest_id, priority, lo_seq), stop, limit)
-        return [(int.from_bytes(key[_SEQ]), value) for key, value in rows]
-
-    def page_marked(
-        self, dest_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
-    ) -> list[tuple[int, bytes, int]]:
-        """Up to ``limit`` (seq, value, deliveries so far) with lo_seq <= seq <= hi_seq, FIFO."""
-        rows = self._reader.range(
-            keys.message_key(dest_id, priority, lo_seq),
-            keys.message_key(dest_id, priority, hi_seq + 1),
-            limit,
-        )
-        if not rows:
-            return []
-        level = keys.MAX_PRIORITY - priority
-        last = int.from_bytes(rows[-1][0][_SEQ])
-        marks = self._reader.range(
-            _ENTRY.pack(DISPATCHED, dest_id, level, lo_seq),
-            _ENTRY.pack(DISPATCHED, dest_id, level, last + 1),
-        )
-        deliveries = {int.from_bytes(key[_SEQ]): _deliveries(mark) for key, mark in marks}
-        out = []
-        for key, value in rows:
-            seq = int.from_bytes(key[_SEQ])
-            out.append((seq, value, deliveries.get(seq, 0)))
-        return out
-
-    def mark_pointer(
-        self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int, deliveries: int
-    ) -> None:
-        """Remember that a message owed to ``sub_id`` has been dispatched to it, ``deliveries``
-        times in all."""
-        pointer = _ENTRY.pack(POINTER, sub_id, keys.MAX_PRIORITY - priority, seq)
-        if self._read(batch, pointer) is not None:
-            batch.put(pointer, _DEST.pack(dest_id) + _count(deliveries))
-
-    def page_subscription_marked(
-        self, sub_id: int, priority: int, lo_seq: int, hi_seq: int, limit: int
-    ) -> list[tuple[int, int, bytes, int]]:
-        """Up to ``limit`` (seq, dest_id, value, deliveries so far) owed to ``sub_id``, lo <= seq <= hi."""
-        level = keys.MAX_PRIORITY - priority
-        start = _ENTRY.pack(POINTER, sub_id, level, lo_seq)
-        stop = _ENTRY.pack(POINTER, sub_id, level, hi_seq + 1)
-        out: list[tuple[int, int, bytes, int]] = []
-        for key, pointer in self._reader.range(start, stop, limit):
-            seq = int.from_bytes(key[_SEQ])
-            dest_id = _DEST.unpack_from(pointer)[0]
-            value = self._get(keys.message_key(dest_id, priority, seq), self._reader)
-            if value is not None:
-                out.append((seq, dest_id, value, int.from_bytes(pointer[_DEST.size :])))
-        return out
-
-    def page_subscription(
-        self, sub_id: int, priority: int, lo_seq: int, limit: int
-    ) -> list[tuple[int, int, bytes]]:
-        """Up to ``limit`` (seq, dest_id, value) owed to ``sub_id`` at ``priority`` from ``lo_seq``."""
-        level = keys.MAX_PRIORITY - priority
-        start = _ENTRY.pack(POINTER, sub_id, level, lo_seq)
-        stop = keys.prefix_end(_POINTER_LEVEL.pack(POINTER, sub_id, level))
-        out: list[tuple[int, int, bytes]] = []
-        for key, dest in self._reader.range(start, stop, limit):
-            seq = int.from_bytes(key[_SEQ])
-            dest_id = _DEST.unpack_from(dest)[0]
-            value = self._get(keys.message_key(dest_id, priority, seq), self._reader)
-            # None: acked by this subscriber, and deleted as the last one, since the scan.
-            if value is not None:
-                out.append((seq, dest_id, value))
-        return out
-
-    def pointers(self, sub_id: int, limit: int) -> list[tuple[int, int, int]]:
-        """Up to ``limit`` (dest_id, priority, seq) still owed to ``sub_id``, best first."""
-        prefix = _ID.pack(POINTER, sub_id)
-        out: list[tuple[int, int, int]] = []
-        for key, dest in self._reader.range(prefix, keys.prefix_end(prefix), limit):
-            _, _, level, seq = _ENTRY.unpack(key)
-            out.append((_DEST.unpack_from(dest)[0], keys.MAX_PRIORITY - level, seq))
-        return out
-
-    def scheduled(
-        self, until_ms: int, limit: int, after: tuple[int, int] | None = None
-    ) -> list[tuple[int, int, bytes]]:
-        """Up to ``limit`` (due_ms, seq, value) due at or before ``until_ms``, earliest first;
-        ``after``: only those past this (due_ms, seq), the last of an earlier page."""
-        start = SCHEDULED if after is None else _TIMED.pack(SCHEDULED, after[0], after[1] + 1)
-        stop = _TIMED.pack(SCHEDULED, until_ms + 1, 0)
-        out: list[tuple[int, int, bytes]] = []
-        for key, value in self._reader.range(start, stop, limit):
-            _, due_ms, seq = _TIMED.unpack(key)
-            out.append((due_ms, seq, value))
-        return out
-
-    def next_due(self) -> int | None:
-        """When the earliest scheduled entry is due (epoch ms), or None."""
-        rows = self._reader.range(SCHEDULED, keys.prefix_end(SCHEDULED), 1, keys_only=True)
-        return int(_TIMED.unpack(rows[0][0])[1]) if rows else None
-
-
-_SMALL_COUNTS: Final = tuple(bytes((n,)) for n in range(256))
-
-
-def _count(deliveries: int) -> bytes:
-    """A delivery count as the fewest big-endian bytes (format 1 wrote a lone 1 byte: one)."""
-    if deliveries < 256:
-        return _SMALL_COUNTS[deliveries]
-    return deliveries.to_bytes((deliveries.bit_length() + 7) // 8)
-
-
-def _deliveries(mark: bytes) -> int:
-    """The delivery count a dispatch mark holds (an empty mark, as format 1 wrote: one)."""
-    return int.from_bytes(mark) if mark else 1
-
-
-def _subscription_key(client_id: str, name: str) -> bytes:
-    return SUBSCRIPTION + client_id.encode() + b"\0" + name.encode()

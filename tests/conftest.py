@@ -14,11 +14,12 @@ from typing import TypeVar
 import pytest
 from hypothesis import HealthCheck, settings
 
-from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.app import BrokerOptions
+from broker.core.base.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from tests.broker_thread import BrokerThread
 
 T = TypeVar("T")
 

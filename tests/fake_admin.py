@@ -12,21 +12,20 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 
-from broker.core.selector import Selector
-from broker.http.ops import (
+from broker.core.admin.errors import Invalid, NotFound
+from broker.core.admin.views import (
     BridgeInfo,
     BrowsedMessage,
     BrowsePage,
     ConnectionInfo,
     DestinationInfo,
     Health,
-    Invalid,
     Meter,
-    NotFound,
     Progress,
     SubscriptionInfo,
     Usage,
 )
+from broker.core.base.selector import Selector
 from broker.http.server import HttpServer
 
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.app import BrokerOptions
+from broker.core.base.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
+from tests.broker_thread import BrokerThread
 
 
 def start_http_broker(

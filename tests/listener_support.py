@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.serialization import (
     pkcs12,
 )
 
-from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.overrides import Override, apply
+from tests.broker_thread import BrokerThread
 from tests.config.helpers import load_body
 
 

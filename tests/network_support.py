@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.loader import load
 from config.overrides import Override, apply
 from protocol.frames import Frame
+from tests.broker_thread import BrokerThread
 from tests.stomp_raw import RawClient
 
 T = TypeVar("T")

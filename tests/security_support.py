@@ -11,10 +11,10 @@ from pathlib import Path
 
 from stomp.utils import Frame as StompPyFrame
 
-from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.loader import load
 from config.passwords import hash_password
+from tests.broker_thread import BrokerThread
 from tests.clients import Collector
 from tests.config.helpers import broker_file
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import aiohttp
 
-from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.app import BrokerOptions
+from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+from tests.broker_thread import BrokerThread
 
 
 @contextmanager

@@ -9,7 +9,9 @@ The engine only dispatches: a frame goes to the handler that owns its command
 ``tick`` and ``after_io`` end a batch of work.  Everything below is built here, once,
 each part handed the parts it uses (``docs/message-path.md`` follows a message
 through them).  The way in, for the edge and for tests: ``open_session``, ``handle``,
-``flush``, ``tick``, ``after_io``, ``set_writable``, ``close_session``, ``recover``.
+``flush``, ``tick``, ``after_io``, ``set_writable``, ``close_session``, ``recover``
+(and ``queue_depth``).  What the admin server, ``/metrics`` and the exporter read and do
+is ``broker.core.admin``'s, a layer above this one.
 """
 
 from __future__ import annotations
@@ -18,39 +20,39 @@ import itertools
 import time
 from typing import TYPE_CHECKING
 
-from broker.core.acks import Acks
-from broker.core.advisory import Advisories
-from broker.core.chores import Chores
-from broker.core.clock import Clock
-from broker.core.connect import Connect, next_phase
-from broker.core.destinations import Destinations
-from broker.core.disk import Disk
-from broker.core.durable import DurableSubscriptions
-from broker.core.errors import NoRoomToCreate
-from broker.core.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
-from broker.core.gc import Housekeeping
-from broker.core.guard import SYSTEM, OpenGuard
-from broker.core.observe import Observer
-from broker.core.persistence import Persistence
-from broker.core.recovery import recover
-from broker.core.routing import Routing, boot_prefix
-from broker.core.scheduler import Scheduler
-from broker.core.sending import Sending
-from broker.core.session import CLOSING, CONNECTED, Session
-from broker.core.settings import CoreSettings
-from broker.core.settlement import Settlement
-from broker.core.subscribing import Subscribing
-from broker.core.swap import SwapSpace
-from broker.core.transactions import Transactions
-from broker.core.usage import SystemUsage
+from broker.core.base.chores import Chores
+from broker.core.base.clock import Clock
+from broker.core.base.errors import NoRoomToCreate
+from broker.core.base.guard import SYSTEM, OpenGuard
+from broker.core.base.observe import Observer
+from broker.core.base.settings import CoreSettings
+from broker.core.base.usage import SystemUsage
+from broker.core.delivery.destinations import Destinations
+from broker.core.delivery.durable import DurableSubscriptions
+from broker.core.delivery.routing import Routing, boot_prefix
+from broker.core.delivery.session import CLOSING, CONNECTED, Session
+from broker.core.handlers.acks import Acks
+from broker.core.handlers.advisory import Advisories
+from broker.core.handlers.connect import Connect, next_phase
+from broker.core.handlers.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
+from broker.core.handlers.gc import Housekeeping
+from broker.core.handlers.recovery import recover
+from broker.core.handlers.scheduler import Scheduler
+from broker.core.handlers.sending import Sending
+from broker.core.handlers.settlement import Settlement
+from broker.core.handlers.subscribing import Subscribing
+from broker.core.handlers.transactions import Transactions
+from broker.core.storage.disk import Disk
+from broker.core.storage.persistence import Persistence
+from broker.core.storage.swap import SwapSpace
 from protocol import frames as f
 from protocol.errors import StompError, UnexpectedFrame, UnknownCommand
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from broker.core.channel import Outbox
-    from broker.core.guard import Guard
+    from broker.core.base.channel import Outbox
+    from broker.core.base.guard import Guard
     from store.api import Stores
 
 
@@ -174,7 +176,15 @@ class Engine:
 
         Returns how many stored messages there are.
         """
-        return recover(self.persistence, self.destinations, self.durables, self.routing, self.scheduler)
+        stored = recover(self.persistence, self.destinations, self.durables, self.routing, self.scheduler)
+        # The end of this unit of work: what it built (and the reads behind it) go.
+        self.flush()
+        return stored
+
+    def queue_depth(self, name: str) -> int | None:
+        """How many messages queue ``name`` holds, not yet dispatched (None: no such queue)."""
+        queue = self.queues.get(name)
+        return queue.cursor.count if queue is not None else None
 
     def set_writable(self, session: Session, writable: bool) -> None:
         session.writable = writable

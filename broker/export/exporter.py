@@ -29,27 +29,27 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from broker.core.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
-from broker.core.observe import EventSink, Subscriber
-from broker.export.files import finish_rotations, new_run_id
+from broker.core.base.message import FIFO_FLAG, PRIORITY_SHIFT, IdPrefix
+from broker.core.base.observe import EventSink, Subscriber
 from broker.export.writer import (
     VERSION,
     Compressor,
     Event,
     MessageEvent,
     Writer,
+    compress,
     encode_json,
     encode_lines,
     line_head,
 )
-from broker.stats import broker_row, destination_slices
+from export_format.files import finish_rotations, new_run_id
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
     from pathlib import Path
 
-    from broker.core.engine import Engine
-    from broker.core.message import Message
+    from broker.core.admin.readout import Readout
+    from broker.core.base.message import Message
 
 log = logging.getLogger("stompd.export")
 
@@ -78,15 +78,17 @@ class ExportSettings:
 
 
 class Exporter(EventSink):
-    """Installed as ``engine.observer.events`` between ``start`` and ``close`` (on the loop)."""
+    """The broker's event sink (``Readout.events``) between ``start`` and ``close`` (on the loop)."""
 
-    def __init__(self, settings: ExportSettings, engine: Engine) -> None:
+    def __init__(self, settings: ExportSettings, readout: Readout) -> None:
         self.settings = settings
-        self.engine = engine
+        #: The broker, as the exporter reads it.
+        self.readout = readout
         self.run = new_run_id()
         #: What each MessageEvent line has before its seq.
         self._head = line_head(self.run)
-        self._clock = engine.clock
+        #: Read for every event line's ts (an attribute, not a call: the message path pays it).
+        self._clock = readout.clock
         self._capacity = settings.capacity
         #: Lines not yet encoded (the loop's own: a list), and encoded chunks waiting for the
         #: writer thread: (JSON lines, how many, ts of the first and last).
@@ -145,9 +147,9 @@ class Exporter(EventSink):
     def start(self) -> None:
         directory = self.settings.directory
         directory.mkdir(parents=True, exist_ok=True)
-        for path in finish_rotations(directory, self.run):
+        for path in finish_rotations(directory, self.run, compress):
             log.info("export: compressed %s, left live by an earlier run", path.name)
-        self.engine.observer.events = self
+        self.readout.events = self
         # A snapshot at start-up: the report's baseline for the broker's counters.
         self.snapshot()
         settings = self.settings
@@ -182,8 +184,8 @@ class Exporter(EventSink):
 
     def close(self) -> None:
         """A clean stop: a last snapshot, everything queued written, the live files rotated."""
-        if self.engine.observer.events is self:
-            self.engine.observer.events = None
+        if self.readout.events is self:
+            self.readout.events = None
         self._id_of = None
         self._encode()
         self.snapshot()
@@ -207,12 +209,12 @@ class Exporter(EventSink):
     def _snapshot_steps(self) -> Iterator[bool]:
         """A snapshot, ``SNAPSHOT_SLICE`` destinations a step (a tick's), all its lines at
         one time stamp: 100,000 destinations never hold the loop for long."""
-        engine = self.engine
+        readout = self.readout
         ts = self._clock.ms
         self._next_snapshot = ts + self.settings.snapshot_interval_ms
         put = self._metrics.append
-        put((ts, self._metric("broker", None, broker_row(engine, self.dropped))))
-        for part in destination_slices(engine, SNAPSHOT_SLICE):
+        put((ts, self._metric("broker", None, readout.broker_row(self.dropped))))
+        for part in readout.destination_slices(SNAPSHOT_SLICE):
             for row in part:
                 fields = {name: getattr(row, name) for name in row.__slots__[2:]}
                 put((ts, self._metric(row.type, row.destination, fields)))

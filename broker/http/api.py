@@ -17,18 +17,21 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from broker.core import names
-from broker.core.errors import InvalidDestination
-from broker.core.selector import InvalidSelector, compile_selector
+from broker.core.admin.errors import AdminError, Invalid, NotFound
+from broker.core.base import names
+from broker.core.base.errors import InvalidDestination
+from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.http.ops import AdminError, DestinationInfo, Invalid, NotFound
+from broker.core.admin.views import DestinationInfo
+from broker.http.ops import status_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from broker.core.selector import Selector
-    from broker.http.ops import AdminOps, BrowsePage, ConnectionInfo, Meter, Progress
+    from broker.core.admin.views import BrowsePage, ConnectionInfo, Meter, Progress
+    from broker.core.base.selector import Selector
+    from broker.http.ops import AdminOps
 
 log = logging.getLogger("stompd.http")
 
@@ -522,7 +525,7 @@ async def json_errors(
             problem=exc.problem,
         )
     except AdminError as exc:
-        return json_error(exc.status, exc.code, str(exc))
+        return json_error(status_of(exc), exc.code, str(exc))
     except web.HTTPException as exc:
         if not request.path.startswith(PREFIX) or exc.status < 400:
             raise

@@ -16,12 +16,12 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker.io.loopback import host_is_loopback, is_loopback
+
 ADMIN_GROUPS = frozenset({"admins"})
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost."})
 
 
 class Authenticator(Protocol):
@@ -74,30 +74,6 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
         return None
     user, sep, password = decoded.partition(":")
     return (user, password) if sep else None
-
-
-def is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback
-
-
-def host_is_loopback(host_header: str | None) -> bool:
-    if not host_header:
-        # HTTP/1.0 clients may leave it out; then nothing was resolved by name.
-        return True
-    host = host_header.strip()
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host
-    elif host.count(":") == 1:
-        host = host.split(":", 1)[0]
-    return host.lower() in _LOOPBACK_NAMES or is_loopback(host)
 
 
 def check(

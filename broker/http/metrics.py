@@ -1,6 +1,6 @@
 """``/metrics``: Prometheus text, collected at scrape time from the broker's live counters.
 
-The numbers are read from ``broker.stats`` rows when Prometheus scrapes, so the message
+The numbers are read through the core's ``Readout`` when Prometheus scrapes, so the message
 path only ever increments plain ints; the destinations' a slice at a time, and the text
 is written out a chunk at a time, so a scrape with 100,000 destinations never holds the
 event loop for long, nor its whole text in memory at once.  Names
@@ -27,23 +27,16 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from broker.core.observe import LATENCY_BOUNDS_MS
+from broker.core.base.observe import LATENCY_BOUNDS_MS
 from broker.http import slices
-from broker.stats import (
-    DESTINATION_COUNTERS,
-    DESTINATION_GAUGES,
-    DestinationRow,
-    broker_row,
-    destination_rows,
-    destination_slices,
-)
+from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
 
     from prometheus_client.metrics_core import Metric
 
-    from broker.core.engine import Engine
+    from broker.core.admin.readout import DestinationRow, Readout
     from broker.role import Role
 
 PATH = "/metrics"
@@ -112,32 +105,31 @@ Network: TypeAlias = "Callable[[], list[dict[str, object]]]"
 
 
 def take(
-    engine: Engine, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
+    readout: Readout, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
 ) -> Snapshot:
     """Every number at once (a benchmark's, or a test's: the broker's loop uses ``collect``)."""
-    latency = engine.observer.latency
+    counts, sum_ms = readout.latency()
     return Snapshot(
-        broker_row(engine, events_dropped),
-        destination_rows(engine),
-        list(latency.counts),
-        latency.sum_ms,
+        readout.broker_row(events_dropped),
+        readout.destination_rows(),
+        counts,
+        sum_ms,
         _role_of(role),
         network() if network is not None else [],
-        engine.audit.duplicates,
+        readout.duplicates(),
     )
 
 
 async def collect(
-    engine: Engine, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
+    readout: Readout, events_dropped: int = 0, role: Role | None = None, network: Network | None = None
 ) -> Snapshot:
     """``take``, with the destinations read a slice at a time between other clients' work."""
-    latency = engine.observer.latency
-    broker = broker_row(engine, events_dropped)
-    counts, sum_ms = list(latency.counts), latency.sum_ms
+    broker = readout.broker_row(events_dropped)
+    counts, sum_ms = readout.latency()
     bridges = network() if network is not None else []
-    duplicates = engine.audit.duplicates
+    duplicates = readout.duplicates()
     rows: list[DestinationRow] = []
-    for part in destination_slices(engine, slices.SLICE):
+    for part in readout.destination_slices(slices.SLICE):
         rows += part
         await asyncio.sleep(0)
     return Snapshot(broker, rows, counts, sum_ms, _role_of(role), bridges, duplicates)
@@ -292,7 +284,7 @@ def text(snapshot: Snapshot) -> bytes:
 
 
 def handler(
-    engine: Engine,
+    readout: Readout,
     events_dropped: Callable[[], int] | None = None,
     role: Role | None = None,
     network: Network | None = None,
@@ -302,7 +294,7 @@ def handler(
         # at a time: traffic goes on between slices.  The classic text format (0.0.4),
         # which every Prometheus reads.
         dropped = events_dropped() if events_dropped is not None else 0
-        snapshot = await collect(engine, dropped, role, network)
+        snapshot = await collect(readout, dropped, role, network)
         response = web.StreamResponse(headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
         await response.prepare(request)
         for chunk in chunks(snapshot):

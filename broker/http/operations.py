@@ -20,7 +20,9 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from broker.http.ops import AdminError, Progress
+from broker.core.admin.errors import AdminError
+from broker.core.admin.views import Progress
+from broker.http.ops import status_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator
@@ -39,7 +41,6 @@ CANCELLED = "cancelled"
 
 
 class TooBusy(AdminError):
-    status = 429
     code = "too_many_operations"
 
 
@@ -130,7 +131,7 @@ class Operations:
             operation.state = CANCELLED
         except AdminError as exc:
             operation.state = FAILED
-            operation.error = {"status": exc.status, "code": exc.code, "message": str(exc)}
+            operation.error = {"status": status_of(exc), "code": exc.code, "message": str(exc)}
         except Exception as exc:
             log.error("admin operation %s (%s) failed", operation.id, operation.kind, exc_info=exc)
             operation.state = FAILED

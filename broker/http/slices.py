@@ -2,51 +2,63 @@
 
 With 100,000 destinations or 19,000 connections, building one list of all of them, or
 sorting it, or writing it out as JSON, holds the event loop for tenths of a second: every
-client waits.  Here each step does ``SLICE`` items, then lets the loop serve others.
+client waits.  The core hands such work over as ``Steps`` (``broker.core.admin.steps``:
+a slice of ``SLICE`` items, or a batch of an operation, a step), which ``finish`` runs
+here, letting the loop serve others between two steps; ``json_list`` writes a list out
+a slice at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
+import functools
 import json
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
+from broker.core.admin import steps
+from broker.core.admin.steps import SLICE
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
+
+    from broker.core.admin.steps import Steps
 
 T = TypeVar("T")
-R = TypeVar("R")
 
-#: Items per slice: a millisecond or two of work each.
-SLICE: Final = 500
+__all__ = ["SLICE", "finish", "json_list", "ordered"]
 
 
-async def collect(items: Iterable[T], make: Callable[[T], R]) -> list[R]:
-    """``make(item)`` for each of ``items`` (a list taken now: it may change meanwhile)."""
-    out: list[R] = []
-    for count, item in enumerate(list(items), 1):
-        out.append(make(item))
-        if count % SLICE == 0:
-            await asyncio.sleep(0)
-    return out
+async def finish(steps: Steps[T]) -> T:
+    """Run ``steps`` to its end, letting the loop run between two steps (and waiting for
+    the disk job a step says it waits for); its answer."""
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            try:
+                wait = next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if wait is None:
+                await asyncio.sleep(0)
+                continue
+            resumed: asyncio.Future[None] = loop.create_future()
+            wait.then(functools.partial(_resolve, resumed))
+            await resumed
+    finally:
+        # A client that left (the task cancelled): the work's own clean-up runs now.
+        steps.close()
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def ordered(items: list[T], key: Callable[[T], Any]) -> list[T]:
-    """``items`` sorted by ``key``: each slice sorted alone, then merged a slice at a time
-    (one ``sort`` of them all would hold the loop as long as it takes)."""
-    runs = []
-    for start in range(0, len(items), SLICE):
-        runs.append(sorted(items[start : start + SLICE], key=key))
-        await asyncio.sleep(0)
-    out: list[T] = []
-    for count, item in enumerate(heapq.merge(*runs, key=key), 1):
-        out.append(item)
-        if count % SLICE == 0:
-            await asyncio.sleep(0)
-    return out
+    """``items`` sorted by ``key``, a slice at a time (``steps.ordered``)."""
+    return await finish(steps.ordered(items, key))
 
 
 async def json_list(

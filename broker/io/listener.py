@@ -49,7 +49,7 @@ class Listener:
     max_connections: int | None = None
     #: A TLS listener's context (broker/tls.py).
     ssl: ssl.SSLContext | None = None
-    #: STOMP over WebSocket (broker/http/ws.py serves it): the path it answers on ("/":
+    #: STOMP over WebSocket (broker/ws/endpoint.py serves it): the path it answers on ("/":
     #: every path, as ActiveMQ does), and the origins whose pages may connect.
     websocket: bool = False
     path: str = "/"

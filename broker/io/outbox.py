@@ -22,15 +22,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker.core.errors import SlowConsumer
-from broker.core.observe import Traffic
+from broker.core.base.errors import SlowConsumer
+from broker.core.base.observe import Traffic
 from broker.io.reading import FLOW
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-    from broker.core.usage import UsageMeter
+    from broker.core.base.usage import UsageMeter
     from broker.io.reading import ReadGate
 
 log = logging.getLogger("stompd.connection")
@@ -102,7 +102,7 @@ class Outbox:
         self._meter = meter
         self._scheduled = False
         #: While above zero nothing is written: the store has not yet made durable what
-        #: the queued frames acknowledge (see broker.core.persistence).
+        #: the queued frames acknowledge (see broker.core.storage.persistence).
         self._holds = 0
         #: Where the oldest hold began in ``_chunks`` (what ``drop_held`` drops).
         self._held_from = 0
@@ -180,7 +180,7 @@ class Outbox:
             self._backlog = False
             self._update_writable()
 
-    # -- holds (broker.core.persistence) ---------------------------------------------
+    # -- holds (broker.core.storage.persistence) ---------------------------------------------
 
     def hold(self) -> None:
         if not self._holds:

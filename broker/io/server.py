@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from broker.core.errors import to_error_frame
+from broker.core.base.errors import to_error_frame
 from broker.io.connection import StompConnection
 from broker.io.listener import Acceptor, TooManyConnections
 from broker.io.verifier import Verifier

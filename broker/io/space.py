@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from broker.core.usage import UsageMeter
+    from broker.core.base.usage import UsageMeter
 
 log = logging.getLogger("stompd.space")
 

@@ -1,6 +1,6 @@
 """Which destinations a bridge forwards, from consumer advisories: sans-IO.
 
-A bridge reads a broker's consumer advisories (``broker.core.advisory``: the remote's,
+A bridge reads a broker's consumer advisories (``broker.core.handlers.advisory``: the remote's,
 for what to push to it; its own broker's, for what to pull from the remote with a
 duplex connector) and keeps, per destination, the consumers that want its messages
 over this link.  A consumer counts unless:
@@ -27,8 +27,8 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.core import advisory
-from broker.core.wildcards import is_wildcard, matches
+from broker.core.handlers import advisory
+from wildcards import is_wildcard, matches
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

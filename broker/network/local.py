@@ -28,8 +28,8 @@ from protocol.parser import FrameParser
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.delivery.session import Session
     from broker.core.engine import Engine
-    from broker.core.session import Session
 
 log = logging.getLogger("stompd.network")
 

@@ -6,7 +6,7 @@ matches the destination, plus the ``defaultEntry``, and the allowed groups are t
 of theirs.  So an entry can only add groups: ``queue=">" read="admins"`` with
 ``queue="ORDERS.>" read="app"`` lets both groups read ``ORDERS.X``, and a narrower entry
 cannot take away what a wider one grants.  (Policy entries, by contrast, apply the most
-specific match alone: config.wildcards.choose.)  No entry and no default entry: nobody
+specific match alone: wildcards.choose.)  No entry and no default entry: nobody
 may.  Temporary destinations use the ``tempDestinationAuthorizationEntry``, and without
 one anyone may (as ActiveMQ, whose temp-destination ACLs are then null).  The group ``*``
 means every user.
@@ -14,16 +14,16 @@ means every user.
 A wildcard destination (``/topic/A.>``) takes every entry whose pattern shares a name
 with it (``>``, ``A.*``, ``A.B``...), as ActiveMQ's DestinationMap.get finds for a
 wildcard key, when it authorizes a consumer; what a wildcard subscription then receives
-is checked per message against each concrete destination (broker/core/subscribing.py).
+is checked per message against each concrete destination (broker/core/handlers/subscribing.py).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core import names
-from broker.core.guard import ADMIN, READ, WRITE
-from config.wildcards import overlaps
+from broker.core.base import names
+from broker.core.base.guard import ADMIN, READ, WRITE
+from wildcards import overlaps
 
 if TYPE_CHECKING:
     from config.model import Authorization, AuthorizationEntry
@@ -42,7 +42,7 @@ class AccessRules:
         self.authorization = authorization
 
     def entries(self, kind: str, name: str) -> list[AuthorizationEntry]:
-        """The entries that apply to ``kind`` (a broker.core.names prefix, not a
+        """The entries that apply to ``kind`` (a broker.core.base.names prefix, not a
         temporary one) + ``name``: every match, then the default entry."""
         authorization = self.authorization
         want = _KINDS[kind]

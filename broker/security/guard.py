@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.guard import NotAuthenticated, Principal
+from broker.core.base.guard import NotAuthenticated, Principal
 from broker.security.access import AccessRules
 from broker.security.users import SLOW, Users
 from config.passwords import verify as verify_password

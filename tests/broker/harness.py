@@ -9,13 +9,13 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from broker.core.clock import Clock
+from broker.core.admin.views import ConnectionInfo, DestinationInfo, SubscriptionInfo
+from broker.core.base.clock import Clock
+from broker.core.base.errors import to_error_frame
+from broker.core.base.settings import CoreSettings
+from broker.core.delivery.session import Session
 from broker.core.engine import Engine
-from broker.core.errors import to_error_frame
-from broker.core.session import Session
-from broker.core.settings import CoreSettings
 from broker.http.engine_ops import EngineAdminOps
-from broker.http.ops import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.io.connection import StompConnection
 from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox

@@ -10,11 +10,11 @@ from typing import TypeVar
 
 import pytest
 
-from broker.core import admin
+from broker.core.admin.views import Progress
+from broker.core.base.selector import compile_selector
 from broker.core.engine import Engine
-from broker.core.selector import compile_selector
+from broker.core.storage import disk_reads
 from broker.http.engine_ops import EngineAdminOps
-from broker.http.ops import Progress
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_swap import swapping_engine
 
@@ -153,7 +153,7 @@ def swapped(n: int = 600) -> Engine:
             headers["rare"] = "yes"
         producer.send_frame("SEND", headers, BODY)
     cursor = engine.queues["/queue/s"].cursor
-    assert cursor.disk_total > n // 2 and cursor.store_source is None
+    assert cursor.disk_total > n // 2 and cursor.disk_part.source is None
     return engine
 
 
@@ -161,7 +161,9 @@ def rare(i: int) -> bool:
     return i % 10 == 7
 
 
-@pytest.mark.parametrize(("page", "searched"), [(admin.PAGE, admin.SEARCHED), (7, admin.SEARCHED), (7, 10)])
+@pytest.mark.parametrize(
+    ("page", "searched"), [(disk_reads.PAGE, disk_reads.SEARCHED), (7, disk_reads.SEARCHED), (7, 10)]
+)
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -180,8 +182,8 @@ def test_a_move_over_swapped_records_takes_exactly_the_matching_ones(
 ) -> None:
     # Small pages: some start with a record that has the header, some with one that has
     # not.  Records longer than ``SEARCHED`` are decoded without a search.
-    monkeypatch.setattr(admin, "PAGE", page)
-    monkeypatch.setattr(admin, "SEARCHED", searched)
+    monkeypatch.setattr(disk_reads, "PAGE", page)
+    monkeypatch.setattr(disk_reads, "SEARCHED", searched)
     engine = swapped()
     progress = Progress()
     run(ops(engine).move("/queue/s", "/queue/t", compile_selector(text), None, progress))
@@ -191,11 +193,11 @@ def test_a_move_over_swapped_records_takes_exactly_the_matching_ones(
     assert drain(engine, "/queue/s") == [i for i in range(600) if not expected(i)]
 
 
-@pytest.mark.parametrize("page", [admin.PAGE, 7])
+@pytest.mark.parametrize("page", [disk_reads.PAGE, 7])
 def test_a_limit_stops_a_walk_over_swapped_records_at_the_right_one(
     monkeypatch: pytest.MonkeyPatch, page: int
 ) -> None:
-    monkeypatch.setattr(admin, "PAGE", page)
+    monkeypatch.setattr(disk_reads, "PAGE", page)
     engine = swapped()
     counted = Progress()
     run(ops(engine).count("/queue/s", compile_selector("rare = 'yes'"), counted))

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from broker.core.base.errors import ClientIdInUse
+from broker.core.delivery.session import Session
 from broker.core.engine import Engine
-from broker.core.errors import ClientIdInUse
-from broker.core.session import Session
 from protocol.errors import StompError
 from protocol.frames import Frame
 from tests.broker.harness import ListOutbox, new_engine

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.cron import FIELDS, BadCron, Cron
+from broker.core.base.cron import FIELDS, BadCron, Cron
 
 # One field as (its text, the values it names), built the way ActiveMQ reads it.
 Field = tuple[str, frozenset[int]]

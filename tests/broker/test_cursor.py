@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.cursor import Cursor
-from broker.core.message import Message
+from broker.core.base.message import Message
+from broker.core.storage.cursor import Cursor
 
 
 def msg(seq: int, priority: int = 4) -> Message:

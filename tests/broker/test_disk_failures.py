@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.clock import Clock
-from broker.core.disk import RETRY_FIRST_MS
+from broker.core.base.clock import Clock
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.settings import CoreSettings
+from broker.core.storage.disk import RETRY_FIRST_MS
 from store.api import Stores
 from store.leveldb import LevelDB
 from store.persistent import MessageStore

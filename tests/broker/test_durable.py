@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.errors import ClientIdInUse
+from broker.core.base.errors import ClientIdInUse
 from protocol.errors import StompError
 from protocol.frames import Frame
 from tests.broker.harness import ListOutbox, Peer, messages_in_memory, subscription_infos

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.errors import AccessDenied
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.errors import AccessDenied
-from broker.core.settings import CoreSettings
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores

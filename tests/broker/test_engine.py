@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.errors import InvalidDestination, TransactionError, UnknownMessage
+from broker.core.base.errors import InvalidDestination, TransactionError, UnknownMessage
 from protocol.errors import MissingHeader, UnexpectedFrame
 from tests.broker.harness import Peer, new_engine
 

@@ -13,11 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from broker.core.clock import Clock
+from broker.core.admin.readout import Readout
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.core.engine import Engine
-from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
-from spark_jobs.export_format import check_line
+from export_format.lines import check_line
 from store.memory import memory_stores
 from tests.broker.harness import Peer
 from tests.broker.test_observe import Recorder
@@ -27,7 +28,7 @@ TS = 1_700_000_000_000
 
 def exporting(tmp_path: Path) -> tuple[Engine, Exporter]:
     engine = Engine(clock=Clock(TS), stores=memory_stores())
-    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter = Exporter(ExportSettings(tmp_path), Readout(engine))
     exporter.start()
     return engine, exporter
 

@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from broker.core.clock import Clock
+from broker.core.admin.readout import Readout
+from broker.core.base.clock import Clock
+from broker.core.base.message import Message
 from broker.core.engine import Engine
-from broker.core.message import Message
 from broker.export.exporter import Exporter, ExportSettings
 from broker.export.writer import VERSION, Compressor, Event, Writer, encode_lines, line_stamps
-from spark_jobs.export_format import check_line
+from export_format.lines import check_line
 from store.memory import memory_stores
 
 TS = 1_700_000_000_000
@@ -139,7 +140,7 @@ def test_the_exporter_says_each_message_id_as_it_is_at_the_event(tmp_path: Path)
     """A message's id is made once for its lines in a row (enqueue, then dispatches), and
     anew when the same message is routed again (a new ``seq``) or another comes between."""
     engine = Engine(clock=Clock(TS), stores=memory_stores())
-    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter = Exporter(ExportSettings(tmp_path), Readout(engine))
     exporter.start()
     first = Message(5, "ID:b-5", "/queue/a", {}, b"x", origin="p-1")
     other = Message(6, "ID:b-6", "/queue/a", {}, b"yy", origin="p-1")
@@ -185,7 +186,7 @@ def test_auto_acks_as_a_message_is_enqueued_go_into_its_enqueue_line(tmp_path: P
     """
     clock = Clock(TS)
     engine = Engine(clock=clock, stores=memory_stores())
-    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter = Exporter(ExportSettings(tmp_path), Readout(engine))
     exporter.start()
     # m[2]'s enqueue fills a chunk: it is encoded with the next line, not at once.
     exporter._chunk = 2
@@ -251,7 +252,7 @@ def test_a_line_between_closes_the_enqueue_line(tmp_path: Path) -> None:
     """A producer's flow line after the enqueue: the delivery that follows is not folded
     into a line that is no longer the last one."""
     engine = Engine(clock=Clock(TS), stores=memory_stores())
-    exporter = Exporter(ExportSettings(tmp_path), engine)
+    exporter = Exporter(ExportSettings(tmp_path), Readout(engine))
     exporter.start()
     message = Message(1, "ID:g-1", "/topic/t", {}, b"body", origin="p-1")
     message.arrived = TS

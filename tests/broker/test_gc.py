@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from broker.core.base.settings import DestinationPolicy
 from broker.core.engine import Engine
-from broker.core.settings import DestinationPolicy
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_persistence import StoredEngine
 

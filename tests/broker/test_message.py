@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core import message as m
-from broker.core.message import FIELDS, Message, find_header, header_block, headers_of
-from broker.core.message_codecs import (
+from broker.core.base import message as m
+from broker.core.base.message import FIELDS, Message, find_header, header_block, headers_of
+from broker.core.storage.message_codecs import (
     BadRecord,
     dispatched_record,
     from_store,
@@ -187,6 +187,16 @@ def test_copies_keep_the_payload_and_start_their_deliveries_afresh() -> None:
     again = original.redelivery_copy()
     assert state(again) == state(original)
     assert (again.store_size, again.store_dest) == (original.store_size, original.store_dest)
+
+
+def test_a_copy_takes_each_field_as_the_field_list_says() -> None:
+    original = sample()
+    copy = original.copy_to(8, "ID-x-8", "/queue/b")
+    for f in FIELDS:
+        assert f.copied in (m.GIVEN, m.KEPT, m.BY_FLAGS)
+        if f.copied == m.KEPT:
+            assert getattr(copy, f.name) == getattr(original, f.name), f.name
+    assert sorted(f.name for f in FIELDS if f.copied == m.GIVEN) == sorted(m._GIVEN_ORDER)
 
 
 def test_init_sets_every_slot_and_the_size() -> None:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.audit import ProducerAudit
-from broker.core.bridging import ID_HEADER, PATH_HEADER, REDELIVERED_HEADER
-from broker.core.errors import BrokerError
+from broker.core.base.audit import ProducerAudit
+from broker.core.base.bridging import ID_HEADER, PATH_HEADER, REDELIVERED_HEADER
+from broker.core.base.errors import BrokerError
 from protocol.frames import Frame
 from tests.broker.harness import Peer, new_engine
 

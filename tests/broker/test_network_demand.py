@@ -1,5 +1,5 @@
 """A bridge's demand (broker/network/demand.py, sans-IO): consumer advisories in, the
-subscriptions to keep out.  The advisories are the engine's own (``broker.core.advisory``),
+subscriptions to keep out.  The advisories are the engine's own (``broker.core.handlers.advisory``),
 taken from a real engine's advisory topic."""
 
 from __future__ import annotations

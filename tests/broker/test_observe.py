@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.core.message import Message
-from broker.core.observe import LATENCY_BOUNDS_MS, EventSink, Latency
-from broker.core.selector import compile_selector
-from broker.http.ops import Progress
-from broker.stats import broker_row, destination_rows
+from broker.core.admin.readout import DestinationRow, Readout
+from broker.core.admin.views import Progress
+from broker.core.base.message import Message
+from broker.core.base.observe import LATENCY_BOUNDS_MS, EventSink, Latency
+from broker.core.base.selector import compile_selector
+from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
 from tests.broker.harness import Peer, new_engine
 from tests.broker.test_admin import ops, run
 from tests.broker.test_swap import KB, send, swapping_engine
@@ -76,7 +77,7 @@ def test_no_sink_by_default_and_every_event_of_a_message_life_with_one() -> None
         ("enqueue", "/queue/gone"),
     ]
     # A dead letter is an arrival at the DLQ, not an enqueue; its counters say so.
-    rows = {row.destination: row for row in destination_rows(engine)}
+    rows = {row.destination: row for row in Readout(engine).destination_rows()}
     assert rows["/queue/a"].dead_lettered_total == 1 and rows["/queue/a"].dequeued_total == 2
     assert rows["/queue/ActiveMQ.DLQ"].enqueued_total == 1
 
@@ -113,7 +114,7 @@ def test_a_blocked_producer_is_a_flow_block_then_a_release_with_its_wait() -> No
         messages = both.messages()
         both.send_frame("ACK", {"id": messages[-1].headers["ack"]})
     assert [c for c in events.calls if c[0] == "flow-release"] == [("flow-release", "/queue/f", "space", 250)]
-    assert broker_row(engine)["producers_blocked_seconds_total"] == 0.25
+    assert Readout(engine).broker_row()["producers_blocked_seconds_total"] == 0.25
 
 
 def test_swapping_is_counted_in_messages_and_bytes_and_a_queue_knows_its_disk_bytes() -> None:
@@ -121,18 +122,18 @@ def test_swapping_is_counted_in_messages_and_bytes_and_a_queue_knows_its_disk_by
     p = Peer(engine)
     send(p, "/queue/q", 300)
     queue = engine.queues["/queue/q"]
-    row = broker_row(engine)
+    row = Readout(engine).broker_row()
     swapped = queue.cursor.disk_total
     assert row["swapped_out_messages_total"] == swapped > 200
     size = queue.cursor.disk_bytes
     # Bytes as the memory limit counts them: each 1,006-byte body and its objects' price.
     assert row["swapped_out_bytes_total"] == size > swapped * 1006
-    (destination,) = (r for r in destination_rows(engine) if r.destination == "/queue/q")
+    (destination,) = (r for r in Readout(engine).destination_rows() if r.destination == "/queue/q")
     assert destination.disk_bytes == size and destination.messages == 300
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
     assert len(c.messages()) == 300
-    row = broker_row(engine)
+    row = Readout(engine).broker_row()
     assert row["swapped_in_messages_total"] == swapped
     assert row["swapped_in_bytes_total"] == row["swapped_out_bytes_total"]
     assert queue.cursor.disk_bytes == 0
@@ -163,3 +164,8 @@ def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
     # A moved message keeps its arrival: its latency counts from the producer's SEND.
     arrivals = {m.headers["n"]: m.arrived for m in engine.queues["/queue/dst"].cursor}
     assert sorted(arrivals) == ["4", "5"] and all(arrivals.values())
+
+
+def test_a_destination_row_has_the_schema_s_fields_in_its_order() -> None:
+    assert DestinationRow.__slots__ == ("destination", "type", *DESTINATION_COUNTERS, *DESTINATION_GAUGES)
+    assert Readout(new_engine()).broker_row().keys() == set(row_fields("broker"))

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.core.clock import Clock
-from broker.core.disk import Disk
-from broker.core.usage import UsageMeter
+from broker.core.base.clock import Clock
+from broker.core.base.usage import UsageMeter
+from broker.core.storage.disk import Disk
 from protocol.frames import Frame
 from store.api import Failed, Ok, Outcome
 from store.memory import memory_temp_store

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.errors import SlowConsumer
-from broker.core.usage import UsageMeter
+from broker.core.base.errors import SlowConsumer
+from broker.core.base.usage import UsageMeter
 from broker.io.outbox import Outbox
 from tests.broker.harness import MockLoop, MockTransport, Peer, WirePeer, messages_in_memory, new_engine
 from tests.broker.test_persistence import StoredEngine

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.message import FIFO_LEVEL
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.message import FIFO_LEVEL
-from broker.core.settings import CoreSettings
-from store.api import Stores
+from protocol.frames import Frame
+from store.api import Batch, Stores
 from store.keys import prefix_end
+from store.layout import DISPATCHED
 from store.memory import memory_temp_store
-from store.persistent import DISPATCHED, MessageStore
+from store.persistent import MessageStore
 from store.worker import InlineWorker
 from tests.broker.harness import ListOutbox, Peer
 from tests.broker.test_swap import bodies, send
@@ -112,6 +114,20 @@ def test_a_message_dispatched_in_the_batch_that_stores_it_needs_no_mark_and_come
     assert dispatch_marks(again) == []
     assert again.engine.usage.store.used == 0
     again.close()
+
+
+def test_a_selective_or_grouped_dispatch_in_the_batch_that_stores_the_message_needs_no_mark(
+    stored: StoredEngine,
+) -> None:
+    # Dispatch goes through the cursor here (a selector, a group), still in the same unit of work.
+    selective, grouped, producer = Peer(stored.engine), Peer(stored.engine), Peer(stored.engine)
+    selective.send_frame("SUBSCRIBE", {"destination": "/queue/s", "id": "1", "selector": "n = 1"})
+    grouped.send_frame("SUBSCRIBE", {"destination": "/queue/g", "id": "1"})
+    producer.send_frame("SEND", {"destination": "/queue/s", "persistent": "true", "n": "1"}, b"s")
+    producer.send_frame("SEND", {"destination": "/queue/g", "persistent": "true", "JMSXGroupID": "a"}, b"g")
+    assert dispatch_marks(stored) == []
+    assert [f.body for f in selective.messages()] == [b"s"]
+    assert [f.body for f in grouped.messages()] == [b"g"]
 
 
 def test_a_message_redelivered_in_the_batch_that_stores_it_gets_a_mark(stored: StoredEngine) -> None:
@@ -226,7 +242,7 @@ def test_recovery_reads_counters_not_messages(tmp_path: Path) -> None:
     assert second.recovered == 250
     cursor = second.engine.queues["/queue/r"].cursor
     assert cursor.mem_count == 0
-    assert cursor.disk_count[3] == 200 and cursor.disk_count[7] == 50
+    assert cursor.disk_counts()[3] == 200 and cursor.disk_counts()[7] == 50
     c = Peer(second.engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1"})
     second.settle()
@@ -244,7 +260,7 @@ def test_arrival_order_and_each_priority_survive_a_restart(tmp_path: Path) -> No
     first.close()
     for prioritized in (False, True):
         again = StoredEngine(tmp_path / "store", prioritized_messages=prioritized)
-        assert again.engine.queues["/queue/r"].cursor.disk_count[FIFO_LEVEL] == 100
+        assert again.engine.queues["/queue/r"].cursor.disk_counts()[FIFO_LEVEL] == 100
         c = Peer(again.engine)
         c.send_frame("SUBSCRIBE", {"destination": "/queue/r", "id": "1", "ack": "client"})
         again.settle()
@@ -252,3 +268,52 @@ def test_arrival_order_and_each_priority_survive_a_restart(tmp_path: Path) -> No
         assert [int(f.body[:6]) for f in frames] == list(range(100))
         assert [f.headers["priority"] for f in frames] == [str((9, 1, 4, 0)[i % 4]) for i in range(100)]
         again.close()
+
+
+def test_a_read_of_the_store_waits_for_the_batch_being_built_and_never_cuts_it(stored: StoredEngine) -> None:
+    """A page-in asked for in the same unit of work that stored its message: it runs once
+    the end of the work has submitted the batch (so it finds the message), and nothing
+    before that end submits it."""
+    engine = stored.engine
+    producer = Peer(engine)
+    # Memory past the high-water mark: a persistent message to a new queue stays only in the store.
+    send(producer, "/queue/fill", 60)
+    stored.settle()
+    consumer = Peer(engine)
+    assert stored.store.committer is not None
+    counting = CountingCommitter(stored.store.committer)
+    stored.store.use_committer(counting)  # type: ignore[arg-type]
+    batches = counting.batches
+    # One read's worth of frames: the SEND's record is built, then the SUBSCRIBE pages it in.
+    engine.handle(producer.session, f_send("/queue/q", b"000000stored"))
+    assert engine.queues["/queue/q"].cursor.disk_total == 1
+    engine.handle(consumer.session, f_subscribe("/queue/q"))
+    assert batches == []
+    engine.flush()
+    # The work's batch, then (the worker here runs jobs inline) the page-in's delivery's.
+    assert len(batches) == 2
+    stored.settle()
+    assert [f.body for f in consumer.received() if f.command == "MESSAGE"] == [b"000000stored"]
+
+
+class CountingCommitter:
+    """The store's committer, counting the batches handed to it."""
+
+    def __init__(self, committer: object) -> None:
+        self.committer = committer
+        self.batches: list[int] = []
+
+    def submit_batch(self, batch: Batch, on_durable: Callable[[], None] | None = None) -> None:
+        self.batches.append(len(batch))
+        self.committer.submit_batch(batch, on_durable)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.committer, name)
+
+
+def f_send(destination: str, body: bytes) -> Frame:
+    return Frame("SEND", {"destination": destination, "persistent": "true"}, body)
+
+
+def f_subscribe(destination: str) -> Frame:
+    return Frame("SUBSCRIBE", {"destination": destination, "id": "1"})

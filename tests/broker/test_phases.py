@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.connect import TRANSITIONS, next_phase
+from broker.core.delivery.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
 from broker.core.engine import Engine
-from broker.core.session import AWAIT_CONNECT, CLOSING, CONNECTED, Session
+from broker.core.handlers.connect import TRANSITIONS, next_phase
 from protocol import frames as f
 from protocol.errors import StompError, UnexpectedFrame
 from tests.broker.harness import ListOutbox, new_engine

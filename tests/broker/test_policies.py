@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.settings import CoreSettings, DestinationPolicy
 from broker.core.engine import Engine
-from broker.core.settings import CoreSettings, DestinationPolicy
 from store.api import Stores
 from store.memory import memory_message_store
 from store.temp import TempStore

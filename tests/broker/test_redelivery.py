@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from broker.core.base.settings import DestinationPolicy
 from broker.core.engine import Engine
-from broker.core.settings import DestinationPolicy
 from protocol.frames import Frame
 from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
 from tests.broker.test_persistence import StoredEngine

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.core import scheduler
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
 from broker.core.engine import Engine
+from broker.core.handlers import scheduler
 from protocol.errors import StompError
 from protocol.frames import Frame
 from store.memory import memory_stores

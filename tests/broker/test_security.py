@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core import names
-from broker.core.guard import ADMIN, READ, WRITE, NotAuthenticated, Principal
+from broker.core.base import names
+from broker.core.base.guard import ADMIN, READ, WRITE, NotAuthenticated, Principal
 from broker.security.access import AccessRules
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, AuthorizationEntry, Password, User

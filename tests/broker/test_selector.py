@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.core.selector import InvalidSelector, Selector, Subject, compile_selector
-from broker.core.selector.syntax import MAX_DEPTH
+from broker.core.base.selector import InvalidSelector, Selector, Subject, compile_selector
+from broker.core.base.selector.syntax import MAX_DEPTH
 from protocol.errors import StompError
 
 Headers = dict[str, object]

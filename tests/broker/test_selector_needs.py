@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from broker.core.selector import InvalidSelector, Selector, compile_selector
+from broker.core.base.selector import InvalidSelector, Selector, compile_selector
 
 NAMES = ("a", "b", "c", "JMSType")
 VALUES = ("1", "2", "x", "true", "1.5e0", "")

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.core.selector import InvalidSelector, compile_selector
+from broker.core.base.selector import InvalidSelector, compile_selector
 
 Node = tuple[Any, ...]
 Headers = dict[str, object]

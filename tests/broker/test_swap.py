@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.clock import Clock
+from broker.core.base.clock import Clock
+from broker.core.base.errors import NoSpace
+from broker.core.base.message import FIFO_LEVEL
+from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.core.errors import NoSpace
-from broker.core.message import FIFO_LEVEL
-from broker.core.settings import CoreSettings
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store
 from store.temp import TempStore
@@ -79,7 +79,7 @@ def test_priority_order_holds_across_memory_and_disk() -> None:
     send(p, "/queue/p", 150, priority=1)
     send(p, "/queue/p", 5, priority=9, start=1000)
     send(p, "/queue/p", 150, priority=4, start=2000)
-    assert engine.queues["/queue/p"].cursor.disk_count[9] == 5
+    assert engine.queues["/queue/p"].cursor.disk_counts()[9] == 5
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/p", "id": "1"})
     got = bodies(c)
@@ -95,7 +95,7 @@ def test_arrival_order_holds_across_memory_and_disk_whatever_the_priority(persis
     for i in range(300):
         send(p, "/queue/f", 1, priority=(9, 1, 4, 0)[i % 4], start=i, persistent=persistent)
     cursor = engine.queues["/queue/f"].cursor
-    assert cursor.disk_total > 100 and cursor.disk_count[FIFO_LEVEL] == cursor.disk_total
+    assert cursor.disk_total > 100 and cursor.disk_counts()[FIFO_LEVEL] == cursor.disk_total
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/f", "id": "1"})
     frames = []

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from broker.core.errors import UnknownMessage
+from broker.core.base.errors import UnknownMessage
 from protocol.frames import Frame
 from store.memory import InlineCommitter, MemoryDatabase
 from store.persistent import MessageStore

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.core.wildcards import WildcardTrie, has_wildcard_element, is_wildcard, matches
+from wildcards import WildcardTrie, has_wildcard_element, is_wildcard, matches
 
 CASES = [
     # pattern, name, matches

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from aiohttp import WSCloseCode
 
-from broker.core.errors import AccessDenied, InvalidDestination, StoreFailed
-from broker.http.origin import InvalidOrigin, check_origin, normalize_origin
-from broker.http.ws import choose_subprotocol
-from broker.http.ws_transport import close_code_for
+from broker.core.base.errors import AccessDenied, InvalidDestination, StoreFailed
+from broker.ws.endpoint import choose_subprotocol
+from broker.ws.origin import InvalidOrigin, check_origin, normalize_origin
+from broker.ws.transport import close_code_for
 from protocol.errors import FrameTooLarge, MalformedFrame, UnexpectedFrame
 
 

@@ -9,7 +9,7 @@ import pytest
 import trustme
 
 from broker.app import BrokerOptions
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config.loader import load

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from spark_jobs.schema import fields
+from export_format.schema import fields
 from tests.docker.dashboard import (
     LABELS,
     Query,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.http.auth import HttpSecurity, InMemoryAuthenticator
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.fake_admin import FakeOps, FakeServer, messages
 from tests.http_support import start_http_broker
@@ -223,7 +223,7 @@ def test_other_operations(args: list[str], expected: str) -> None:
 
 
 def test_a_failed_operation_exits_1() -> None:
-    from broker.http.ops import Conflict
+    from broker.core.admin.errors import Conflict
 
     ops = FakeOps({"/queue/a": messages(30)}, fail_with=Conflict("store full"))
     with FakeServer(ops) as server:

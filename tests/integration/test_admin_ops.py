@@ -1,5 +1,6 @@
-"""The core's admin operations (broker.core.admin) through the real HTTP API, on queues
-whose messages lie in memory, in the temp store (swapped) and in the message store."""
+"""The core's admin operations (broker.core.handlers.operations, run by broker.core.admin) through the
+real HTTP API, on queues whose messages lie in memory, in the temp store (swapped) and in the
+message store."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.app import BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
+from tests.broker_thread import BrokerThread
 from tests.http_support import call, start_http_broker
 from tests.stomp_raw import RawClient
 

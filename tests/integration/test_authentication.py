@@ -15,7 +15,6 @@ import pytest
 import stomp
 from stomp.exception import ConnectFailedException
 
-from broker.app import BrokerThread
 from broker.security.guard import Security
 from broker.settings_bridge import broker_options
 from config.loader import load
@@ -23,6 +22,7 @@ from config.model import Password
 from config.passwords import verify
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call
 from tests.listener_support import Pki, broker_from_xml

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.security_support import exists, security_file, start_secured, wait_error
 

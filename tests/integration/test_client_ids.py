@@ -15,9 +15,9 @@ import stomp
 from stomp.exception import ConnectFailedException
 from stomp.utils import Frame as StompPyFrame
 
-from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.loader import load
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, Collector, client
 from tests.ws_support import WsSession, ws_url
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.cli import main
 from broker.settings_bridge import broker_options
 from config import passwords
 from config.loader import load
 from config.overrides import Override, apply
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 
 pytestmark = pytest.mark.integration

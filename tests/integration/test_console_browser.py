@@ -18,7 +18,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]

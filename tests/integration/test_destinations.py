@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from tests.clients import client, eventually
 from tests.conftest import BrokerServer, start_broker
 from tests.stomp_raw import RawClient

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.clients import client, eventually
 from tests.security_support import entries_file, start_secured, stored, wait_error
 

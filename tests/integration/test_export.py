@@ -1,5 +1,5 @@
 """``--export-dir``: the files a real broker writes for a known stomp.py workload, checked
-line by line against the export schema (spark_jobs/export_format.check_line); and what
+line by line against the export schema (export_format.lines.check_line); and what
 happens when the writer stalls (a barrier on its thread) or the disk is full (a real
 tmpfs): events are dropped and counted, the broker goes on answering."""
 
@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from broker.app import BrokerOptions, BrokerThread
-from broker.core.settings import CoreSettings
+from broker.app import BrokerOptions
+from broker.core.base.settings import CoreSettings
 from broker.export.exporter import ExportSettings
 from broker.io.listener import Listener
-from spark_jobs.export_format import check_line
+from export_format.lines import check_line
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.integration.test_full_disk import small_tmpfs
 

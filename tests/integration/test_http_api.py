@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.app import BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.http_support import call, start_http_broker
 

@@ -114,7 +114,7 @@ def test_a_running_operation_can_be_cancelled_between_batches() -> None:
 
 
 def test_an_operation_that_fails_half_way_says_why() -> None:
-    from broker.http.ops import Conflict
+    from broker.core.admin.errors import Conflict
 
     ops = FakeOps({"/queue/a": messages(30)}, fail_with=Conflict("the target was deleted meanwhile"))
     with FakeServer(ops) as server:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.app import BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call, start_http_broker
 

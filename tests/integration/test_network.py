@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.bridging import PATH_HEADER
+from broker.core.base.bridging import PATH_HEADER
 from tests.clients import Client
 from tests.listener_support import Pki
 from tests.network_support import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from protocol.encoder import encode_frame
 from protocol.frames import Frame

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
-from broker.core.settings import CoreSettings
+from broker.core.base.settings import CoreSettings
 from store.errors import StoreError
+from tests.broker_thread import BrokerThread
 from tests.clients import client, eventually
 from tests.conftest import start_broker
 

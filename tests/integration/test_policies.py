@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.settings_bridge import broker_options
 from config.loader import load
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client, eventually
 from tests.config.helpers import broker_file
 from tests.stomp_raw import RawClient

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
 from broker.security.guard import Security
 from broker.security.reload import Reloader
 from broker.settings_bridge import broker_options
 from config.loader import Loaded, load
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient

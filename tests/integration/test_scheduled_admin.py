@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call
 from tests.integration.test_admin_cli import admin, last_json, url_of

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.http_support import call
 from tests.security_support import entries_file, exists, start_secured, stored, wait_error

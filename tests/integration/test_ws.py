@@ -15,10 +15,11 @@ import aiohttp
 import pytest
 import trustme
 
-from broker.app import BrokerOptions, BrokerThread
-from broker.http.ws_transport import WebSocketStompConnection
+from broker.app import BrokerOptions
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from broker.ws.transport import WebSocketStompConnection
+from tests.broker_thread import BrokerThread
 from tests.http_support import call
 from tests.stomp_raw import RawClient
 from tests.ws_support import WsSession, running_ws_broker, start_ws_broker, stomp_path_url, ws_url

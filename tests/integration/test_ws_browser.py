@@ -15,7 +15,7 @@ from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.integration.test_console_browser import browser  # noqa: F401 (the Chromium fixture)
 from tests.integration.test_server import free_port
 from tests.stomp_raw import RawClient

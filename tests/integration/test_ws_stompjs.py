@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import pytest
 
-from broker.app import BrokerThread
+from tests.broker_thread import BrokerThread
 from tests.stomp_raw import RawClient
 from tests.ws_support import start_ws_broker, stomp_path_url, ws_url
 

@@ -1,4 +1,4 @@
-"""Records and lines for the format tests, drawn from spark_jobs.schema itself.
+"""Records and lines for the format tests, drawn from export_format.schema itself.
 
 ``records_st()`` makes valid records of either kind (hypothesis); ``mutations(field)``
 the ways a value of that field can be wrong; ``BAD_EVENT_LINES`` hand-written corrupt
@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from hypothesis import strategies as st
 
-from spark_jobs import schema
-from spark_jobs.schema import DISCRIMINATOR, Field, is_required
+from export_format import schema
+from export_format.schema import DISCRIMINATOR, Field, is_required
 
 DESTINATIONS: Final = ("/queue/a", "/topic/prices.eu", "/temp-queue/x", "/queue/ü ö")
 

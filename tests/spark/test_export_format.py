@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from spark_jobs import schema
-from spark_jobs.export_format import (
+from export_format import files, schema
+from export_format.lines import (
     ExportWriter,
     Records,
     check_line,
     encode,
-    finish_rotations,
     new_run_id,
     problems,
 )
+from spark_jobs import schema as spark_schema
 from tests.spark.records import BAD_EVENT_LINES, records_st
 
 T0 = 1_767_225_600_000
@@ -92,7 +92,7 @@ def test_every_valid_record_reads_back(record: tuple[str, dict[str, Any]]) -> No
 
 def test_records_number_each_kind_from_one() -> None:
     rec = Records()
-    assert schema.FILE_NAME.match(schema.file_name("events", T0, rec.run, 1))
+    assert files.FILE_NAME.match(files.file_name("events", T0, rec.run, 1))
     first = rec.event(T0, "enqueue", "/queue/a")
     snapshot = rec.metric(T0, "broker")
     second = rec.event(T0, "ack", "/queue/a")
@@ -115,17 +115,16 @@ def test_writer_rotates_by_size_and_compresses(tmp_path: Path) -> None:
     ]
     for record in written:
         writer.write(record)
-    writer.flush()
     live = writer.live_path
     assert live is not None and live.exists()
     assert len(writer.rotated) >= 3
     for path in writer.rotated:
         assert path.name.endswith(".jsonl.gz") and path.stat().st_size > 0
-        match = schema.FILE_NAME.match(path.name)
+        match = files.FILE_NAME.match(path.name)
         assert match and int(match["start"]) == _lines(path)[0]["ts"]  # start_ms: the first line's ts
         assert len(gzip.decompress(path.read_bytes())) <= 1000
         assert not path.with_name(path.name.removesuffix(".gz")).exists()
-    assert [m["index"] for m in (schema.FILE_NAME.match(p.name) for p in writer.rotated) if m] == [
+    assert [m["index"] for m in (files.FILE_NAME.match(p.name) for p in writer.rotated) if m] == [
         f"{i:06d}" for i in range(1, len(writer.rotated) + 1)
     ]
     writer.close()
@@ -158,8 +157,7 @@ def test_finish_rotations_after_a_crash(tmp_path: Path) -> None:
     stale.write_bytes(b"half a gzip")
     mine = ExportWriter(tmp_path, "events", "new", check=False)
     mine.write(enqueue(run="new"))
-    mine.flush()
-    done = finish_rotations(tmp_path, current_run="new")
+    done = files.finish_rotations(tmp_path, current_run="new")
     assert [p.name for p in done] == [old.live_path.name + ".gz"]
     assert not stale.exists() and not old.live_path.exists()
     assert mine.live_path is not None and mine.live_path.exists()  # the current run's live file is left alone
@@ -168,8 +166,10 @@ def test_finish_rotations_after_a_crash(tmp_path: Path) -> None:
 
 
 def test_readme_tables_match_the_schema() -> None:
-    readme = Path(schema.__file__).with_name("README.md").read_text()
-    assert readme == schema.readme_with_tables(readme), "run: python -m spark_jobs.schema --update-readme"
+    readme = Path(spark_schema.__file__).with_name("README.md").read_text()
+    assert readme == spark_schema.readme_with_tables(readme), (
+        "run: python -m spark_jobs.schema --update-readme"
+    )
     for kind in schema.KINDS:
         for name in schema.field_names(kind):
             assert f"| `{name}` |" in readme

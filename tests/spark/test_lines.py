@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark_jobs import schema
-from spark_jobs.export_format import check_line, encode
+from export_format import files, schema
+from export_format.lines import check_line, encode
+from export_format.schema import DISCRIMINATOR, Field, Kind, is_required
 from spark_jobs.lines import CORRUPT, LATE, OK, InputError, classify, list_inputs, load
-from spark_jobs.schema import DISCRIMINATOR, Field, Kind, is_required
 from tests.spark.records import BAD_EVENT_LINES, DESTINATIONS, fits, mutations
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def test_a_number_in_a_string_field_reads_as_text_in_spark(spark: SparkSession, 
 
 def test_late_is_measured_from_the_files_first_line(spark: SparkSession, tmp_path: Path) -> None:
     start = T0 + 3_600_000
-    name = schema.file_name("events", start, "r1", 1)
+    name = files.file_name("events", start, "r1", 1)
     records = [
         {
             "v": 1,
@@ -123,10 +123,10 @@ def test_inputs_are_found_through_hadoop(spark: SparkSession, tmp_path: Path) ->
     day = tmp_path / "2026-01-01"
     day.mkdir()
     names = {
-        day / schema.file_name("events", T0, "r1", 1): True,
-        (day / schema.file_name("events", T0, "r1", 2)).with_suffix(".jsonl.gz"): True,
-        tmp_path / schema.file_name("metrics", T0, "r1", 1): True,
-        day / (schema.file_name("events", T0, "r1", 3) + ".gz.tmp"): False,
+        day / files.file_name("events", T0, "r1", 1): True,
+        (day / files.file_name("events", T0, "r1", 2)).with_suffix(".jsonl.gz"): True,
+        tmp_path / files.file_name("metrics", T0, "r1", 1): True,
+        day / (files.file_name("events", T0, "r1", 3) + ".gz.tmp"): False,
         day / "notes.txt": False,
         day / "events-123-r1-000001.jsonl": False,
     }
@@ -135,8 +135,8 @@ def test_inputs_are_found_through_hadoop(spark: SparkSession, tmp_path: Path) ->
     found = list_inputs(spark, [tmp_path.as_uri()])
     listed = {p.rsplit("/", 1)[1] for paths in found.paths.values() for p in paths}
     assert listed == {p.name for p, wanted in names.items() if wanted}
-    assert [p.rsplit("/", 1)[1] for p in found.paths["metrics"]] == [schema.file_name("metrics", T0, "r1", 1)]
-    single = list_inputs(spark, [str(tmp_path / schema.file_name("metrics", T0, "r1", 1))])
+    assert [p.rsplit("/", 1)[1] for p in found.paths["metrics"]] == [files.file_name("metrics", T0, "r1", 1)]
+    single = list_inputs(spark, [str(tmp_path / files.file_name("metrics", T0, "r1", 1))])
     assert len(single.paths["metrics"]) == 1 and single.paths["events"] == []
     with pytest.raises(InputError, match="no such file"):
         list_inputs(spark, [str(tmp_path / "missing")])
@@ -159,9 +159,9 @@ def test_duplicates_and_gaps(spark: SparkSession, tmp_path: Path) -> None:
             },
         )
 
-    first = tmp_path / schema.file_name("events", T0, "r1", 1)
+    first = tmp_path / files.file_name("events", T0, "r1", 1)
     first.write_bytes(b"".join(line("r1", s) for s in (1, 2, 2, 3, 6, 2)) + line("r2", 1))
-    second = tmp_path / schema.file_name("events", T0, "r2", 1)
+    second = tmp_path / files.file_name("events", T0, "r2", 1)
     second.write_bytes(line("r2", 1) + line("r2", 2) + line("r1", 3))
     paths = [str(first), str(second)]
     loaded = load(spark, "events", paths, 0, 60_000, ["event"])

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark_jobs.export_format import ExportWriter, Records, check_line, encode
+from export_format.lines import ExportWriter, Records, check_line, encode
 from spark_jobs.report import ReportSettings, run_report
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ import shutil
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from spark_jobs.export_format import ExportWriter, Records, encode
+from export_format.lines import ExportWriter, Records, encode
 
 if TYPE_CHECKING:
     from pathlib import Path

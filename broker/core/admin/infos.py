@@ -1,0 +1,206 @@
+"""The admin read models (``views``), built from the broker's objects (on its loop)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.admin.views import (
+    BrowsedMessage,
+    ConnectionInfo,
+    DestinationInfo,
+    Meter,
+    ScheduledJob,
+    SubscriptionInfo,
+)
+from broker.core.base import names
+from broker.core.delivery.session import CONNECTED
+from broker.core.handlers.scheduler import DELAY, REPEAT
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from broker.core.base.message import Message
+    from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.durable import DurableSubscription
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.session import Session
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.delivery.topic import Topic
+    from broker.core.storage.jobs import Job
+
+_KINDS = {
+    names.QUEUE: "queue",
+    names.TOPIC: "topic",
+    names.REMOTE_TEMP_QUEUE: "temp-queue",
+    names.REMOTE_TEMP_TOPIC: "temp-topic",
+}
+
+
+def queue_info(queue: Queue) -> DestinationInfo:
+    stats = queue.stats
+    cursor = queue.cursor
+    in_flight = 0
+    for sub in queue.consumers:
+        in_flight += sum(1 for message in sub.inflight.values() if message.destination == queue.name)
+    return DestinationInfo(
+        name=queue.name,
+        kind=kind_of(queue.name),
+        depth=cursor.count,
+        enqueued=stats.enqueued,
+        dequeued=stats.dequeued,
+        dispatched=stats.dispatched,
+        expired=stats.expired,
+        in_flight=in_flight,
+        consumers=len(queue.consumers),
+        producers=None,
+        memory_bytes=_used(queue.meter),
+        memory_limit=_limit(queue.meter),
+        memory_messages=cursor.mem_count,
+        disk_messages=cursor.disk_total,
+        temporary=queue.owner is not None,
+    )
+
+
+def topic_info(topic: Topic, subscribers: tuple[Subscription, ...]) -> DestinationInfo:
+    """``subscribers``: the subscriptions ``topic`` feeds."""
+    depth = memory = disk = in_flight = 0
+    for sub in subscribers:
+        in_flight += sum(1 for message in sub.inflight.values() if message.destination == topic.name)
+        # A subscription on this one topic waits in a cursor of its own for it;
+        # one across wildcards or several topics is counted where it subscribed.
+        if sub.topic_patterns == [(topic.kind, topic.bare)]:
+            depth += sub.cursor.count
+            memory += sub.cursor.mem_count
+            disk += sub.cursor.disk_total
+    return DestinationInfo(
+        name=topic.name,
+        kind=kind_of(topic.name),
+        depth=depth,
+        enqueued=topic.stats.enqueued,
+        dequeued=None,
+        dispatched=topic.stats.dispatched,
+        expired=None,
+        in_flight=in_flight,
+        consumers=len(subscribers),
+        producers=None,
+        memory_bytes=_used(topic.meter),
+        memory_limit=_limit(topic.meter),
+        memory_messages=memory,
+        disk_messages=disk,
+        temporary=topic.owner is not None,
+    )
+
+
+def scheduled_job(job: Job, preview: int) -> ScheduledJob:
+    message = job.message
+    headers = message.headers
+    return ScheduledJob(
+        id=job.id,
+        destination=job.destination,
+        next_due=job.due,
+        cron=job.cron,
+        delay=_header_int(headers, DELAY),
+        period=job.period,
+        repeat=_header_int(headers, REPEAT),
+        repeats_left=job.repeats,
+        priority=message.priority,
+        persistent=message.persistent,
+        headers=headers,
+        body_size=len(message.body),
+        preview=message.body[:preview],
+    )
+
+
+def _header_int(headers: dict[str, str], name: str) -> int:
+    text = headers.get(name, "0")
+    return int(text) if text.isdigit() else 0
+
+
+def browsed(message: Message, preview: int) -> BrowsedMessage:
+    return BrowsedMessage(
+        id=message.id,
+        priority=message.priority,
+        persistent=message.persistent,
+        timestamp=message.timestamp,
+        expires=message.expires,
+        redelivered=message.redelivered,
+        headers=dict(message.headers),
+        body_size=len(message.body),
+        preview=message.body[:preview],
+    )
+
+
+def connection_info(session: Session, peers: Mapping[str, tuple[str, float]]) -> ConnectionInfo:
+    peer, since = peers.get(session.id, ("?", 0.0))
+    return ConnectionInfo(
+        id=session.id,
+        peer=peer,
+        login=session.login,
+        client_id=session.client_id,
+        version=session.version if session.phase is CONNECTED else None,
+        connected_since=since,
+        subscriptions=len(session.subscriptions),
+        in_flight=sum(len(sub.inflight) for sub in session.subscriptions.values()),
+        blocked=session.blocked_since is not None,
+    )
+
+
+def subscription_info(sub: Subscription) -> SubscriptionInfo:
+    durable = sub.durable
+    return SubscriptionInfo(
+        connection=sub.session.id,
+        id=sub.id,
+        destination=sub.destination,
+        ack=sub.ack,
+        selector=durable.selector_text or None if durable is not None else None,
+        prefetch=sub.prefetch,
+        in_flight=len(sub.inflight),
+        delivered=sub.delivered,
+        pending=sub.cursor.count,
+        durable=durable.name if durable is not None else None,
+        client_id=sub.session.client_id,
+    )
+
+
+def subscription_infos(session: Session) -> list[SubscriptionInfo]:
+    return [subscription_info(sub) for sub in session.subscriptions.values()]
+
+
+def away_info(durable: DurableSubscription) -> SubscriptionInfo:
+    """A durable subscription whose subscriber is away (it still holds what it is owed)."""
+    return SubscriptionInfo(
+        connection=None,
+        id=durable.name,
+        destination=durable.destination,
+        ack=None,
+        selector=durable.selector_text or None,
+        prefetch=None,
+        in_flight=0,
+        delivered=0,
+        pending=0,
+        durable=durable.name,
+        client_id=durable.client_id,
+    )
+
+
+def kind_of(name: str) -> str:
+    for prefix, kind in _KINDS.items():
+        if name.startswith(prefix):
+            return kind
+    return "queue"
+
+
+def kind_and_name(info: DestinationInfo) -> tuple[str, str]:
+    return (info.kind, info.name)
+
+
+def meter(meter: UsageMeter) -> Meter:
+    return Meter(meter.used, meter.limit, meter.peak)
+
+
+def _used(meter: UsageMeter | None) -> int:
+    return meter.used if meter is not None else 0
+
+
+def _limit(meter: UsageMeter | None) -> int:
+    return meter.limit if meter is not None else 0

@@ -1,0 +1,426 @@
+"""``AdminService``: what an administrator may ask of a running broker, in the core.
+
+It reads the broker's objects into the read models (``views``) and runs the admin
+operations (``operations``: browse, count, move, copy, remove, purge; and delete, a
+durable subscription's browse and purge, scheduled jobs), on the broker's loop, which
+owns every broker object, so each read is a consistent snapshot.
+
+Quick answers are plain methods.  Anything that grows with the broker (every
+destination, connection or subscription) or reads a queue's disk part returns
+``Steps``: a bounded step at a time, the store batch each step built handed to the store
+at its end (``Engine.flush``: the end of a unit of work), and a ``Wait`` yielded while a
+disk job is under way.  Arguments are checked before a method returns, so a refusal
+(``errors``) is raised at the call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.core.admin import infos, steps
+from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
+from broker.core.admin.steps import Wait, collect, ordered
+from broker.core.admin.views import (
+    BridgeInfo,
+    BrowsePage,
+    ConnectionInfo,
+    DestinationInfo,
+    Health,
+    JobPage,
+    Progress,
+    SubscriptionInfo,
+    Usage,
+)
+from broker.core.base import names
+from broker.core.base.errors import BrokerError
+from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
+from broker.core.storage.cursor import Cursor
+from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
+from store.api import LEVELS, Failed
+from wildcards import has_wildcard_element
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from broker.core.admin.steps import Steps
+    from broker.core.base.selector import Selector
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.session import Session
+    from broker.core.engine import Engine
+    from broker.core.storage.jobs import Job
+    from store.api import Outcome
+
+
+class ClosedByAdmin(BrokerError):
+    summary = "connection closed by an administrator"
+
+
+class RoleView(Protocol):
+    """The broker's part in a shared-store pair (``broker.role.Role``), as health says it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def since(self) -> float: ...
+
+
+class AdminService:
+    """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
+    the transports know those, the engine does not.  ``network()``: the network bridges'
+    status (``broker.network.Bridge.status``), one dict each."""
+
+    __slots__ = ("_engine", "_network", "_peers", "_role")
+
+    def __init__(
+        self,
+        engine: Engine,
+        peers: Callable[[], Mapping[str, tuple[str, float]]],
+        role: RoleView | None = None,
+        network: Callable[[], list[dict[str, object]]] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._peers = peers
+        self._role = role
+        self._network = network
+
+    # -- destinations ----------------------------------------------------------------
+
+    def destinations(self) -> Steps[list[DestinationInfo]]:
+        """Every destination, by kind and name (built, and sorted, in slices)."""
+        engine = self._engine
+        router = engine.router
+        found = yield from collect(engine.queues.values(), infos.queue_info)
+        found += yield from collect(
+            router.topics.values(), lambda topic: infos.topic_info(topic, router.subscribers(topic))
+        )
+        return (yield from ordered(found, infos.kind_and_name))
+
+    def destination(self, name: str) -> DestinationInfo:
+        queue = self._engine.queues.get(name)
+        if queue is not None:
+            return infos.queue_info(queue)
+        topic = self._engine.router.topics.get(name)
+        if topic is not None:
+            return infos.topic_info(topic, self._engine.router.subscribers(topic))
+        raise NotFound(f"no destination {name}")
+
+    def create(self, name: str) -> DestinationInfo:
+        destinations = self._engine.destinations
+        kind = next((kind for kind in (names.QUEUE, names.TOPIC) if name.startswith(kind)), None)
+        if kind is None:
+            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+        bare = name.removeprefix(kind)
+        if has_wildcard_element(bare):
+            # Nor moved or copied to: a wildcard names no destination (Destinations.sendable).
+            raise Invalid(f"{name} is a wildcard, not a destination")
+        if kind == names.QUEUE:
+            queue = destinations.queue(name)
+            destinations.used(queue)
+            return infos.queue_info(queue)
+        topic = destinations.topic(names.TOPIC, bare)
+        destinations.used(topic)
+        return infos.topic_info(topic, self._engine.router.subscribers(topic))
+
+    # -- connections and subscriptions -------------------------------------------------
+
+    def connections(self) -> Steps[list[ConnectionInfo]]:
+        peers = self._peers()
+        return collect(self._engine.sessions.values(), lambda session: infos.connection_info(session, peers))
+
+    def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
+        session = self._session(connection_id)
+        return infos.connection_info(session, self._peers()), infos.subscription_infos(session)
+
+    def close_connection(self, connection_id: str) -> None:
+        session = self._session(connection_id)
+        # An ERROR frame first, so the client can tell an operator's close from a crash.
+        session.outbox.fail(ClosedByAdmin("the connection was closed by an administrator (admin API)"))
+        # Closing gave back what it held: write what that queued for the stores.
+        self._engine.flush()
+
+    def subscriptions(self) -> Steps[list[SubscriptionInfo]]:
+        engine = self._engine
+        out: list[SubscriptionInfo] = []
+        for session_subs in (yield from collect(engine.sessions.values(), infos.subscription_infos)):
+            out += session_subs
+        # Durable subscriptions whose subscriber is away still hold what they are owed.
+        away = [durable for durable in engine.durables.records.values() if durable.subscriber is None]
+        out += yield from collect(away, infos.away_info)
+        return out
+
+    def _session(self, connection_id: str) -> Session:
+        session = self._engine.sessions.get(connection_id)
+        if session is None:
+            raise NotFound(f"no connection {connection_id}")
+        return session
+
+    # -- the broker ------------------------------------------------------------------
+
+    def usage(self) -> Usage:
+        engine = self._engine
+        usage = engine.usage
+        return Usage(
+            memory=infos.meter(usage.memory),
+            store=infos.meter(usage.store),
+            temp=infos.meter(usage.temp),
+            connections=len(engine.sessions),
+            destinations=len(engine.queues) + len(engine.router.topics),
+            blocked_producers=engine.flow.stats.blocked_now,
+            destinations_bytes=engine.destinations.charged,
+        )
+
+    def network(self) -> list[BridgeInfo]:
+        if self._network is None:
+            return []
+        out = []
+        for status in self._network():
+            values: dict[str, Any] = dict(status)
+            values["forwarding"] = tuple(values["forwarding"])
+            values["pulling"] = tuple(values["pulling"])
+            out.append(BridgeInfo(**values))
+        return out
+
+    def health(self) -> Health:
+        failed = self._engine.persistence.failed
+        problems = (f"message store failed: {failed}",) if failed is not None else ()
+        if self._role is None:
+            return Health(failed is None, problems)
+        return Health(failed is None, problems, self._role.name, self._role.since)
+
+    # -- over a whole queue, memory and disk (``operations``) ------------------------------
+
+    def delete(self, name: str) -> Steps[int]:
+        """Remove the destination and what it holds; how many messages it dropped."""
+        engine = self._engine
+        queue = engine.queues.get(name)
+        if queue is None:
+            topic = engine.router.topics.get(name)
+            if topic is None:
+                raise NotFound(f"no destination {name}")
+            if engine.router.subscribers(topic) or engine.durables.matching(topic.kind, topic.bare):
+                raise Conflict(f"{name} has subscribers: they must unsubscribe first")
+            engine.destinations.remove(topic)
+            return steps.value(0)
+        if queue.consumers:
+            raise Conflict(
+                f"{name} has {len(queue.consumers)} consumer(s): they must unsubscribe first "
+                "(their unacknowledged messages would come back to a deleted queue)"
+            )
+        return self._delete(queue)
+
+    def _delete(self, queue: Queue) -> Steps[int]:
+        operation = QueueOperation(queue, Action.REMOVE, None, self._engine.routing)
+        yield from self._run(operation, Progress())
+        dropped = operation.applied
+        # What arrived meanwhile goes too (its stored copies with it): a few more passes.
+        for _ in range(3):
+            if not queue.cursor.count:
+                break
+            again = QueueOperation(queue, Action.REMOVE, None, self._engine.routing)
+            yield from self._run(again, Progress())
+            dropped += again.applied
+        dropped += queue.cursor.count
+        self._engine.destinations.remove(queue)
+        self._engine.flush()
+        return dropped
+
+    def browse(
+        self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
+    ) -> Steps[BrowsePage]:
+        """Up to ``limit`` messages after ``cursor`` (None: from the head), without consuming."""
+        queue = self._queue(name)
+        return self._browse(Browse(queue, selector, limit, _position(cursor)), preview)
+
+    def _browse(self, browse: Browse, preview: int) -> Steps[BrowsePage]:
+        yield from self._run(browse, None)
+        position = browse.next
+        return BrowsePage(
+            [infos.browsed(message, preview) for message in browse.messages],
+            f"{position[0]}:{position[1]}" if position is not None else None,
+        )
+
+    def count(self, name: str, selector: Selector | None, progress: Progress) -> Steps[None]:
+        """Count matching messages into ``progress.matched``."""
+        return self._queue_run(name, Action.COUNT, selector, None, None, progress)
+
+    def move(
+        self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Steps[None]:
+        """Move up to ``limit`` matching messages to ``target``, atomically per batch."""
+        return self._queue_run(source, Action.MOVE, selector, limit, target, progress)
+
+    def copy(
+        self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Steps[None]:
+        return self._queue_run(source, Action.COPY, selector, limit, target, progress)
+
+    def remove(
+        self, name: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Steps[None]:
+        return self._queue_run(name, Action.REMOVE, selector, limit, None, progress)
+
+    def purge(self, name: str, progress: Progress) -> Steps[None]:
+        """Remove every message that is not dispatched and unacknowledged."""
+        return self._queue_run(name, Action.REMOVE, None, None, None, progress)
+
+    def _queue_run(
+        self,
+        name: str,
+        action: Action,
+        selector: Selector | None,
+        limit: int | None,
+        target: str | None,
+        progress: Progress,
+    ) -> Steps[None]:
+        queue = self._queue(name)
+        destination = None
+        if target is not None:
+            # Created if missing, as a SEND to it would.
+            self.create(target)
+            destination = self._engine.destinations.send_targets(None, target)[0]
+        operation = QueueOperation(
+            queue, action, selector, self._engine.routing, target=destination, limit=limit
+        )
+        progress.total = operation.total
+        return self._run(operation, progress)
+
+    def _run(self, operation: QueueOperation | Browse, progress: Progress | None) -> Steps[None]:
+        """Step ``operation`` to its end, a batch a step; each step's store batch goes to the
+        store at its end."""
+        flush = self._engine.flush
+        while progress is None or not progress.cancelled:
+            wait = Wait()
+            finished = operation.step(wait.resume)
+            # The end of this unit of work: what the batch changed is one store batch.
+            flush()
+            if progress is not None and isinstance(operation, QueueOperation):
+                progress.scanned = operation.scanned
+                progress.matched = operation.matched
+                progress.applied = operation.applied
+            if finished:
+                break
+            yield wait if operation.waiting else None
+        if operation.error is not None:
+            raise AdminError(str(operation.error))
+
+    def _queue(self, name: str) -> Queue:
+        queue = self._engine.queues.get(name)
+        if queue is None:
+            if name in self._engine.router.topics:
+                raise Invalid(f"{name} is a topic: this operation works on queues")
+            raise NotFound(f"no queue {name}")
+        return queue
+
+    # -- a durable subscription's pending messages ----------------------------------------
+
+    def browse_subscription(
+        self,
+        client_id: str,
+        name: str,
+        selector: Selector | None,
+        limit: int,
+        cursor: str | None,
+        preview: int,
+    ) -> Steps[BrowsePage]:
+        """As ``browse``, over what durable subscription ``name`` of ``client_id`` is owed."""
+        position = _position(cursor)
+        backlog = self._durable(client_id, name)
+        return self._closing(backlog, self._browse(Browse(backlog, selector, limit, position), preview))
+
+    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Steps[None]:
+        """Remove what the durable subscription is owed (not what its subscriber has in flight)."""
+        backlog = self._durable(client_id, name)
+        operation = QueueOperation(backlog, Action.REMOVE, None, self._engine.routing)
+        progress.total = operation.total
+        return self._closing(backlog, self._run(operation, progress))
+
+    def _durable(self, client_id: str, name: str) -> DurableBacklog:
+        engine = self._engine
+        durable = engine.durables.get(client_id, name)
+        if durable is None:
+            raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        # Used only if it has no cursor of its own yet (no subscriber in this lifetime).
+        spare = Cursor(engine.usage.memory, engine.swap.new_log(shared=False), high_water=0.0)
+        return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
+
+    def _closing(self, backlog: DurableBacklog, work: Steps[Any]) -> Steps[Any]:
+        try:
+            return (yield from work)
+        finally:
+            backlog.close()
+            self._engine.flush()
+
+    # -- scheduled messages ---------------------------------------------------------------
+
+    def scheduled(self, limit: int, cursor: str | None, preview: int) -> Steps[JobPage]:
+        """Up to ``limit`` scheduled jobs after ``cursor`` (None: the soonest first)."""
+        return self._jobs_page(_job_position(cursor), limit, preview)
+
+    def _jobs_page(self, after: tuple[int, int] | None, limit: int, preview: int) -> Steps[JobPage]:
+        wait = Wait()
+        listed: list[Outcome[list[Job]]] = []
+        self._engine.scheduler.list_jobs(after, limit, _answer(listed, wait))
+        # The read waits for the work's store batch: this is the work's end.
+        self._engine.flush()
+        if not listed:
+            yield wait
+        outcome = listed[0]
+        if isinstance(outcome, Failed):
+            raise AdminError(f"reading the scheduled messages failed: {outcome.error}")
+        jobs = outcome.value
+        last = jobs[-1] if len(jobs) == limit else None
+        return JobPage(
+            [infos.scheduled_job(job, preview) for job in jobs],
+            f"{last.due}:{last.seq}" if last is not None else None,
+        )
+
+    def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Steps[int]:
+        """Remove job ``job_id``, or (None) every job next due in ``window`` (None: every
+        job); how many there were."""
+        request = Request(REMOVE, job_id, None) if job_id is not None else Request(REMOVEALL, None, window)
+        return self._remove_jobs(request)
+
+    def _remove_jobs(self, request: Request) -> Steps[int]:
+        wait = Wait()
+        removed: list[int] = []
+        self._engine.scheduler.manage(request, None, _answer(removed, wait))
+        self._engine.flush()
+        if not removed:
+            yield wait
+        # Its deletions go to the store now, not with whatever comes next.
+        self._engine.flush()
+        return removed[0]
+
+
+def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:
+    """A callback that keeps the broker's answer in ``box`` and resumes ``wait``."""
+
+    def answer(value: Any) -> None:
+        box.append(value)
+        wait.resume()
+
+    return answer
+
+
+def _position(cursor: str | None) -> tuple[int, int] | None:
+    if cursor is None:
+        return None
+    level, _, after = cursor.partition(":")
+    try:
+        position = int(level), int(after)
+    except ValueError:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None
+    if not 0 <= position[0] < LEVELS:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out")
+    return position
+
+
+def _job_position(cursor: str | None) -> tuple[int, int] | None:
+    if cursor is None:
+        return None
+    due, _, seq = cursor.partition(":")
+    try:
+        return int(due), int(seq)
+    except ValueError:
+        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None

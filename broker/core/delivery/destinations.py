@@ -1,0 +1,430 @@
+"""Where destinations live: queues, topics, temporary ones, and the route cache.
+
+Each destination gets a memory meter (a child of the broker's) and a log in the temp
+store to swap to: a queue its own, a topic one shared by its subscribers' cursors.
+
+A destination costs RAM while it exists, message or not: what it costs
+(``footprint``, measured as a message's size is) is charged to the broker's memory
+meter from its making to its removal, so destinations cannot grow the broker past its
+memory limit however many names clients invent.  Before a SEND or SUBSCRIBE makes one
+(``make_room``) there must be room for it, as for a message, and its policy entry's
+``maxDestinations`` must not be reached.  Every operation here is O(1) per destination
+made or removed (nothing is rebuilt for all of them).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Final
+
+from broker.core.base import names
+from broker.core.base.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
+from broker.core.base.guard import ADMIN, WRITE, denied
+from broker.core.base.usage import UsageMeter
+from broker.core.delivery.queue import Queue, QueueStats
+from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
+from broker.core.storage import jobs
+from broker.core.storage.cursor import Cursor
+from broker.core.storage.disk_part import DiskPart
+from broker.core.storage.swap import Log
+from wildcards import has_wildcard_element, is_wildcard
+
+if TYPE_CHECKING:
+    from broker.core.base.clock import Clock
+    from broker.core.base.guard import Guard
+    from broker.core.base.message import Message
+    from broker.core.base.observe import Observer
+    from broker.core.base.settings import CoreSettings, DestinationPolicy
+    from broker.core.base.usage import SystemUsage
+    from broker.core.delivery.durable import DurableSubscriptions
+    from broker.core.delivery.session import Session
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.storage.persistence import Persistence
+    from broker.core.storage.swap import SwapSpace
+
+Destination = Queue | Topic
+_TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC)
+_MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
+
+# What an idle destination costs in RAM besides its name, as Python allocates it: its
+# objects (each with the collector's head, 16 bytes, where it has one), its queue's
+# message groups (an empty dict), its route (a tuple), and its entries in the broker's
+# dicts (the destinations by name, the route cache: about 64 bytes each, with the tables'
+# slack).  What a destination makes only once it is used (a cursor's levels, a log's
+# records waiting) is charged with the messages that need it.
+_GC_HEAD: Final = 16
+_DICT_ENTRY: Final = 64
+QUEUE_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, DiskPart, Log, UsageMeter))
+    + sys.getsizeof({})
+    + sys.getsizeof((None,))
+    + 2 * _DICT_ENTRY
+)
+TOPIC_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
+    + sys.getsizeof((None,))
+    + 2 * _DICT_ENTRY
+)
+
+
+def footprint(kind: str, name: str) -> int:
+    """What a destination of ``kind`` named ``name`` costs while it exists (charged to memory)."""
+    base = QUEUE_FOOTPRINT if kind in names.QUEUE_KINDS else TOPIC_FOOTPRINT
+    return base + sys.getsizeof(name)
+
+
+class Destinations:
+    def __init__(
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        usage: SystemUsage,
+        swap: SwapSpace,
+        persistence: Persistence,
+        guard: Guard,
+        durables: DurableSubscriptions,
+        observer: Observer | None = None,
+    ) -> None:
+        self.observer = observer
+        self.durables = durables
+        self.settings = settings
+        self.guard = guard
+        self.clock = clock
+        self.usage = usage
+        self.swap = swap
+        self.persistence = persistence
+        #: Persistent messages queues found expired, with their holds, for ``settlement``.
+        self.expired: list[Message] = []
+        self.queues: dict[str, Queue] = {}
+        self.router = TopicRouter()
+        #: The route cache: a SEND's destination header -> where it goes (made as needed).
+        self.routes: dict[str, tuple[Destination, ...]] = {}
+        self._default_policy = settings.default_policy()
+        #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
+        self._counted: dict[tuple[bool, str], int] = {}
+        #: What the destinations that exist cost, charged to the memory meter (``footprint``).
+        self.charged = 0
+
+    # -- policies ----------------------------------------------------------------
+
+    def policy_of(self, name: str) -> DestinationPolicy:
+        """The policy for a full destination name (``/queue/A.B``; a wildcard pattern is
+        looked up as a name, as ActiveMQ does for a wildcard consumer): an existing
+        destination's own, else the one it would be made with."""
+        queue = self.queues.get(name)
+        if queue is not None:
+            return queue.policy
+        topic = self.router.topics.get(name)
+        if topic is not None and topic.meter is not None:
+            return topic.policy
+        return self._resolve(name)
+
+    def _resolve(self, name: str) -> DestinationPolicy:
+        resolve = self.settings.policies
+        if resolve is None:
+            return self._default_policy
+        kind, bare = names.split_destination(name)[0]
+        return resolve(kind, bare)
+
+    # -- creation ----------------------------------------------------------------
+
+    def queue(self, name: str, owner: object = None) -> Queue:
+        queue = self.queues.get(name)
+        if queue is None:
+            policy = self._resolve(name)
+            queue = Queue(
+                name,
+                self.clock,
+                self.persistence,
+                self.expired,
+                owner,
+                meter=self.usage.memory.child(name, policy.memory_limit),
+                log=self.swap.new_log(shared=False),
+                policy=policy,
+                observer=self.observer,
+            )
+            self.queues[name] = queue
+            self._made(queue, names.QUEUE)
+        return queue
+
+    def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
+        topic = self.router.topic(kind, bare, owner)
+        if topic.meter is None:
+            topic.policy = policy = self._resolve(topic.name)
+            topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
+            topic.log = self.swap.new_log(shared=True)
+            self._made(topic, names.TOPIC)
+        return topic
+
+    def _made(self, target: Destination, kind: str) -> None:
+        target.footprint = cost = footprint(kind, target.name)
+        self.usage.memory.charge(cost)
+        self.charged += cost
+        policy = target.policy
+        if policy.max_destinations >= 0:
+            key = (kind == names.QUEUE, policy.scope)
+            self._counted[key] = self._counted.get(key, 0) + 1
+
+    def _gone(self, target: Destination) -> None:
+        """``target`` is no longer a destination: its charge, count and cached routes go."""
+        self.usage.memory.release(target.footprint)
+        self.charged -= target.footprint
+        target.footprint = 0
+        policy = target.policy
+        if policy.max_destinations >= 0:
+            self._counted[(isinstance(target, Queue), policy.scope)] -= 1
+        routes = self.routes
+        routes.pop(target.name, None)
+        for alias in target.route_keys or ():
+            routes.pop(alias, None)
+        granted = self.guard.granted
+        for grant in target.grant_keys or ():
+            granted.discard(grant)
+
+    def used(self, target: Destination) -> None:
+        """An operator (or the store) made ``target`` on purpose: it is kept while idle,
+        as any destination that held a message or a consumer (``gc``)."""
+        target.used = True
+
+    def temp_queue(self, session: Session, name: str) -> Queue:
+        full = names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+        queue = session.temp_queues.get(full)
+        if queue is None:
+            queue = session.temp_queues[full] = self.queue(full, owner=session)
+        return queue
+
+    def temp_topic(self, session: Session, name: str) -> Topic:
+        bare = names.temp_name(session.id, name)
+        full = names.REMOTE_TEMP_TOPIC + bare
+        topic = session.temp_topics.get(full)
+        if topic is None:
+            topic = session.temp_topics[full] = self.topic(names.REMOTE_TEMP_TOPIC, bare, owner=session)
+        return topic
+
+    def drop_temporaries(self, session: Session) -> None:
+        """A connection is gone: its temporary destinations go with it."""
+        for name in session.temp_queues:
+            queue = self.queues.pop(name, None)
+            if queue is not None:
+                for consumer in list(queue.consumers):
+                    queue.remove_consumer(consumer)
+                queue.close()
+                self._gone(queue)
+        session.temp_queues.clear()
+        for name in session.temp_topics:
+            topic = self.router.remove_topic(name)
+            if topic is not None and topic.log is not None:
+                topic.log.drop()
+                self._gone(topic)
+        session.temp_topics.clear()
+
+    def remove(self, target: Destination) -> None:
+        """Delete a destination (it must hold nothing and be used by nobody)."""
+        name = target.name
+        if isinstance(target, Queue):
+            if self.queues.get(name) is not target:
+                return
+            del self.queues[name]
+            target.close()
+            if target.store_id:
+                # Else its (empty) record in the store would make it again at a restart.
+                self.persistence.forget_destination(target.store_id)
+                target.store_id = 0
+        else:
+            if self.router.topics.get(name) is not target:
+                return
+            self.router.remove_topic(name)
+            self.durables.forget(name)
+            if target.log is not None:
+                target.log.drop()
+        # Cached routes name it, and so may granted decisions: it must be made (and
+        # allowed to be made) again.
+        self._gone(target)
+
+    def make_room(self, session: Session, destination: str, *, sending: bool = False) -> None:
+        """Before a frame that may make destinations (SEND, SUBSCRIBE): raise
+        ``InvalidDestination`` for a wildcard a SEND names (``sendable``),
+        ``TooManyDestinations`` if one would pass its policy entry's ``maxDestinations``,
+        ``NoRoomToCreate`` if the memory limit has no room for what they cost."""
+        if destination in self.routes:
+            return
+        cost = 0
+        for kind, name in names.split_destination(destination):
+            if sending:
+                sendable(kind, name)
+            if kind not in _MADE_HERE or self._exists(session, kind, name):
+                continue
+            full = self._full_name(session, kind, name)
+            policy = self._resolve(full)
+            if policy.max_destinations >= 0:
+                self._check_max(kind in names.QUEUE_KINDS, policy)
+            cost += footprint(kind, full)
+        if cost and not self.usage.memory.fits(cost):
+            raise NoRoomToCreate(
+                f"no room to make {destination}: memory usage is at {self.usage.memory.percent:.0f}% "
+                "of its limit",
+                cost,
+            )
+
+    def _check_max(self, queue: bool, policy: DestinationPolicy) -> None:
+        scope = policy.scope
+        if scope:
+            made = self._counted.get((queue, scope), 0)
+        else:
+            # The default entry's limit counts every destination of the kind, as ActiveMQ's.
+            made = len(self.queues) if queue else len(self.router.topics)
+        if made >= policy.max_destinations:
+            where = f" for the policy {scope}" if scope else ""
+            raise TooManyDestinations(
+                f"The maximum number of destinations allowed ({policy.max_destinations}){where} "
+                "has already been reached."
+            )
+
+    @staticmethod
+    def _full_name(session: Session, kind: str, name: str) -> str:
+        if kind == names.TEMP_QUEUE:
+            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+        if kind == names.TEMP_TOPIC:
+            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
+        return kind + name
+
+    # -- resolution --------------------------------------------------------------
+
+    def resolve(self, session: Session | None, kind: str, name: str) -> Destination:
+        """``session`` may be None (a stored schedule) for anything but /temp-queue/, /temp-topic/."""
+        if kind == names.QUEUE:
+            return self.queue(kind + name)
+        if kind == names.TOPIC:
+            return self.topic(kind, name)
+        if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC):
+            if session is None:
+                raise InvalidDestination(f"{kind}{name} belongs to a connection")
+            if kind == names.TEMP_QUEUE:
+                return self.temp_queue(session, name)
+            return self.temp_topic(session, name)
+        # Someone else's temporary destination: it exists only while its owner does.
+        full = kind + name
+        found: Destination | None = (
+            self.queues.get(full) if kind == names.REMOTE_TEMP_QUEUE else self.router.topics.get(full)
+        )
+        if found is None:
+            raise InvalidDestination(
+                f"temporary destination {full} does not exist (its connection has closed)"
+            )
+        return found
+
+    def authorize(self, session: Session, op: str, destination: str) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s principal may ``op`` (read, write)
+        every part of ``destination``, and create (admin) those that do not exist yet."""
+        guard = self.guard
+        principal = session.principal
+        if principal.system:
+            return
+        key = (principal.key, op, destination)
+        if key in guard.granted:
+            return
+        complete = True
+        for kind, name in names.split_destination(destination):
+            if op == WRITE:
+                # Said before any refusal: the name is wrong, whoever sends to it.
+                sendable(kind, name)
+            if not guard.allows(principal, op, kind, name):
+                raise denied(principal, op, kind + name)
+            if not self._exists(session, kind, name):
+                complete = False
+                if not guard.allows(principal, ADMIN, kind, name):
+                    raise denied(principal, ADMIN, kind + name)
+        # Only once every part exists: until then each use must still be allowed to create.
+        # Each part keeps the decision's key, which its removal takes back (``_gone``).
+        if complete:
+            guard.granted.add(key)
+            for kind, name in names.split_destination(destination):
+                target = self._existing(session, kind, name)
+                if target is not None:
+                    if target.grant_keys is None:
+                        target.grant_keys = []
+                    target.grant_keys.append(key)
+
+    def _exists(self, session: Session, kind: str, name: str) -> bool:
+        if kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name):
+            # The scheduler's: never made, as in ActiveMQ (a request needs write on it only).
+            return True
+        if kind == names.QUEUE:
+            return kind + name in self.queues
+        if kind == names.TOPIC:
+            return is_wildcard(name) or kind + name in self.router.topics
+        if kind == names.TEMP_QUEUE:
+            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name) in session.temp_queues
+        if kind == names.TEMP_TOPIC:
+            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name) in session.temp_topics
+        # Another connection's: never made by this one (resolve says if it is gone).
+        return True
+
+    def _existing(self, session: Session, kind: str, name: str) -> Destination | None:
+        full = self._full_name(session, kind, name)
+        if kind in names.QUEUE_KINDS:
+            return self.queues.get(full)
+        return self.router.topics.get(full)
+
+    def send_targets(self, session: Session | None, destination: str) -> tuple[Destination, ...]:
+        targets = self.routes.get(destination)
+        if targets is not None:
+            return targets
+        parts = names.split_destination(destination)
+        for kind, name in parts:
+            sendable(kind, name)
+        if any(kind in (names.QUEUE, names.TOPIC) and jobs.is_management(name) for kind, name in parts):
+            # Never cached: each such SEND comes back here.
+            raise InvalidDestination(
+                f"{destination}: {jobs.MANAGEMENT} takes requests only: a SEND to it alone, with an "
+                f"{jobs.ACTION} header ({jobs.BROWSE}, {jobs.REMOVE} or {jobs.REMOVEALL})"
+            )
+        targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
+        if not any(kind in _TEMP_KINDS for kind, _ in parts):
+            self.routes[destination] = targets
+            # Each target keeps the other names it is cached under, for its removal.
+            for target in targets:
+                if target.name != destination:
+                    if target.route_keys is None:
+                        target.route_keys = []
+                    target.route_keys.append(destination)
+        return targets
+
+    def advertise_temp(self, session: Session, reply_to: str) -> str:
+        """``reply-to:/temp-queue/x`` becomes the name other connections can send to."""
+        return ",".join(
+            self.resolve(session, kind, name).name for kind, name in names.split_destination(reply_to)
+        )
+
+    def topic_cursor(self, sub: Subscription) -> Cursor:
+        """The cursor a subscription's topic messages wait in.
+
+        On one concrete topic it reads that topic's shared log (one stored copy for
+        every slow subscriber); across wildcards or several topics it swaps to a log
+        of its own.
+        """
+        patterns = sub.topic_patterns
+        if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
+            topic = self.topic(*patterns[0])
+            high_water = topic.policy.cursor_high_water
+            return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
+        kind, pattern = patterns[0]
+        high_water = self._resolve(kind + pattern).cursor_high_water
+        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+
+
+def sendable(kind: str, name: str) -> None:
+    """Raise ``InvalidDestination`` if ``kind`` + ``name`` is a wildcard, which is no place
+    to send a message to.
+
+    ActiveMQ takes such a SEND: it makes a destination literally named ``FOO.>``, which only
+    wildcard subscribers (``FOO.>``, ``>``, ``FOO.*``) see, and checks the producer's write
+    right against that name read half as a pattern.  stompd refuses it, whoever sends, so a
+    message cannot reach a subscriber by a name no one may write to, nor make a queue
+    called ``*``; a SEND, a part of a composite and an admin move or copy target alike.
+    """
+    if has_wildcard_element(name):
+        raise InvalidDestination(
+            f"cannot send to {kind}{name}: '*' and '>' are wildcards, for subscribing; a message "
+            "is sent to destinations by their full names"
+        )

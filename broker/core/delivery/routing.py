@@ -1,0 +1,147 @@
+"""Routing a message to its destinations: sequence numbers and ids, the store, the cursors.
+
+A queue enqueues it (and stores it first if it is persistent); a topic publishes it to
+the subscribers its name matches now, stores it once for the durable subscriptions it
+feeds, and hands it to the cursors of durable subscriptions whose subscriber is away.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.base.message import FIFO_LEVEL
+from broker.core.base.message import id_prefix as prefix_of
+from broker.core.base.observe import Observer
+from broker.core.delivery.queue import Queue
+from broker.core.delivery.topic import Topic
+from broker.core.storage.persistence import QUEUE_KIND
+
+if TYPE_CHECKING:
+    from broker.core.base.message import Message
+    from broker.core.delivery.destinations import Destination
+    from broker.core.delivery.durable import DurableSubscriptions
+    from broker.core.delivery.session import Session
+    from broker.core.delivery.topic import TopicRouter
+    from broker.core.storage.persistence import Persistence
+
+
+class Routing:
+    __slots__ = ("_id_prefix", "durables", "observer", "persistence", "router", "seq")
+
+    def __init__(
+        self,
+        router: TopicRouter,
+        durables: DurableSubscriptions,
+        persistence: Persistence,
+        id_prefix: str,
+        observer: Observer | None = None,
+    ) -> None:
+        self.observer = observer if observer is not None else Observer()
+        self.router = router
+        self.durables = durables
+        self.persistence = persistence
+        #: The last sequence handed out (recovery starts it past what the store holds).
+        self.seq = 0
+        #: Message ids are this plus the sequence (``boot_prefix``).
+        self._id_prefix = prefix_of(id_prefix)
+
+    def next_seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def stamp(self, message: Message) -> None:
+        """A sequence and id for a message that is not routed (a replayed advisory)."""
+        self.seq += 1
+        message.seq = self.seq
+
+    def name(self, message: Message, seq: int) -> None:
+        """Give ``message``, not routed yet, the id sequence ``seq`` makes (a scheduled job's)."""
+        message.seq = seq
+        message.id_prefix = self._id_prefix
+
+    def route_all(
+        self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
+    ) -> None:
+        """Route ``message`` to every destination of a (composite) SEND."""
+        if len(targets) == 1:
+            target = targets[0]
+            message.destination = target.name
+            self.route(target, message, sender, sent=True)
+        else:
+            for target, copy in copies(message, targets):
+                self.route(target, copy, sender, sent=True)
+
+    def route(
+        self, target: Destination, message: Message, sender: Session | None = None, *, sent: bool = False
+    ) -> None:
+        """``sender``'s later frames wait until what this stores is durable.  ``sent``: a
+        producer's message (an enqueue event), not a dead letter."""
+        # Sequence numbers are handed out in routing order, never earlier: a SEND held
+        # back by flow control or a transaction must not arrive at a cursor with a
+        # sequence older than what that cursor already swapped out (keys sort by it).
+        self.seq += 1
+        message.seq = self.seq
+        if not message.id_prefix:
+            # Else it keeps the id it came with: forwarded by a network bridge, or moved or
+            # copied by an admin (as ActiveMQ's).
+            message.id_prefix = self._id_prefix
+        if message.level != FIFO_LEVEL and not target.policy.prioritized:
+            # prioritizedMessages="false" (ActiveMQ's default): arrival order, whatever the
+            # priority (one of the default priority is there already).
+            message.arrival_order()
+        if sent:
+            # Before it is routed: dispatch may follow at once, and events are in causal order.
+            events = self.observer.events
+            if events is not None:
+                events.enqueued(message)
+        if type(target) is Queue:
+            if message.persistent and target.stores:
+                if not target.store_id:
+                    dest_id = self.persistence.destination_id(QUEUE_KIND, target.name)
+                    target.stored_as(dest_id, self.persistence.queue_reader(dest_id))
+                self.persistence.add(target.store_id, message, sender.outbox if sender is not None else None)
+                target.enqueue(message, True)
+            else:
+                target.enqueue(message, False)
+        elif not self.durables.records:
+            assert isinstance(target, Topic)
+            self.router.publish(target, message, self.observer.events, sender)
+        else:
+            assert isinstance(target, Topic)
+            durables = self.durables.matching(target.kind, target.bare)
+            if durables and message.persistent:
+                owed = [d.store_id for d in durables if d.accepts(message)]
+                if owed:
+                    outbox = sender.outbox if sender is not None else None
+                    self.persistence.add_shared(target.name, message, owed, outbox)
+            self.router.publish(target, message, self.observer.events, sender)
+            for durable in durables:
+                cursor = durable.keeping(message)
+                if cursor is not None:
+                    cursor.push(message)
+
+
+def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Destination, Message]]:
+    """One message per destination of a composite send (each has its own id)."""
+    message.destination = targets[0].name
+    out = [(targets[0], message)]
+    for target in targets[1:]:
+        copy = message.copy_to(0, "", target.name)
+        copy.arrived = message.arrived
+        out.append((target, copy))
+    return out
+
+
+def boot_prefix(now_ms: int) -> str:
+    """``ID-<now in base 36>-``: ids made of it never repeat across restarts, and hold no
+    ':' (which some STOMP versions would have to escape)."""
+    return f"ID-{_base36(now_ms)}-"
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while n:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+    return out or "0"

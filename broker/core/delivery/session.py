@@ -1,0 +1,157 @@
+"""Per-connection state: negotiated version, phase, subscriptions, parked frames.
+
+The session is what the core knows of a connection.  It writes only through its
+``outbox`` (``push`` a tuple of byte chunks); ``writable`` is cleared by the edge while
+more bytes wait to be written to it than its high-water mark (in the transport, or in
+an outbox held for the store), and dispatch to this session stops.  Its open
+transactions are ``transactions.Transactions``' to keep.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from broker.core.base.guard import Principal
+from protocol.encoder import encode_frame
+from protocol.frames import RECEIPT, V1_0, Frame
+
+if TYPE_CHECKING:
+    from broker.core.base.channel import Outbox
+    from broker.core.base.clock import Clock
+    from broker.core.base.message import Message
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.delivery.topic import Topic
+
+UNAUTHENTICATED = Principal("")
+
+# The connection's phases: ``connect.TRANSITIONS`` says which frames move it along.
+AWAIT_CONNECT = "AWAIT_CONNECT"
+CONNECTED = "CONNECTED"
+CLOSING = "CLOSING"
+
+
+class ParkedSend:
+    """A SEND accepted from the wire but not yet routed (its destination had no room)."""
+
+    __slots__ = ("deadline", "message", "receipt", "size", "targets")
+
+    def __init__(
+        self, message: Message, targets: tuple[Queue | Topic, ...], receipt: str | None, deadline: float
+    ) -> None:
+        self.message = message
+        self.targets = targets
+        self.receipt = receipt
+        self.deadline = deadline
+        self.size = message.size
+
+
+class ParkedCreate:
+    """A frame (SEND, SUBSCRIBE) that would make a destination the memory limit has no room
+    for yet: it waits, as a SEND that does not fit does, and is run as it came once there
+    is room for ``cost`` bytes."""
+
+    __slots__ = ("cost", "deadline", "frame", "receipt", "size")
+
+    def __init__(self, frame: Frame, cost: int, deadline: float) -> None:
+        self.frame = frame
+        self.cost = cost
+        self.deadline = deadline
+        self.receipt = frame.headers.get("receipt")
+        self.size = len(frame.body)
+
+
+class FanningOut:
+    """Frames after a SEND whose fan-out to many subscribers is still under way wait
+    behind this, so each subscriber gets the connection's messages in order."""
+
+    __slots__ = ()
+    size = 0
+
+
+#: The one marker (it says nothing of its own: ``Session.fanning`` counts).
+FANNING_OUT = FanningOut()
+
+Parked = ParkedSend | ParkedCreate | FanningOut | Frame
+
+
+class Session:
+    __slots__ = (
+        "_next_key",
+        "address",
+        "blocked_since",
+        "by_key",
+        "client_id",
+        "clock",
+        "fanning",
+        "heartbeat_recv_ms",
+        "heartbeat_send_ms",
+        "id",
+        "last_sent",
+        "login",
+        "login_verdict",
+        "outbox",
+        "parked",
+        "parked_bytes",
+        "phase",
+        "principal",
+        "reading_paused",
+        "sent_to",
+        "subscriptions",
+        "temp_queues",
+        "temp_topics",
+        "version",
+        "writable",
+    )
+
+    def __init__(self, session_id: str, outbox: Outbox, clock: Clock, address: str = "?") -> None:
+        self.id = session_id
+        self.outbox = outbox
+        self.clock = clock
+        #: Where the client is, as ActiveMQ writes it (``tcp://127.0.0.1:50000``).
+        self.address = address
+        self.version = V1_0
+        self.phase = AWAIT_CONNECT
+        self.writable = True
+        self.login: str | None = None
+        self.client_id: str | None = None
+        #: Who CONNECT said it is (the guard's answer); what it may do is the guard's.
+        self.principal = UNAUTHENTICATED
+        #: The slow part of the CONNECT's password check, done off the loop (guard.Guard).
+        self.login_verdict: object = None
+        self.heartbeat_send_ms = 0
+        self.heartbeat_recv_ms = 0
+        self.subscriptions: dict[str, Subscription] = {}
+        self.by_key: dict[int, Subscription] = {}
+        self.temp_queues: dict[str, Queue] = {}
+        self.temp_topics: dict[str, Topic] = {}
+        self._next_key = 0
+        #: Frames waiting behind a SEND that did not fit (flow control), in order.
+        self.parked: deque[Parked] = deque()
+        self.parked_bytes = 0
+        #: Fan-outs of its messages to many subscribers still under way (``topic.FanOut``).
+        self.fanning = 0
+        self.blocked_since: int | None = None
+        self.reading_paused = False
+        #: The destinations it has sent to (each SEND's targets), for the producers gauge,
+        #: and the last (a producer mostly sends where it sent last).
+        self.sent_to: set[tuple[Queue | Topic, ...]] = set()
+        self.last_sent: tuple[Queue | Topic, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} {self.phase} v{self.version}>"
+
+    @property
+    def closing(self) -> bool:
+        return self.phase == CLOSING
+
+    def next_key(self) -> int:
+        self._next_key += 1
+        return self._next_key
+
+    def send_frame(self, frame: Frame) -> None:
+        self.outbox.push((encode_frame(frame, self.version),))
+
+    def send_receipt(self, receipt_id: str) -> None:
+        self.send_frame(Frame(RECEIPT, {"receipt-id": receipt_id}))

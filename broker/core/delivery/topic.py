@@ -1,0 +1,298 @@
+"""Topics: every current subscriber whose pattern matches gets the message.
+
+Subscribers register patterns (``*`` one element, ``>`` the rest) in a trie; each
+topic caches its matching subscriptions until the set of subscriptions changes, so a
+publish costs one generation check, not a trie walk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from broker.core.base.chores import BUDGET
+from broker.core.base.settings import DestinationPolicy
+from broker.core.delivery.subscription import TOPIC
+from wildcards import WildcardTrie, is_wildcard
+
+#: Until the engine gives a topic its own (Destinations.topic).
+DEFAULT_POLICY = DestinationPolicy()
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from broker.core.base.channel import Channel
+    from broker.core.base.chores import Chores
+    from broker.core.base.message import Message
+    from broker.core.base.observe import EventSink
+    from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.storage.swap import Log
+
+
+class TopicStats:
+    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dispatched = 0
+        #: Acked: by an ACK (settlement), or at once for an ack:auto subscriber.
+        self.dequeued = 0
+        self.expired = 0
+        self.redelivered = 0
+        self.dead_lettered = 0
+
+
+class Topic:
+    __slots__ = (
+        "_generation",
+        "_subscribers",
+        "bare",
+        "footprint",
+        "grant_keys",
+        "idle_since",
+        "kind",
+        "log",
+        "meter",
+        "name",
+        "owner",
+        "policy",
+        "route_keys",
+        "stats",
+        "used",
+    )
+
+    def __init__(self, kind: str, bare: str, owner: object = None) -> None:
+        self.kind = kind
+        self.bare = bare
+        self.name = kind + bare
+        #: Set by the engine: this topic's memory meter, and its shared log for swapping.
+        self.meter: UsageMeter | None = None
+        self.log: Log | None = None
+        self.policy = DEFAULT_POLICY
+        #: The session that owns a temporary topic (None for a normal topic).
+        self.owner = owner
+        self.stats = TopicStats()
+        #: Bytes charged to the memory meter while it exists (``Destinations.footprint``).
+        self.footprint = 0
+        #: Held a message or a consumer, or was made on purpose: kept while idle unless its
+        #: policy says gcInactiveDestinations (``gc``).
+        self.used = False
+        #: Since when (clock ms) housekeeping has found it idle (0: not idle).
+        self.idle_since = 0
+        #: Other names the route cache has it under, and the access decisions naming it.
+        self.route_keys: list[str] | None = None
+        self.grant_keys: list[tuple[str, str, str]] | None = None
+        self._subscribers: tuple[Subscription, ...] = ()
+        self._generation = -1
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name}>"
+
+
+class TopicRouter:
+    """Topic names to subscriptions, per kind (``/topic/``, temp topics).
+
+    A subscription to one concrete topic is kept in that topic's own set (``_exact``):
+    adding or removing it touches that topic alone, in O(1).  Wildcard patterns live in
+    a trie per kind; a change there bumps ``_wild_generation``, and each topic redoes
+    its wildcard match only when it is next published to.  Patterns are kept without
+    their prefix, so ``>`` under ``/topic/`` can never match a temporary topic.
+    """
+
+    __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "topics")
+
+    def __init__(self) -> None:
+        #: Where a publish to many subscribers does the rest of its fan-out (None: at once),
+        #: and who is told when one is done (the engine: its sender's frames may go on).
+        self.chores: Chores | None = None
+        self.fanned_out: Callable[[FanOut], None] | None = None
+        self._exact: dict[str, dict[Subscription, None]] = {}
+        self._tries: dict[str, WildcardTrie[Subscription]] = {}
+        self._wild_generation = 0
+        self.topics: dict[str, Topic] = {}
+
+    def subscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
+        if is_wildcard(pattern):
+            trie = self._tries.get(kind)
+            if trie is None:
+                trie = self._tries[kind] = WildcardTrie()
+            trie.insert(pattern, sub)
+            self._wild_generation += 1
+            return
+        name = kind + pattern
+        subs = self._exact.get(name)
+        if subs is None:
+            subs = self._exact[name] = {}
+        subs[sub] = None
+        topic = self.topics.get(name)
+        if topic is not None:
+            topic._generation = -1
+            topic.used = True
+
+    def unsubscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
+        if is_wildcard(pattern):
+            trie = self._tries.get(kind)
+            if trie is not None:
+                trie.remove(pattern, sub)
+            self._wild_generation += 1
+            return
+        name = kind + pattern
+        subs = self._exact.get(name)
+        if subs is not None:
+            subs.pop(sub, None)
+            if not subs:
+                del self._exact[name]
+        topic = self.topics.get(name)
+        if topic is not None:
+            topic._generation = -1
+
+    def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
+        name = kind + bare
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = self.topics[name] = Topic(kind, bare, owner)
+        return topic
+
+    def remove_topic(self, name: str) -> Topic | None:
+        return self.topics.pop(name, None)
+
+    def subscribers(self, topic: Topic) -> tuple[Subscription, ...]:
+        """Every subscription ``topic`` feeds: those on it by name, in the order they
+        came, then the wildcard ones that match it."""
+        if topic._generation != self._wild_generation:
+            exact = self._exact.get(topic.name)
+            trie = self._tries.get(topic.kind)
+            matched = trie.match(topic.bare) if trie else None
+            if matched:
+                ordered = sorted(matched, key=_order)
+                topic._subscribers = (*exact, *ordered) if exact else tuple(ordered)
+            else:
+                topic._subscribers = tuple(exact) if exact else ()
+            topic._generation = self._wild_generation
+        return topic._subscribers
+
+    def has_subscribers(self, kind: str, bare: str) -> bool:
+        """Whether any subscription matches the topic now (without making it, nor building
+        its list of subscribers)."""
+        if kind + bare in self._exact:
+            return True
+        trie = self._tries.get(kind)
+        return trie is not None and len(trie) > 0 and bool(trie.match(bare))
+
+    def publish(
+        self, topic: Topic, message: Message, events: EventSink | None = None, sender: Channel | None = None
+    ) -> None:
+        """``message`` to every subscriber that accepts it: at once where it can take it, else
+        into its cursor.
+
+        ``events``: told of what went out at once after the fan-out, the ``ack:auto``
+        deliveries in one call (``EventSink.fanned_out``), then the others, so that the
+        event log has them together after the message's enqueue.
+
+        Past ``FAN_OUT_STEP`` subscribers (with ``chores`` set), the first that many now
+        and the rest a slice at a time between other clients' work (a ``FanOut``), which
+        ``sender`` (its ``fanning`` count) waits for before its next frame.
+        """
+        stats = topic.stats
+        stats.enqueued += 1
+        message.meter = topic.meter
+        subs = self.subscribers(topic)
+        chores = self.chores
+        if chores is None or len(subs) <= FAN_OUT_STEP:
+            _deliver(topic, message, subs, events)
+            return
+        fan_out = FanOut(topic, message, subs, events, sender, self.fanned_out)
+        _deliver(topic, message, subs[:FAN_OUT_STEP], events)
+        chores.add(fan_out.rest())
+
+
+#: Subscribers a publish delivers to in one step (a chore's budget); the rest in slices.
+FAN_OUT_STEP: Final = BUDGET
+
+
+class FanOut:
+    """What is left of a publish to more subscribers than one step takes (``rest``, a
+    chore): delivered a slice at a time, to the subscriptions there were at the publish
+    that are still there.  Its sender's later frames wait for it (``Session.fanning``),
+    so each subscriber gets a producer's messages in the order they were sent."""
+
+    __slots__ = ("_events", "_message", "_subs", "_topic", "done", "sender")
+
+    def __init__(
+        self,
+        topic: Topic,
+        message: Message,
+        subs: tuple[Subscription, ...],
+        events: EventSink | None,
+        sender: Channel | None,
+        done: Callable[[FanOut], None] | None,
+    ) -> None:
+        self._topic = topic
+        self._message = message
+        self._subs = subs
+        self._events = events
+        self.sender = sender
+        #: Called when the last subscriber has it (the engine: its sender may go on).
+        self.done = done
+        # Held meanwhile, as a cursor holds what waits in it.
+        message.hold()
+        if sender is not None:
+            sender.fanning += 1
+
+    def rest(self) -> Iterator[int]:
+        subs = self._subs
+        message = self._message
+        try:
+            for start in range(FAN_OUT_STEP, len(subs), FAN_OUT_STEP):
+                batch = tuple(sub for sub in subs[start : start + FAN_OUT_STEP] if not sub.closed)
+                _deliver(self._topic, message, batch, self._events)
+                yield FAN_OUT_STEP
+        finally:
+            message.drop()
+            if self.sender is not None:
+                self.sender.fanning -= 1
+            if self.done is not None:
+                self.done(self)
+
+
+def _deliver(
+    topic: Topic, message: Message, subs: tuple[Subscription, ...], events: EventSink | None
+) -> None:
+    stats = topic.stats
+    went: list[Subscription] | None
+    acking: list[Subscription] | None
+    if events is None:
+        went = acking = None
+    else:
+        went, acking = [], []
+    for sub in subs:
+        if not sub.accepts(message):
+            continue
+        stats.dispatched += 1
+        if sub.auto:
+            stats.dequeued += 1
+        cursor = sub.cursor
+        if not cursor.count and sub.ready:
+            if went is None:
+                sub.deliver(message, True, TOPIC)
+            else:
+                sub.deliver(message, False, TOPIC)
+                if sub.auto:
+                    went.append(sub)
+                else:
+                    assert acking is not None
+                    acking.append(sub)
+        else:
+            cursor.push(message)
+    if events is not None:
+        if went:
+            # The topic's tuple when every subscriber took it: the sink may keep what
+            # it made of that (the same object until the subscriptions change).
+            events.fanned_out(message, subs if len(went) == len(subs) else went)
+        if acking:
+            for sub in acking:
+                events.dispatched(message, sub.session.id, sub.id, False)
+
+
+def _order(sub: Subscription) -> tuple[str, int]:
+    return (sub.session.id, sub.key)

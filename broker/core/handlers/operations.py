@@ -1,0 +1,463 @@
+"""Admin operations over a whole queue: count, move, copy, remove, purge, browse.
+
+One pass over what the queue held when the operation started (messages routed later
+are not part of it), memory part then disk part, in batches:
+
+1. **memory**: the cursor's messages in RAM, a batch per step (``Cursor.pending_after``
+   resumes where the last batch stopped, by sequence, so a step costs its batch only);
+2. **disk**: the swapped part (temp log) and the stored part (message store) of each
+   priority level, read on the store's worker thread (``DiskPart.walk``), never on the
+   loop; the selector runs there too, so only the matching messages come back;
+3. **memory again**: what a page-in brought from disk into memory while the disk part
+   was walked (the disk walk never saw it), and nothing the disk walk already counted.
+
+Each step changes at most ``BATCH`` messages, and the driver lets the loop run between
+steps, so producers and consumers go on meanwhile.  A moved persistent message is
+deleted from its queue and added to its target in the same store batch (the delete is
+queued before the add, and nothing submits between the two), so a ``kill -9`` finds it
+in exactly one of them.  Dispatched-but-unacknowledged messages are not in the cursor,
+so they are left alone, as ActiveMQ does.
+
+Taking a message out of the disk part follows the queue's own disk scan (the cursor's
+``DiskPart`` does both): a swapped record is deleted on the worker, in the job that read
+it, so a page-in queued behind the job cannot bring it back; a stored one is marked
+taken in the disk part before its delete is queued, so a page-in skips it.
+
+The driver (``broker.core.admin.service``) calls ``step`` until it returns True; when
+``waiting`` is set after a step, it waits for ``resume`` to be called first.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Protocol
+
+from broker.core.storage.message_codecs import swap_needle
+from store.api import LEVELS, Failed
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from broker.core.base.message import Message
+    from broker.core.base.selector import Predicate, Selector
+    from broker.core.delivery.destinations import Destination
+    from broker.core.delivery.durable import DurableSubscription
+    from broker.core.delivery.routing import Routing
+    from broker.core.storage.cursor import Cursor
+    from broker.core.storage.persistence import Persistence
+    from store.api import Outcome
+
+#: Messages one step looks at in memory, and at most changes.
+BATCH = 1000
+#: Records one disk job reads before it reports back: under 10 ms of the worker, so the
+#: page-ins other queues wait for behind it are not held up longer than that.
+DISK_BUDGET = 5_000
+_TOP = LEVELS - 1
+
+
+class Action(enum.Enum):
+    COUNT = "count"
+    MOVE = "move"
+    COPY = "copy"
+    REMOVE = "remove"
+
+
+class Backlog(Protocol):
+    """What an operation walks: a queue (``queue.Queue``), or a durable subscription's
+    pending messages (``DurableBacklog``)."""
+
+    name: str
+    cursor: Cursor
+
+    def forget(self, message: Message) -> None:
+        """``message`` (taken out of the cursor) leaves for good: counted, and its stored
+        copy deleted with the next store batch."""
+
+
+class DurableBacklog:
+    """A durable subscription's pending messages, as an operation walks them.
+
+    A subscription that has had no subscriber in this broker's lifetime has no cursor
+    (what it is owed is only in the store): the operation gets one of its own, over the
+    store, closed when it is done (``close``).
+    """
+
+    __slots__ = ("_own", "cursor", "durable", "name", "persistence")
+
+    def __init__(
+        self, durable: DurableSubscription, persistence: Persistence, cursor: Cursor, last_seq: int
+    ) -> None:
+        self.durable = durable
+        self.persistence = persistence
+        self.name = f"{durable.destination} (durable subscription {durable.client_id}/{durable.name})"
+        self._own = durable.cursor is None
+        self.cursor = durable.cursor if durable.cursor is not None else cursor
+        if self._own:
+            owed = persistence.pending_of(durable.store_id)
+            cursor.recovered(persistence.subscription_reader(durable.store_id), owed, last_seq)
+
+    def forget(self, message: Message) -> None:
+        if message.store_size:
+            self.persistence.ack_shared(self.durable.store_id, message)
+
+    def close(self) -> None:
+        if self._own:
+            for message in self.cursor.close():
+                message.drop()
+
+
+class AdminFailed(Exception):
+    """Reading the disk part of a queue failed: the operation stopped (what it did stays done)."""
+
+
+class QueueOperation:
+    """One admin operation over ``queue``; see the module's docstring."""
+
+    __slots__ = (
+        "_after",
+        "_counted",
+        "_level",
+        "_phase",
+        "_positions",
+        "_span",
+        "_top",
+        "action",
+        "applied",
+        "backlog",
+        "error",
+        "limit",
+        "match",
+        "matched",
+        "needle",
+        "plain",
+        "routing",
+        "scanned",
+        "target",
+        "total",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        backlog: Backlog,
+        action: Action,
+        selector: Selector | None,
+        routing: Routing,
+        *,
+        target: Destination | None = None,
+        limit: int | None = None,
+    ) -> None:
+        if action in (Action.MOVE, Action.COPY) and target is None:
+            raise ValueError(f"{action.value} needs a target")
+        self.backlog = backlog
+        self.action = action
+        self.match: Predicate | None = selector.matches if selector is not None else None
+        # A selector that names no JMS property reads headers only: a swapped record's
+        # decoded headers are then all it needs (``disk_reads.walk``).
+        self.plain = selector is None or "JMS" not in selector.text
+        #: Bytes a swapped record holds if it has every header the selector needs.
+        self.needle = swap_needle(selector.needs) if selector is not None else None
+        self.routing = routing
+        self.target = target
+        self.limit = limit
+        self.scanned = 0
+        self.matched = 0
+        self.applied = 0
+        cursor = backlog.cursor
+        self.total = cursor.count
+        self.error: BaseException | None = None
+        #: A disk job is under way: the driver waits for ``resume``.
+        self.waiting = False
+        # Messages routed after the start are not part of this pass.
+        self._top = routing.seq
+        # The disk part as it was at the start, per level (an empty range where none).
+        self._span = cursor.disk_part.span()
+        self._positions = list(self._span.starts)
+        #: Sequences counted as matching while they were on disk (a count or a copy leaves
+        #: them in place; a page-in may bring them into memory before the last phase).
+        self._counted: set[int] = set()
+        self._phase = 0
+        self._level = _TOP
+        self._after = -1
+
+    @property
+    def destructive(self) -> bool:
+        return self.action in (Action.MOVE, Action.REMOVE)
+
+    def _wanted(self) -> int:
+        if self.limit is None:
+            return BATCH
+        return min(BATCH, self.limit - self.matched)
+
+    def step(self, resume: Callable[[], None]) -> bool:
+        """Do one batch; True once the operation is over (``error`` says if it failed)."""
+        if self.error is not None or self.backlog.cursor.closed or self._wanted() <= 0:
+            return True
+        if self._phase == 0:
+            if self._memory_step(again=False):
+                self._phase = 1
+            return False
+        if self._phase == 1:
+            if self._disk_step(resume):
+                self._phase = 2
+                self._level = _TOP
+                self._after = -1
+            return False
+        return self._memory_step(again=True)
+
+    # -- memory ---------------------------------------------------------------------
+
+    def _memory_step(self, *, again: bool) -> bool:
+        """One batch of the memory part; True once every level is done."""
+        cursor = self.backlog.cursor
+        budget = BATCH
+        while self._level >= 0:
+            level = self._level
+            looked = cursor.pending_after(level, self._after, budget)
+            if looked:
+                self._after = looked[-1].seq
+            if again:
+                span = self._span
+                counted = self._counted
+                batch = [m for m in looked if span.holds(level, m.seq) and m.seq not in counted]
+            else:
+                top = self._top
+                batch = [m for m in looked if m.seq <= top]
+            self._apply_memory(batch)
+            if self._wanted() <= 0:
+                return True
+            if len(looked) < budget:
+                self._level -= 1
+                self._after = -1
+            budget -= len(looked)
+            if budget <= 0:
+                return False
+        return True
+
+    def _apply_memory(self, batch: list[Message]) -> None:
+        match = self.match
+        cursor = self.backlog.cursor
+        for message in batch:
+            self.scanned += 1
+            if match is not None and not match(message):
+                continue
+            if self._wanted() <= 0:
+                return
+            self.matched += 1
+            if self.destructive:
+                cursor.remove(message)
+                self._take(message)
+                message.drop()
+            else:
+                seq = message.seq
+                if self._span.holds(message.level, seq):
+                    # A message given back into memory with a sequence inside the disk
+                    # range: the last phase must not count it again.
+                    self._counted.add(seq)
+                self._keep(message)
+
+    # -- disk -----------------------------------------------------------------------
+
+    def _disk_step(self, resume: Callable[[], None]) -> bool:
+        """Ask for the next disk job; True once the disk part is done."""
+        self.waiting = True
+        submitting = True
+
+        def done(outcome: Outcome[tuple[list[Message], list[int], int]]) -> None:
+            self.waiting = False
+            self._walked(outcome)
+            if not submitting:
+                resume()
+
+        started = self.backlog.cursor.disk_part.walk(
+            self._span,
+            self._positions,
+            DISK_BUDGET,
+            self.match,
+            self.destructive,
+            self._wanted(),
+            self.plain,
+            self.needle,
+            done,
+        )
+        submitting = False
+        if not started:
+            self.waiting = False
+            return True
+        return False
+
+    def _walked(self, outcome: Outcome[tuple[list[Message], list[int], int]]) -> None:
+        if isinstance(outcome, Failed):
+            self.error = AdminFailed(f"reading the disk part of {self.backlog.name} failed: {outcome.error}")
+            return
+        found, positions, read = outcome.value
+        self._positions = positions
+        self.scanned += read
+        for message in found:
+            self.matched += 1
+            if self.destructive:
+                self._take(message)
+            else:
+                self._counted.add(message.seq)
+                self._keep(message)
+
+    # -- what happens to a matching message ----------------------------------------------
+
+    def _take(self, message: Message) -> None:
+        """``message`` left the queue (moved or removed)."""
+        # The delete is queued before the target's add: both land in one store batch.
+        self.backlog.forget(message)
+        if self.action is Action.MOVE:
+            self._send(message)
+        self.applied += 1
+
+    def _keep(self, message: Message) -> None:
+        """``message`` stays (a count, a copy)."""
+        if self.action is Action.COPY:
+            self._send(message)
+            self.applied += 1
+
+    def _send(self, message: Message) -> None:
+        target = self.target
+        assert target is not None
+        # As ActiveMQ's moveMatchingMessagesTo and copyMatchingMessagesTo (BrokerSupport.resend):
+        # the same message id, its original destination said.
+        headers = message.headers
+        headers["original-destination"] = message.destination
+        copy = message.copy_to(0, message.id, target.name, headers)
+        # Its end-to-end latency still counts from the producer's SEND.
+        copy.arrived = message.arrived
+        if self.action is Action.MOVE:
+            events = self.routing.observer.events
+            if events is not None:
+                events.moved(message, self.backlog.name, target.name)
+        self.routing.route(target, copy)
+
+
+# -- browsing --------------------------------------------------------------------------
+
+
+class Browse:
+    """One page of a queue, without consuming: up to ``limit`` pending messages after
+    ``position`` ((level, sequence); (9, -1): the head), in dispatch order (priority,
+    then arrival), memory and disk merged.
+
+    ``step`` as for ``QueueOperation``; when done, ``messages`` is the page and ``next``
+    where the next one starts (None: the end of the queue).  A caller may empty
+    ``messages`` after each step (a STOMP browser sends them as they come).
+    """
+
+    __slots__ = (
+        "_after",
+        "_level",
+        "backlog",
+        "error",
+        "limit",
+        "match",
+        "messages",
+        "next",
+        "top",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        backlog: Backlog,
+        match: Callable[[Message], bool] | None,
+        limit: int,
+        position: tuple[int, int] | None = None,
+        *,
+        top: int | None = None,
+    ) -> None:
+        self.backlog = backlog
+        #: Messages routed after this sequence are not shown (None: whatever is there).
+        self.top = top
+        self.match = match
+        self.limit = limit
+        level, after = position if position is not None else (_TOP, -1)
+        self._level = level
+        self._after = after
+        self.messages: list[Message] = []
+        self.next: tuple[int, int] | None = None
+        self.error: BaseException | None = None
+        self.waiting = False
+
+    def step(self, resume: Callable[[], None]) -> bool:
+        if self.error is not None or self._full():
+            return True
+        cursor = self.backlog.cursor
+        if cursor.closed:
+            self.next = None
+            return True
+        level = self._level
+        memory = cursor.pending_after(level, self._after, BATCH)
+        mem_cut = memory[-1].seq if len(memory) == BATCH else None
+        upto = mem_cut
+        if self.top is not None:
+            upto = self.top if upto is None else min(upto, self.top)
+        self.waiting = True
+        submitting = True
+
+        def done(outcome: Outcome[tuple[list[Message], int, bool]]) -> None:
+            self.waiting = False
+            if isinstance(outcome, Failed):
+                self.error = AdminFailed(
+                    f"reading the disk part of {self.backlog.name} failed: {outcome.error}"
+                )
+            else:
+                found, cut, to_end = outcome.value
+                self._merge(level, found, cut, whole=mem_cut is None and to_end)
+            if not submitting:
+                resume()
+
+        started = cursor.disk_part.browse(level, self._after, upto, BATCH, done)
+        submitting = False
+        if not started:
+            self.waiting = False
+            self._take(memory, mem_cut)
+            return self._full()
+        return False
+
+    def _merge(self, level: int, found: list[Message], cut: int, *, whole: bool) -> None:
+        """A disk read of ``level`` is back: merge it with what memory holds now (a page-in
+        may have brought part of the range in meanwhile) and take the page's share."""
+        now = self.backlog.cursor.pending_after(level, self._after, BATCH)
+        if len(now) == BATCH:
+            cut = min(cut, now[-1].seq)
+            whole = False
+        seen: dict[int, Message] = {m.seq: m for m in found if whole or m.seq <= cut}
+        for m in now:
+            if whole or m.seq <= cut:
+                seen[m.seq] = m
+        self._take([seen[seq] for seq in sorted(seen)], None if whole else cut)
+
+    def _take(self, candidates: Iterable[Message], cut: int | None) -> None:
+        """Add the matching ``candidates`` (in order) to the page; ``cut``: the last sequence
+        they cover at this level (None: the rest of the level)."""
+        match = self.match
+        top = self.top
+        for message in candidates:
+            if top is not None and message.seq > top:
+                # Newer than the snapshot, and so is the rest of this level.
+                cut = None
+                break
+            if match is not None and not match(message):
+                continue
+            self.messages.append(message)
+            if len(self.messages) >= self.limit:
+                self._after = message.seq
+                return
+        if cut is None:
+            self._level -= 1
+            self._after = -1
+        else:
+            self._after = cut
+
+    def _full(self) -> bool:
+        if len(self.messages) >= self.limit:
+            self.next = (self._level, self._after) if self._level >= 0 else None
+            return True
+        if self._level < 0:
+            self.next = None
+            return True
+        return False

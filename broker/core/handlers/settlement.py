@@ -1,0 +1,271 @@
+"""What becomes of a delivered message: acknowledged, given back, dead-lettered, expired.
+
+* ``settle``: a consumer is done with it (ACK): it leaves its queue and the store.
+* ``give_back``: NACK, an unsubscribe or a lost connection: back to its queue (after
+  the redelivery delay, if one is set: ActiveMQ's ``initialRedeliveryDelay``, then
+  ``redeliveryDelay`` or an exponential back-off) flagged ``redelivered``, or, a topic
+  message, to the subscriber that NACKed it; past ``maximumRedeliveries``, to the DLQ.
+* ``dead_letter``: to ``ActiveMQ.DLQ`` (or a queue of its own with
+  ``individualDeadLetterStrategy``), saying why and from where.
+* ``settle_expired``: the persistent messages queues found expired at dispatch go to
+  the DLQ (``processExpired``) or out of the store.  Queues only note them
+  (``Queue.expired``); this runs once the work under way is done.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from typing import TYPE_CHECKING
+
+from broker.core.base import names
+from broker.core.base.observe import Observer
+
+if TYPE_CHECKING:
+    from broker.core.base.clock import Clock
+    from broker.core.base.message import Message
+    from broker.core.base.settings import CoreSettings
+    from broker.core.delivery.destinations import Destinations
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.routing import Routing
+    from broker.core.delivery.subscription import Subscription
+    from broker.core.storage.cursor import Cursor
+    from broker.core.storage.persistence import Persistence
+
+log = logging.getLogger("stompd.engine")
+
+
+class Settlement:
+    __slots__ = (
+        "_order",
+        "_redeliveries",
+        "clock",
+        "destinations",
+        "observer",
+        "persistence",
+        "routing",
+        "settings",
+    )
+
+    def __init__(
+        self,
+        settings: CoreSettings,
+        clock: Clock,
+        destinations: Destinations,
+        routing: Routing,
+        persistence: Persistence,
+        observer: Observer | None = None,
+    ) -> None:
+        self.observer = observer if observer is not None else Observer()
+        self.settings = settings
+        self.clock = clock
+        self.destinations = destinations
+        self.routing = routing
+        self.persistence = persistence
+        #: Messages given back, waiting out their redelivery delay, a heap of (due ms,
+        #: order, queue, messages): delays differ by how often each was redelivered.
+        self._redeliveries: list[tuple[int, int, Queue, list[Message]]] = []
+        self._order = itertools.count()
+
+    def settle(self, sub: Subscription, messages: list[Message]) -> None:
+        """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
+        queues = self.destinations.queues
+        observer = self.observer
+        events = observer.events
+        latency = observer.latency
+        now = self.clock.ms
+        for message in messages:
+            queue = queues.get(message.destination)
+            if queue is not None:
+                queue.acked(1)
+            else:
+                topic = self.destinations.router.topics.get(message.destination)
+                if topic is not None:
+                    topic.stats.dequeued += 1
+            if message.arrived:
+                latency.observe(now - message.arrived)
+            if events is not None:
+                events.acked(message, sub.session.id, sub.id)
+            if message.store_size:
+                self._unstore(sub, message, queue is not None)
+            message.drop()
+
+    def _unstore(self, sub: Subscription | None, message: Message, from_queue: bool) -> None:
+        """``message`` is done with: delete it from the store (a topic's: this subscriber's share)."""
+        if from_queue:
+            self.persistence.remove(message)
+        elif sub is not None and sub.durable is not None:
+            self.persistence.ack_shared(sub.durable.store_id, message)
+
+    def nack(self, sub: Subscription, messages: list[Message]) -> None:
+        """``sub``'s consumer NACKed ``messages``: redelivered, or dead-lettered past the limit."""
+        events = self.observer.events
+        if events is not None:
+            for message in messages:
+                events.nacked(message, sub.session.id, sub.id)
+        self.give_back(sub, messages, topic_too=True, cause="nack")
+
+    def give_back(
+        self, sub: Subscription, messages: list[Message], *, topic_too: bool, cause: str = "disconnect"
+    ) -> None:
+        """Return messages for redelivery: to their queue, or (NACK) the topic subscriber.
+
+        Each message comes with its in-flight hold, which passes to wherever it goes.
+        ``cause`` (nack, disconnect, unsubscribe, abort) is for the event log.
+        """
+        events = self.observer.events
+        by_queue: dict[Queue, list[Message]] = {}
+        destinations = self.destinations
+        queues = destinations.queues
+        # A link that drops is not a consumer that failed: what a network bridge had in
+        # flight goes back however often that happens (the copy the other broker may
+        # have kept is dropped there, by its audit).
+        network = sub.network is not None
+        for message in messages:
+            limit = destinations.policy_of(message.destination).max_redeliveries
+            if limit >= 0 and message.delivery_count > limit and not network:
+                self.dead_letter(message, sub=sub)
+                continue
+            queue = queues.get(message.destination)
+            if queue is not None:
+                if events is not None:
+                    events.redelivered(message, cause)
+                by_queue.setdefault(queue, []).append(message)
+                continue
+            cursor = _topic_return(sub, topic_too)
+            if cursor is not None:
+                topic = self.destinations.router.topics.get(message.destination)
+                if topic is not None:
+                    topic.stats.redelivered += 1
+                if events is not None:
+                    events.redelivered(message, cause)
+                # A topic message is shared: only this subscriber's copy is redelivered.
+                copy = message.redelivery_copy()
+                copy.meter = message.meter
+                copy.hold()
+                cursor.push_returned(copy)
+            message.drop()
+        for queue, returned in by_queue.items():
+            policy = queue.policy
+            if not (policy.initial_redelivery_delay_ms or policy.redelivery_delay_ms):
+                queue.requeue(returned)
+                continue
+            now = self.clock.ms
+            waiting: dict[int, list[Message]] = {}
+            for message in returned:
+                # Its deliveries so far less the first: how often it was redelivered.
+                delay = policy.redelivery_delay(max(message.delivery_count - 1, 0))
+                waiting.setdefault(delay, []).append(message)
+            now_due = waiting.pop(0, None)
+            for delay, messages in waiting.items():
+                heapq.heappush(self._redeliveries, (now + delay, next(self._order), queue, messages))
+            if now_due:
+                queue.requeue(now_due)
+
+    def waiting_queues(self) -> set[Queue]:
+        """Queues messages wait to go back to (their redelivery delay)."""
+        return {queue for _, _, queue, _ in self._redeliveries}
+
+    def tick(self) -> None:
+        """Messages whose redelivery delay is over go back to their queues."""
+        redeliveries = self._redeliveries
+        now = self.clock.ms
+        while redeliveries and redeliveries[0][0] <= now:
+            _, _, queue, returned = heapq.heappop(redeliveries)
+            if queue.cursor.closed:
+                for message in returned:
+                    message.drop()
+            else:
+                queue.requeue(returned)
+
+    def dead_letter(
+        self,
+        message: Message,
+        cause: str | None = None,
+        sub: Subscription | None = None,
+        *,
+        expired: bool = False,
+    ) -> None:
+        """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
+        from where.  Takes over the caller's hold.
+
+        ActiveMQ drops non-persistent messages here by default (processNonPersistent is
+        false); we keep them, since nothing asked for them to be thrown away.
+        """
+        policy = self.destinations.policy_of(message.destination)
+        prefix = policy.individual_dead_letter_prefix
+        if prefix is not None:
+            kind, bare = names.split_destination(message.destination)[0]
+            dlq_name = names.QUEUE + prefix + bare
+            if kind not in names.QUEUE_KINDS:
+                dlq_name = names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
+        else:
+            dlq_name = policy.dead_letter_queue
+        dlq = self.destinations.queue(dlq_name)
+        headers = dict(message.headers)
+        headers["original-destination"] = message.destination
+        headers["dlqDeliveryFailureCause"] = cause or (
+            f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
+            f"(maximumRedeliveries={policy.max_redeliveries})"
+        )
+        headers["original-message-id"] = message.id
+        dead = message.copy_to(0, "", dlq.name, headers)
+        # Its latency keeps counting from its first enqueue.
+        dead.arrived = message.arrived
+        # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
+        dead.expires = 0
+        log.info(
+            "dead-lettering %s from %s: %s",
+            message.id,
+            message.destination,
+            headers["dlqDeliveryFailureCause"],
+        )
+        original = self.destinations.queues.get(message.destination)
+        if original is not None:
+            original.acked(1)
+            original.stats.dead_lettered += 1
+        else:
+            topic = self.destinations.router.topics.get(message.destination)
+            if topic is not None:
+                topic.stats.dead_lettered += 1
+        events = self.observer.events
+        if events is not None:
+            if expired:
+                events.expired(message, dlq.name)
+            else:
+                events.dead_lettered(message, "max-redeliveries" if cause is None else "poison", dlq.name)
+        if message.store_size:
+            self._unstore(sub, message, original is not None)
+        message.drop()
+        self.routing.route(dlq, dead)
+
+    def settle_expired(self) -> None:
+        """Persistent messages queues found expired (each with its hold): to the DLQ, or
+        out of the store with ``processExpired=false``."""
+        expired = self.destinations.expired
+        while expired:
+            # Dead-lettering dispatches the DLQ, which may find more.
+            found = expired[:]
+            expired.clear()
+            for message in found:
+                if self.destinations.policy_of(message.destination).dead_letter_expired:
+                    self.dead_letter(message, "Message expired", expired=True)
+                    continue
+                events = self.observer.events
+                if events is not None:
+                    events.expired(message, None)
+                if message.store_size:
+                    self._unstore(None, message, True)
+                message.drop()
+
+
+def _topic_return(sub: Subscription, topic_too: bool) -> Cursor | None:
+    """Where a topic message ``sub`` gives back goes: a durable subscription's cursor
+    whatever happens to the subscriber, another's only on NACK (or a rolled-back ACK)
+    while it is still subscribed; None: it is dropped."""
+    if sub.durable is not None:
+        return sub.durable.cursor
+    if topic_too and not sub.session.closing and not sub.cursor.closed:
+        return sub.cursor
+    return None

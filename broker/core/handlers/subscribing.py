@@ -1,0 +1,460 @@
+"""SUBSCRIBE and UNSUBSCRIBE, and the durable subscriptions subscribers attach to.
+
+A SUBSCRIBE binds a new ``Subscription`` to the queues its destination names (where
+it competes with other consumers) and to its topic patterns (a cursor of its own,
+which matching topics fill).  With ``activemq.subscriptionName`` (and a ``client-id``
+on CONNECT) it attaches to a durable subscription instead, made or remade as
+ActiveMQ does, and takes over that subscription's cursor.  The SUBSCRIBE's RECEIPT
+goes out before any MESSAGE: dispatch to it starts after the receipt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from broker.core.base import bridging, names
+from broker.core.base.errors import (
+    AccessDenied,
+    DuplicateSubscription,
+    InvalidHeader,
+    UnknownSubscription,
+    int_header,
+)
+from broker.core.base.guard import READ, denied
+from broker.core.base.selector import compile_selector
+from broker.core.delivery.durable import DurableSubscription
+from broker.core.delivery.queue import Queue
+from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
+from broker.core.handlers.browsing import QueueBrowser
+from broker.core.storage.cursor import Cursor
+from protocol import frames as f
+from protocol.errors import MissingHeader
+from wildcards import is_wildcard
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from broker.core.base.guard import Guard, Principal
+    from broker.core.base.message import Message
+    from broker.core.base.settings import CoreSettings
+    from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.destinations import Destinations
+    from broker.core.delivery.durable import DurableSubscriptions
+    from broker.core.delivery.routing import Routing
+    from broker.core.delivery.session import Session
+    from broker.core.handlers.advisory import Advisories
+    from broker.core.handlers.settlement import Settlement
+    from broker.core.storage.persistence import Persistence
+
+
+class Subscribing:
+    __slots__ = (
+        "advisories",
+        "destinations",
+        "durables",
+        "memory",
+        "persistence",
+        "routing",
+        "settings",
+        "settlement",
+    )
+
+    def __init__(
+        self,
+        settings: CoreSettings,
+        memory: UsageMeter,
+        destinations: Destinations,
+        durables: DurableSubscriptions,
+        persistence: Persistence,
+        routing: Routing,
+        settlement: Settlement,
+        advisories: Advisories,
+    ) -> None:
+        self.advisories = advisories
+        self.settings = settings
+        self.memory = memory
+        self.destinations = destinations
+        self.durables = durables
+        self.persistence = persistence
+        self.routing = routing
+        self.settlement = settlement
+
+    # -- SUBSCRIBE -------------------------------------------------------------------
+
+    def on_subscribe(self, session: Session, frame: f.Frame) -> Callable[[], None]:
+        headers = frame.headers
+        destination = headers.get("destination")
+        if not destination:
+            raise MissingHeader("SUBSCRIBE requires a 'destination' header")
+        sub_id = headers.get("id")
+        if sub_id is None:
+            if session.version != f.V1_0:
+                raise MissingHeader("SUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+            sub_id = destination
+        if sub_id in session.subscriptions:
+            raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
+        if headers.get("browser") == "true":
+            return self._browse(session, sub_id, destination, headers)
+        ack = headers.get("ack", AUTO)
+        if ack not in ACK_MODES:
+            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        targets = names.split_destination(destination)
+        any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
+        # The first destination's policy entry (a wildcard pattern looked up as a name).
+        policy = self.destinations.policy_of(_full_name(session, *targets[0]))
+        durable_name = durable_name_of(headers)
+        if any_queue:
+            prefetch = policy.queue_prefetch
+        else:
+            prefetch = policy.topic_prefetch if durable_name is None else policy.durable_topic_prefetch
+        prefetch = _prefetch_header(headers, prefetch)
+        selector_text = headers.get("selector", "").strip()
+        selector: Callable[[Message], bool] | None = (
+            compile_selector(selector_text).matches if selector_text else None
+        )
+        guard = self.destinations.guard
+        filtered = False
+        if guard.authorizing and not session.principal.system:
+            self.destinations.authorize(session, READ, destination)
+            if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
+                selector = _readable(guard, session.principal, selector)
+                filtered = True
+        priority = 0
+        text = headers.get(bridging.PRIORITY)
+        if text is not None:
+            priority = int_header(bridging.PRIORITY, text)
+            if not -128 <= priority <= 127:
+                raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
+        network = _network(headers)
+        if network is not None:
+            selector = bridging.network_filter(network, selector)
+        # Before anything is made: a SUBSCRIBE that would make a destination there is no
+        # room for yet waits for it, as a SEND does (NoRoomToCreate).
+        self.destinations.make_room(session, destination)
+        no_local = headers.get("activemq.noLocal") == "true"
+        durable = None
+        if durable_name is not None:
+            durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
+            if filtered:
+                # What it keeps while its subscriber is away is filtered the same way.
+                durable.selector = selector
+        sub = Subscription(
+            session,
+            sub_id,
+            session.next_key(),
+            destination,
+            self.persistence,
+            ack=ack,
+            prefetch=prefetch,
+            selector=selector,
+            no_local=no_local,
+            exclusive=headers.get("activemq.exclusive") == "true",
+            observer=self.settlement.observer,
+            priority=priority,
+            standby=network is not None and headers.get(bridging.NETWORK_STANDBY) == "true",
+            network=network,
+        )
+        sub.selector_text = selector_text
+        destinations = self.destinations
+        for kind, name in targets:
+            if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
+                target = destinations.resolve(session, kind, name)
+                if target.owner is not session:
+                    raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
+        session.subscriptions[sub_id] = sub
+        session.by_key[sub.key] = sub
+        for kind, name in targets:
+            if kind in names.QUEUE_KINDS:
+                queue = destinations.resolve(session, kind, name)
+                assert isinstance(queue, Queue)
+                sub.queues.append(queue)
+            elif kind == names.TEMP_TOPIC:
+                topic = destinations.temp_topic(session, name)
+                sub.topic_patterns.append((topic.kind, topic.bare))
+            else:
+                sub.topic_patterns.append((kind, name))
+        if durable is not None:
+            sub.cursor = self._attach(sub, durable)
+        elif sub.topic_patterns:
+            sub.cursor = destinations.topic_cursor(sub)
+        for kind, pattern in sub.topic_patterns:
+            destinations.router.subscribe(kind, pattern, sub)
+        self.advisories.replay(sub)
+        # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
+        # the queues start dispatching to it only once the receipt is written.
+        return lambda: self._start(sub)
+
+    def _start(self, sub: Subscription) -> None:
+        for queue in sub.queues:
+            queue.add_consumer(sub)
+        # Once it counts among its queues' consumers (the advisory says how many).
+        self.advisories.added(sub)
+        sub.pump()
+
+    def _browse(
+        self, session: Session, sub_id: str, destination: str, headers: dict[str, str]
+    ) -> Callable[[], None]:
+        """``browser:true``: the queue's messages as they are now, then ``browser:end`` (browsing)."""
+        selector_text = headers.get("selector", "").strip()
+        ack = headers.get("ack", AUTO)
+        if ack not in ACK_MODES:
+            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        if session.version == f.V1_0:
+            raise InvalidHeader("browser:true (a queue browser) needs STOMP 1.1 or later, as in ActiveMQ")
+        targets = names.split_destination(destination)
+        if len(targets) != 1 or targets[0][0] != names.QUEUE:
+            raise InvalidHeader(f"browser:true browses one /queue/ destination, not {destination}")
+        if self.destinations.guard.authorizing:
+            # Browsing reads, as consuming does.
+            self.destinations.authorize(session, READ, destination)
+        self.destinations.make_room(session, destination)
+        queue = self.destinations.resolve(session, *targets[0])
+        assert isinstance(queue, Queue)
+        selector = compile_selector(selector_text).matches if selector_text else None
+        # queueBrowserPrefetch: how many browsed messages an ack:client browser may hold
+        # unacknowledged (an ack:auto one is never held back).
+        prefetch = _prefetch_header(headers, queue.policy.queue_browser_prefetch)
+        browser = QueueBrowser(
+            session,
+            sub_id,
+            session.next_key(),
+            queue,
+            self.persistence,
+            selector,
+            self.routing.seq,
+            ack=ack,
+            prefetch=prefetch,
+        )
+        session.subscriptions[sub_id] = browser
+        session.by_key[browser.key] = browser
+        # After the RECEIPT, as any subscription's first MESSAGE.
+        return browser.pump
+
+    def _durable_for(
+        self,
+        session: Session,
+        name: str,
+        destination: str,
+        targets: list[tuple[str, str]],
+        selector_text: str,
+        no_local: bool,
+    ) -> DurableSubscription:
+        """The durable subscription a SUBSCRIBE attaches to (made, or remade, if need be)."""
+        if any(kind != names.TOPIC for kind, _ in targets):
+            raise InvalidHeader("activemq.subscriptionName is for /topic/ destinations only")
+        client_id = session.client_id
+        if not client_id:
+            raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
+        durable = self.durables.get(client_id, name)
+        if durable is not None:
+            self._let_go(durable)
+            if durable.subscriber is not None:
+                raise DuplicateSubscription(
+                    f"durable subscription {name!r} of client {client_id!r} is already active"
+                )
+            if not durable.same_as(destination, selector_text, no_local):
+                # As ActiveMQ: another destination or selector makes it a new subscription.
+                self._may_remove(session, durable)
+                self._remove_durable(durable)
+                durable = None
+        if durable is None:
+            durable = DurableSubscription(
+                0,
+                client_id,
+                name,
+                destination,
+                selector_text,
+                no_local,
+                compile_selector(selector_text).matches if selector_text else None,
+            )
+            durable.store_id = self.persistence.put_subscription(client_id, name, durable.encode())
+            self.durables.add(durable)
+        return durable
+
+    def _attach(self, sub: Subscription, durable: DurableSubscription) -> Cursor:
+        """A durable subscriber's cursor: the one it kept since its last subscriber in this
+        broker's lifetime, or a new one over what the store holds for it."""
+        durable.subscriber = sub.session.id
+        durable.attached = sub
+        sub.durable = durable
+        high_water = self.destinations.policy_of(durable.destination).cursor_high_water
+        cursor = durable.cursor
+        if cursor is not None:
+            cursor.attach(sub, high_water)
+            return cursor
+        cursor = durable.cursor = Cursor(
+            self.memory, self.destinations.swap.new_log(shared=False), high_water=high_water, owner=sub
+        )
+        owed = self.persistence.pending_of(durable.store_id)
+        cursor.recovered(self.persistence.subscription_reader(durable.store_id), owed, self.routing.seq)
+        return cursor
+
+    def _let_go(self, durable: DurableSubscription) -> None:
+        """A subscriber whose connection is closing (its subscriptions still ending, in
+        slices) lets go of ``durable`` now: it is no longer active to its next subscriber."""
+        attached = durable.attached
+        if attached is not None and attached.session.closing:
+            self.unsubscribe(cast("Session", attached.session), cast("Subscription", attached))
+
+    def _may_remove(self, session: Session, durable: DurableSubscription) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s user may read what ``durable``
+        subscribes to.  Ending a durable subscription deletes what it is owed, and a
+        client-id is anyone's to claim while its connection is away; so, stricter than
+        ActiveMQ (which checks nothing here), only a user who could have made it may
+        remove it, or remake it elsewhere."""
+        guard = self.destinations.guard
+        if not guard.authorizing:
+            return
+        principal = session.principal
+        for kind, name in names.split_destination(durable.destination):
+            if not guard.allows(principal, READ, kind, name):
+                raise AccessDenied(
+                    f"{denied(principal, READ, kind + name)} (needed to remove durable subscription "
+                    f"{durable.name!r} of client {durable.client_id!r})"
+                )
+
+    def _remove_durable(self, durable: DurableSubscription) -> None:
+        self.durables.remove(durable)
+        if durable.cursor is not None:
+            for message in durable.cursor.close():
+                message.drop()
+            durable.cursor = None
+        self.persistence.remove_subscription(durable.client_id, durable.name)
+
+    # -- UNSUBSCRIBE -----------------------------------------------------------------
+
+    def on_unsubscribe(self, session: Session, frame: f.Frame) -> None:
+        headers = frame.headers
+        sub_id = headers.get("id")
+        sub = None
+        if sub_id is not None:
+            sub = session.subscriptions.get(sub_id)
+        elif session.version == f.V1_0:
+            destination = headers.get("destination")
+            if destination is None:
+                raise MissingHeader("UNSUBSCRIBE requires an 'id' or 'destination' header")
+            # A 1.0 SUBSCRIBE without an id is known by its destination: found at once.
+            sub = session.subscriptions.get(destination)
+            if sub is None or sub.destination != destination:
+                sub = next((s for s in session.subscriptions.values() if s.destination == destination), None)
+        else:
+            raise MissingHeader("UNSUBSCRIBE requires an 'id' header in STOMP 1.1 and 1.2")
+        durable_name = durable_name_of(headers)
+        durable = None
+        if durable_name is not None:
+            durable = self.durables.get(session.client_id or "", durable_name)
+            if durable is not None:
+                # Before anything ends: a refusal leaves the subscriber subscribed too.
+                self._may_remove(session, durable)
+        if sub is not None:
+            self.unsubscribe(session, sub)
+        elif durable_name is None:
+            raise UnknownSubscription(
+                f"no subscription {sub_id or headers.get('destination')!r} on this connection"
+            )
+        if durable_name is not None:
+            # With the name, UNSUBSCRIBE ends the durable subscription (even an inactive
+            # one), and what it was still owed goes with it.
+            if durable is None:
+                raise UnknownSubscription(f"no durable subscription {durable_name!r} for this client-id")
+            self._let_go(durable)
+            if durable.subscriber is not None:
+                raise DuplicateSubscription(f"durable subscription {durable_name!r} is active elsewhere")
+            self._remove_durable(durable)
+
+    def unsubscribe(self, session: Session, sub: Subscription) -> None:
+        """``sub`` ends: what it had in flight goes back for redelivery."""
+        sub.closed = True
+        session.subscriptions.pop(sub.id, None)
+        session.by_key.pop(sub.key, None)
+        router = self.destinations.router
+        for kind, pattern in sub.topic_patterns:
+            router.unsubscribe(kind, pattern, sub)
+        for queue in sub.queues:
+            queue.remove_consumer(sub)
+        if sub.durable is not None:
+            # Inactive now: its cursor waits for the next subscriber (durable.py).
+            sub.durable.detach()
+        else:
+            for message in sub.cursor.close():
+                message.drop()
+        # What an open transaction holds stays with it: its COMMIT still acks it (as in
+        # ActiveMQ), its ABORT gives it back.  A browser's were only looked at.
+        held = sub.held
+        if isinstance(sub, QueueBrowser):
+            returned = []
+        else:
+            returned = [message for seq, message in sub.inflight.items() if seq not in held]
+        sub.inflight.clear()
+        held.clear()
+        sub.window = sub.prefetch
+        cause = "disconnect" if session.closing else "unsubscribe"
+        self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
+        for queue in sub.queues:
+            # Consumers that stood by (network ones) may take over what waits there.
+            queue.dispatch()
+        self.advisories.removed(sub)
+
+    def close(self, session: Session) -> Iterator[int]:
+        """The connection is gone: each of its subscriptions ends, one step at a time
+        (a chore), each step's cost one and one more for each message it gave back."""
+        subscriptions = session.subscriptions
+        while subscriptions:
+            sub = next(iter(subscriptions.values()))
+            inflight = len(sub.inflight)
+            self.unsubscribe(session, sub)
+            yield 1 + inflight
+
+
+def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
+    """A network subscription's SUBSCRIBE headers (broker.core.base.bridging), if it is one."""
+    node = headers.get(bridging.NETWORK)
+    if node is None:
+        return None
+    if not node or "," in node:
+        raise InvalidHeader(f"{bridging.NETWORK} names one broker, got {node!r}")
+    text = headers.get(bridging.NETWORK_TTL, "1")
+    ttl = int_header(bridging.NETWORK_TTL, text)
+    if ttl < 1:
+        raise InvalidHeader(f"{bridging.NETWORK_TTL} must be at least 1, got {text!r}")
+    return bridging.NetworkInfo(node, ttl, bridging.split_path(headers.get(bridging.NETWORK_PATH)))
+
+
+def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
+    """``activemq.prefetchSize`` (or RabbitMQ's ``prefetch-count``) if given, else ``prefetch``."""
+    text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
+    if text is None:
+        return prefetch
+    prefetch = int_header("activemq.prefetchSize", text)
+    if prefetch < 1:
+        raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
+    return prefetch
+
+
+def durable_name_of(headers: dict[str, str]) -> str | None:
+    return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
+
+
+def _full_name(session: Session, kind: str, name: str) -> str:
+    """The broker-wide name, as the destination's policy is looked up by."""
+    if kind == names.TEMP_QUEUE:
+        return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
+    if kind == names.TEMP_TOPIC:
+        return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
+    return kind + name
+
+
+def _readable(
+    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
+) -> Callable[[Message], bool]:
+    """A wildcard subscription's filter: only messages of topics its user may read
+    (the guard caches each decision, so this is a dict lookup per message)."""
+    prefix = len(names.TOPIC)
+
+    def accepts(message: Message) -> bool:
+        name = message.destination
+        if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
+            return False
+        return selector is None or selector(message)
+
+    return accepts

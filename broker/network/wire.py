@@ -1,0 +1,256 @@
+"""What crosses a bridge, as values: the SEND a MESSAGE becomes (from its parsed headers,
+or bytes for bytes from the pieces the engine wrote), the ACK a remote wants, a pulled
+message's headers and fingerprint, and the words for what went wrong (``crossing``
+does the crossing)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import TYPE_CHECKING, Final
+
+from broker.core.base import bridging
+from broker.core.delivery.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
+from broker.core.handlers.advisory import PREFIX as ADVISORY_PREFIX
+from broker.network.demand import NETWORK_PRIORITY, TOPIC
+from protocol.encoder import FRAME_END
+from protocol.escaping import unescape
+from protocol.frames import V1_0, V1_2
+from wildcards import matches
+
+if TYPE_CHECKING:
+    from broker.network.demand import Want
+    from config.model import NetworkConnector
+    from protocol.frames import Frame
+
+#: A MESSAGE's headers that are the broker's, not the message's: not copied to a SEND.
+BROKER_ONLY = frozenset(
+    {
+        "subscription",
+        "ack",
+        "message-id",
+        "redelivered",
+        "destination",
+        "receipt",
+        "transaction",
+        bridging.REDELIVERED_HEADER,
+    }
+)
+# Pieces of a MESSAGE as the engine writes it, and of the SEND made of it.
+_MESSAGE_ID_AT: Final = len(b"MESSAGE\nmessage-id:")
+_SEND_ID: Final = b"SEND\n" + bridging.ID_HEADER.encode() + b":"
+_DEFAULTS: Final = b"\nexpires:0\npriority:4\n"
+_PATH_LINE: Final = b"\n" + bridging.PATH_HEADER.encode() + b":"
+_PATH_START: Final = bridging.PATH_HEADER.encode() + b":"
+_REDELIVERED_LINE: Final = bridging.REDELIVERED_HEADER.encode() + b":true\n"
+
+
+def allows(connector: NetworkConnector, destination: str) -> bool:
+    """Whether the connector's lists let ``destination`` over its links."""
+    kind, _, name = destination[1:].partition("/")
+    if kind == TOPIC and name.startswith(ADVISORY_PREFIX):
+        return False
+    if any(d.kind == kind and matches(d.pattern, name) for d in connector.excluded):
+        return False
+    if any(d.kind == kind and matches(d.pattern, name) for d in connector.statically_included):
+        return True
+    included = connector.dynamically_included
+    return not included or any(d.kind == kind and matches(d.pattern, name) for d in included)
+
+
+def push_subscription(
+    sub_id: str,
+    destination: str,
+    selector: str,
+    connector: NetworkConnector,
+    remote: str,
+    path: tuple[str, ...],
+    want: Want | None,
+) -> dict[str, str]:
+    """The SUBSCRIBE, here, of a network subscription for the remote broker ``remote``."""
+    queue = destination.startswith("/queue/")
+    headers = {
+        "id": sub_id,
+        "destination": destination,
+        # A queue's messages are forwarded in order and receipted in order: one ACK
+        # covers every earlier one.  A topic's may be passed over (an advisory under
+        # a wildcard), so each is acked on its own.
+        "ack": "client" if queue else "client-individual",
+        "activemq.prefetchSize": str(connector.prefetch_size),
+        bridging.NETWORK: remote,
+        bridging.NETWORK_TTL: str(connector.message_ttl),
+        bridging.NETWORK_PATH: ",".join((*path, remote)),
+    }
+    if queue:
+        consumer_priority(headers, connector.decrease_network_consumer_priority, want)
+    if selector:
+        headers["selector"] = selector
+    return headers
+
+
+def pull_subscription(
+    sub_id: str,
+    destination: str,
+    selector: str,
+    connector: NetworkConnector,
+    local_name: str,
+    path: tuple[str, ...],
+    want: Want | None,
+    stompd: bool,
+    static: bool,
+) -> dict[str, str]:
+    """The SUBSCRIBE, on the remote broker, that pulls ``destination`` to this one
+    (``stompd``: the remote is a stompd; ``static``: a pulledDestination)."""
+    prefetch = str(connector.prefetch_size)
+    headers = {
+        "id": sub_id,
+        "destination": destination,
+        "ack": "client-individual",
+        "activemq.prefetchSize": prefetch,
+        # RabbitMQ's name for it.
+        "prefetch-count": prefetch,
+    }
+    if stompd:
+        headers[bridging.NETWORK] = local_name
+        headers[bridging.NETWORK_TTL] = str(connector.message_ttl)
+        headers[bridging.NETWORK_PATH] = ",".join((*path, local_name))
+        if not static and destination.startswith("/queue/"):
+            consumer_priority(headers, connector.decrease_network_consumer_priority, want)
+    else:
+        # A broker that is not stompd cannot tell a message that came from here: a
+        # selector keeps those there (RabbitMQ ignores selectors; then they are
+        # dropped here, see Crossing._pull_message).
+        here = local_name.replace("'", "''")
+        headers["selector"] = (
+            f"{bridging.PATH_HEADER} IS NULL OR NOT ({bridging.PATH_HEADER} = '{here}' OR "
+            f"{bridging.PATH_HEADER} LIKE '{here},%' OR {bridging.PATH_HEADER} LIKE '%,{here}' OR "
+            f"{bridging.PATH_HEADER} LIKE '%,{here},%')"
+        )
+    if selector:
+        headers["selector"] = (
+            f"({headers['selector']}) AND ({selector})" if "selector" in headers else selector
+        )
+    return headers
+
+
+def forwarded(headers: dict[str, str], local_name: str, rabbitmq: bool) -> dict[str, str]:
+    """The SEND's headers for a MESSAGE (parsed) this broker forwards: its own headers, its
+    id and path (this broker last), ``redelivered``; RabbitMQ's ``expiration`` if needed."""
+    out = {name: value for name, value in headers.items() if name not in BROKER_ONLY}
+    out["destination"] = headers.get("destination", "")
+    out[bridging.ID_HEADER] = headers.get("message-id", "")
+    path = headers.get(bridging.PATH_HEADER)
+    out[bridging.PATH_HEADER] = f"{path},{local_name}" if path else local_name
+    if headers.get("redelivered") == "true":
+        out[bridging.REDELIVERED_HEADER] = "true"
+    if rabbitmq:
+        rabbitmq_expiration(out)
+    return out
+
+
+def read_pieces(pieces: list[bytes]) -> tuple[str, str, bool, int]:
+    """A MESSAGE still in the pieces the engine wrote (``LocalClient``): its destination,
+    its ack id, whether it is redelivered, and where its end of headers is in ``pieces``.
+
+    ``pieces``: the head (``MESSAGE``, message-id, destination, timestamp, expires,
+    priority, then the message's own headers, all escaped as STOMP 1.2 escapes them,
+    which is what the link speaks), ``subscription``, ``ack``, maybe
+    ``redelivered:true``, the end of the headers, and the body."""
+    head = pieces[0]
+    index = 2
+    ack = ""
+    piece = pieces[index]
+    if piece.startswith(b"ack:"):
+        ack = piece[4:-1].decode()
+        index += 1
+    redelivered = pieces[index] == REDELIVERED_LINE
+    if redelivered:
+        index += 1
+    start = head.index(b"\ndestination:") + 13
+    raw = head[start : head.index(b"\n", start)].decode()
+    destination = unescape(raw, V1_2) if "\\" in raw else raw
+    return destination, ack, redelivered, index
+
+
+def send_pieces(pieces: list[bytes], index: int, redelivered: bool, local: bytes) -> list[bytes]:
+    """The SEND made of a MESSAGE's pieces (``read_pieces``), bytes for bytes, without parsing
+    the frame; ``local``: this broker's name as the path writes it."""
+    # "MESSAGE\nmessage-id:ID\n..." becomes "SEND\n_STOMPD_ID:ID\n...": the message's
+    # id is its id on the next broker too.
+    rest = pieces[0][_MESSAGE_ID_AT:]
+    # No expiry and the default priority go without saying (two headers fewer to read).
+    defaults = rest.find(_DEFAULTS)
+    if defaults >= 0:
+        rest = rest[:defaults] + rest[defaults + len(_DEFAULTS) - 1 :]
+    at = rest.find(_PATH_LINE)
+    if at < 0:
+        rest += _PATH_START + local + b"\n"
+    else:
+        end = rest.index(b"\n", at + len(_PATH_LINE))
+        rest = rest[:end] + b"," + local + rest[end:]
+    prefix = _SEND_ID + rest
+    if redelivered:
+        prefix += _REDELIVERED_LINE
+    return [prefix, pieces[index], pieces[index + 1], FRAME_END]
+
+
+def pulled(headers: dict[str, str], path: str | None, remote: str) -> dict[str, str]:
+    """The SEND's headers, here, for a MESSAGE pulled from the remote broker ``remote``
+    (its id kept, the remote last on its path, ``redelivered`` said)."""
+    out = {name: value for name, value in headers.items() if name not in BROKER_ONLY}
+    out["destination"] = headers.get("destination", "")
+    out[bridging.ID_HEADER] = headers.get(bridging.ID_HEADER) or headers.get("message-id", "")
+    out[bridging.PATH_HEADER] = f"{path},{remote}" if path else remote
+    if headers.get("redelivered") == "true":
+        out[bridging.REDELIVERED_HEADER] = "true"
+    return out
+
+
+def consumer_priority(headers: dict[str, str], decrease: bool, want: Want | None) -> None:
+    """On standby behind this broker's own consumers, or (decreaseNetworkConsumerPriority)
+    at a priority below theirs, lower the further away the consumer."""
+    if decrease:
+        headers[bridging.PRIORITY] = str(want.priority if want is not None else NETWORK_PRIORITY)
+    else:
+        headers[bridging.NETWORK_STANDBY] = "true"
+
+
+def rabbitmq_expiration(headers: dict[str, str]) -> None:
+    """RabbitMQ expires a message by ``expiration`` (ms from now), not ``expires``."""
+    text = headers.get("expires", "0")
+    expires = int(text) if text.isdigit() else 0
+    if expires and "expiration" not in headers:
+        headers["expiration"] = str(max(expires - int(time.time() * 1000), 1))
+
+
+def fingerprint(headers: dict[str, str], body: bytes) -> bytes:
+    """A message's content (its destination, headers and body): how a copy the remote
+    sends again is known when its message-id is not the same."""
+    digest = hashlib.blake2b(body, digest_size=16)
+    for name, value in sorted(headers.items()):
+        digest.update(f"\n{name}:{value}".encode())
+    return digest.digest()
+
+
+def remote_ack(headers: dict[str, str], version: str) -> dict[str, str]:
+    """The ACK frame's headers for a MESSAGE, as the remote's STOMP version names it."""
+    if version == V1_2:
+        return {"id": headers.get("ack", "")}
+    ack = {"message-id": headers.get("message-id", "")}
+    if version != V1_0:
+        ack["subscription"] = headers.get("subscription", "")
+    return ack
+
+
+def error_text(frame: Frame) -> str:
+    message = frame.headers.get("message", "")
+    body = frame.body.decode(errors="replace").strip()
+    return f"{message}: {body}" if message and body and body != message else message or body or "(no message)"
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "the connection timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot connect: {exc.strerror}"
+    return f"cannot connect: {exc}"

@@ -1,0 +1,65 @@
+"""A real broker on its own event loop in a background thread, for tests that talk to it
+with blocking clients (stomp.py): ``BrokerThread(options).start()``, then ``.port``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from broker.app import Broker, BrokerOptions, new_event_loop
+
+
+class BrokerThread:
+    """A broker on its own event loop in a background thread."""
+
+    def __init__(self, options: BrokerOptions) -> None:
+        self.options = options
+        self.broker: Broker | None = None
+        self.loop = new_event_loop()
+        self.ready = threading.Event()
+        self.port = 0
+        self.ports: list[int] = []
+        self.http_port = 0
+        self.ws_ports: list[int] = []
+        self._error: BaseException | None = None
+        self._stopped: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, name="stompd", daemon=True)
+
+    def start(self, timeout: float = 10.0) -> BrokerThread:
+        self._thread.start()
+        if not self.ready.wait(timeout):
+            raise TimeoutError("broker did not start listening in time")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self._main())
+        except BaseException as exc:
+            self._error = exc
+            self.ready.set()
+        finally:
+            self.loop.close()
+
+    async def _main(self) -> None:
+        self._stopped = asyncio.Event()
+        self.broker = Broker(self.options)
+        self.port = await self.broker.start()
+        self.ports = self.broker.ports
+        self.http_port = self.broker.http_port
+        self.ws_ports = self.broker.ws_ports
+        self.ready.set()
+        await self._stopped.wait()
+        await self.broker.stop()
+
+    def call(self, fn: object) -> None:
+        """Run ``fn()`` on the broker's loop (it owns all broker state)."""
+        assert callable(fn)
+        self.loop.call_soon_threadsafe(fn)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._stopped is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join(timeout)
