@@ -18,12 +18,12 @@ from urllib.parse import quote
 from aiohttp import web
 
 from broker.core.admin.errors import AdminError, Invalid, NotFound
+from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination
 from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.core.admin.views import DestinationInfo
 from broker.http.ops import status_of
 
 if TYPE_CHECKING:

@@ -517,6 +517,10 @@ def test_a_management_receipt_waits_until_the_request_is_carried_out(tmp_path: P
         ({"AMQ_SCHEDULER_ACTION": "BROWSE"}, "'reply-to'"),
         ({"AMQ_SCHEDULER_ACTION": "REMOVEALL", "ACTION_START_TIME": "0"}, "go together"),
         ({"AMQ_SCHEDULER_ACTION": "REMOVEALL", "ACTION_START_TIME": "x", "ACTION_END_TIME": "1"}, "epoch"),
+        (
+            {"AMQ_SCHEDULER_ACTION": "REMOVEALL", "AMQ_SCHEDULED_START": "0", "AMQ_SCHEDULED_END": "1"},
+            "not a window header",
+        ),
         ({}, "takes requests only"),
     ],
 )

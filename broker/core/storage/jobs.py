@@ -19,7 +19,8 @@ counts) with ``AMQ_SCHEDULER_ACTION``:
 ``ACTION_START_TIME`` and ``ACTION_END_TIME`` (epoch ms, both or neither) narrow BROWSE
 and REMOVEALL to the jobs next due within that window, ends included.  What stompd adds:
 a request it cannot carry out (BROWSE without ``reply-to``, REMOVE without an id, an
-unknown action, a bad time) gets an ERROR, where ActiveMQ does nothing.
+unknown action, a bad time, a window given as ``AMQ_SCHEDULED_START``/``_END``) gets an
+ERROR, where ActiveMQ does nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ REMOVE: Final = "REMOVE"
 REMOVEALL: Final = "REMOVEALL"
 START: Final = "ACTION_START_TIME"
 END: Final = "ACTION_END_TIME"
+#: Names a window is easily mistaken for (no ActiveMQ header has them).
+NOT_WINDOW: Final = ("AMQ_SCHEDULED_START", "AMQ_SCHEDULED_END")
 #: The header naming a job: on its deliveries and browsed copies, and in a REMOVE.
 JOB_ID: Final = "scheduledJobId"
 #: A browsed copy's ``type`` (ActiveMQ's ``AdvisorySupport.ADIVSORY_MESSAGE_TYPE``).
@@ -94,6 +97,10 @@ def request_of(headers: dict[str, str]) -> Request:
         raise InvalidHeader(f"{ACTION}:{REMOVE} needs the '{JOB_ID}' of the job to remove")
     if action == BROWSE and not headers.get("reply-to"):
         raise InvalidHeader(f"{ACTION}:{BROWSE} sends the jobs to the SEND's 'reply-to': it has none")
+    for name in NOT_WINDOW:
+        if name in headers:
+            # Left unread, a REMOVEALL meant for a window would remove every job.
+            raise InvalidHeader(f"'{name}' is not a window header: ActiveMQ's are '{START}' and '{END}'")
     return Request(action, job_id, window_of(headers.get(START), headers.get(END)))
 
 
