@@ -18,12 +18,13 @@ from urllib.parse import quote
 from aiohttp import web
 
 from broker.core.admin.errors import AdminError, Invalid, NotFound
+from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination
 from broker.core.base.selector import InvalidSelector, compile_selector
+from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.core.admin.views import DestinationInfo
 from broker.http.ops import status_of
 
 if TYPE_CHECKING:
@@ -86,7 +87,10 @@ def parse_selector(text: Any) -> Selector | None:
         raise Invalid("selector must be a string")
     if not text.strip():
         return None
-    return compile_selector(text)  # InvalidSelector: a 400 with its position
+    selector = compile_selector(text)  # InvalidSelector: a 400 with its position
+    # Valid, but it would match nothing: a 400 naming the JMS name to use.
+    refuse_stomp_names(text)
+    return selector
 
 
 def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:

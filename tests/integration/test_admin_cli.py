@@ -114,6 +114,12 @@ def test_usage(http_broker: BrokerThread) -> None:
             "stompd-admin: selector error at position 3 (at end of selector): expected an expression",
         ),
         (
+            ["count", "present", "--selector", "priority > 4"],
+            'stompd-admin: selector error at position 0 (near "priority > 4"): priority is a STOMP '
+            "header: selectors read it by its JMS name, JMSPriority, as in ActiveMQ, where no message "
+            "has a property priority; try: JMSPriority > 4",
+        ),
+        (
             ["move", "present", "present", "--selector", "n > 1"],
             "stompd-admin: source and target are both /queue/present",
         ),

@@ -219,6 +219,31 @@ def test_a_bad_selector_is_a_400_that_says_where(broker: BrokerThread) -> None:
     assert moved.error["position"] == 3
 
 
+def test_a_selector_naming_a_stomp_header_is_a_400_naming_its_jms_name(broker: BrokerThread) -> None:
+    url = base(broker)
+    with client(broker.port) as producer:
+        producer.send("/queue/q", "urgent", sync=True, priority="9", type="order", region="EU")
+    selector = "region = 'EU' AND priority > 4 AND type = 'order'"
+    reply = call(url, "GET", "/api/v1/destinations/q/messages?selector=" + quote(selector))
+    assert reply.status == 400
+    assert reply.error["code"] == "invalid_selector"
+    assert reply.error["position"] == selector.index("priority")
+    assert "selectors read it by its JMS name, JMSPriority" in reply.error["message"]
+    suggested = reply.error["problem"].rsplit("try: ", 1)[1]
+    assert suggested == "region = 'EU' AND JMSPriority > 4 AND JMSType = 'order'"
+    # What it suggests finds the message.
+    found = call(url, "GET", "/api/v1/destinations/q/messages?selector=" + quote(suggested))
+    assert found.status == 200
+    assert [m["body"] for m in found.body["messages"]] == ["urgent"]
+    for route, body in (("count", {}), ("move", {"to": "/queue/r"}), ("remove", {})):
+        refused = call(
+            url, "POST", f"/api/v1/destinations/q/{route}", {**body, "selector": "persistent = 'true'"}
+        )
+        assert refused.status == 400
+        assert "try: JMSDeliveryMode = 'PERSISTENT'" in refused.error["message"]
+    assert call(url, "GET", "/api/v1/destinations/q").body["depth"] == 1
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
