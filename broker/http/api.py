@@ -432,6 +432,19 @@ async def purge_subscription(request: web.Request) -> web.Response:
     )
 
 
+@routes.delete(PREFIX + "/subscriptions/{client}/{name}")
+async def delete_subscription(request: web.Request) -> web.Response:
+    client_id, name = request.match_info["client"], request.match_info["name"]
+    removed = _ops(request).delete_subscription(client_id, name)
+    return web.json_response({"deleted": {"client_id": client_id, "name": name}, "removed": removed})
+
+
+@routes.get(PREFIX + "/destinations/{dest}/subscribers")
+async def topic_subscribers(request: web.Request) -> web.StreamResponse:
+    name = _dest(request)
+    return await slices.json_list(request, "subscribers", await _ops(request).topic_subscribers(name), asdict)
+
+
 @routes.get(PREFIX + "/network")
 async def network(request: web.Request) -> web.Response:
     return web.json_response({"bridges": [asdict(info) for info in _ops(request).network()]})

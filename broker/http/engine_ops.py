@@ -121,6 +121,12 @@ class EngineAdminOps:
     def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
         return finish(self._service.purge_subscription(client_id, name, progress))
 
+    def topic_subscribers(self, name: str) -> Awaitable[list[SubscriptionInfo]]:
+        return finish(self._service.topic_subscribers(name))
+
+    def delete_subscription(self, client_id: str, name: str) -> int:
+        return self._service.delete_subscription(client_id, name)
+
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:
         return finish(self._service.scheduled(limit, cursor, preview))
 

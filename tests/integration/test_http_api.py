@@ -384,3 +384,54 @@ def test_the_console_is_served(broker: BrokerThread) -> None:
     assert script.status == 200
     assert script.headers["Content-Type"].startswith(("application/javascript", "text/javascript"))
     assert call(url, "GET", "/console/style.css").status == 200
+
+
+def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker: BrokerThread) -> None:
+    url = base(broker)
+    durable = {"activemq.subscriptionName": "d"}
+    with client(broker.port, headers={"client-id": "away"}) as leaving:
+        leaving.subscribe("/topic/news", "s", **durable)
+        leaving.sync()
+    with (
+        client(broker.port, headers={"client-id": "here"}) as staying,
+        client(broker.port) as plain,
+        client(broker.port) as producer,
+    ):
+        staying.subscribe("/topic/news", "s", ack="client", **durable)
+        plain.subscribe("/topic/>", "w")
+        plain.sync()
+        staying.sync()
+        for i in range(3):
+            producer.send("/topic/news", f"m{i}", persistent="true")
+        producer.sync()
+        staying.listener.wait_messages(3)
+        rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
+        seen = {(r["client_id"], r["durable"], r["connection"] is None): r for r in rows}
+        assert set(seen) == {("here", "d", False), (None, None, False), ("away", "d", True)}
+        # What each is owed: unacknowledged in flight, and the offline one's backlog.
+        assert seen[("here", "d", False)]["in_flight"] == 3
+        assert seen[("away", "d", True)]["pending"] == 3
+        # The same count where every subscription is listed.
+        listed = call(url, "GET", "/api/v1/subscriptions").body["subscriptions"]
+        assert [s["pending"] for s in listed if s["client_id"] == "away"] == [3]
+
+        active = call(url, "DELETE", "/api/v1/subscriptions/here/d")
+        assert active.status == 409
+        assert "is active" in active.error["message"]
+        deleted = call(url, "DELETE", "/api/v1/subscriptions/away/d")
+        assert deleted.status == 200
+        assert deleted.body == {"deleted": {"client_id": "away", "name": "d"}, "removed": 3}
+        assert call(url, "DELETE", "/api/v1/subscriptions/away/d").status == 404
+        rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
+        assert {r["client_id"] for r in rows} == {"here", None}
+    # Back under the same name, it is a new subscription: nothing of the old backlog.
+    with client(broker.port, headers={"client-id": "away"}) as back:
+        back.subscribe("/topic/news", "s", **durable)
+        back.send("/topic/news", "fresh", sync=True)
+        assert [m.body for m in back.settled()] == ["fresh"]
+
+    assert call(url, "GET", f"/api/v1/destinations/{seg('/topic/none')}/subscribers").status == 404
+    call(url, "POST", "/api/v1/destinations", {"name": "/queue/q"})
+    queue = call(url, "GET", "/api/v1/destinations/q/subscribers")
+    assert queue.status == 400
+    assert queue.error["message"] == "/queue/q is a queue: it has consumers, not subscribers"

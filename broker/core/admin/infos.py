@@ -166,8 +166,8 @@ def subscription_infos(session: Session) -> list[SubscriptionInfo]:
     return [subscription_info(sub) for sub in session.subscriptions.values()]
 
 
-def away_info(durable: DurableSubscription) -> SubscriptionInfo:
-    """A durable subscription whose subscriber is away (it still holds what it is owed)."""
+def away_info(durable: DurableSubscription, owed: int) -> SubscriptionInfo:
+    """A durable subscription whose subscriber is away, and the ``owed`` messages it holds."""
     return SubscriptionInfo(
         connection=None,
         id=durable.name,
@@ -177,7 +177,7 @@ def away_info(durable: DurableSubscription) -> SubscriptionInfo:
         prefetch=None,
         in_flight=0,
         delivered=0,
-        pending=0,
+        pending=owed,
         durable=durable.name,
         client_id=durable.client_id,
     )
