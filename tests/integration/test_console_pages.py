@@ -15,7 +15,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from broker.http.auth import HttpSecurity, InMemoryAuthenticator
 from tests.broker_thread import BrokerThread
-from tests.clients import client
+from tests.clients import client, fed_topic, left_durable
 from tests.http_support import call, start_http_broker
 from tests.integration.test_console_browser import SEE_WITHIN, browser, cell, first_text, stat
 
@@ -146,19 +146,8 @@ def test_a_topics_page_shows_its_subscribers_and_what_applies_to_them(
     http_broker: BrokerThread, browser: webdriver.Chrome
 ) -> None:
     wait = waiter(browser)
-    durable = {"activemq.subscriptionName": "audit"}
-    with client(http_broker.port, headers={"client-id": "reports"}) as leaving:
-        leaving.subscribe("/topic/prices", "s", **durable)
-        leaving.sync()
-    with (
-        client(http_broker.port, headers={"client-id": "trader"}) as trader,
-        client(http_broker.port) as watcher,
-        client(http_broker.port) as producer,
-    ):
-        trader.subscribe("/topic/prices", "t", **durable)
-        watcher.subscribe("/topic/prices", "w")
-        watcher.sync()
-        trader.sync()
+    left_durable(http_broker.port, "/topic/prices", "reports", "audit")
+    with fed_topic(http_broker.port, "/topic/prices", "trader", "audit") as (_, _, producer):
         for i in range(3):
             producer.send("/topic/prices", f"p{i}", persistent="true")
         producer.sync()

@@ -10,7 +10,7 @@ import pytest
 
 from broker.core.base.settings import CoreSettings
 from tests.broker_thread import BrokerThread
-from tests.clients import Client, client
+from tests.clients import Client, client, fed_topic, left_durable
 from tests.http_support import call, start_http_broker
 
 pytestmark = pytest.mark.integration
@@ -389,18 +389,9 @@ def test_the_console_is_served(broker: BrokerThread) -> None:
 def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker: BrokerThread) -> None:
     url = base(broker)
     durable = {"activemq.subscriptionName": "d"}
-    with client(broker.port, headers={"client-id": "away"}) as leaving:
-        leaving.subscribe("/topic/news", "s", **durable)
-        leaving.sync()
-    with (
-        client(broker.port, headers={"client-id": "here"}) as staying,
-        client(broker.port) as plain,
-        client(broker.port) as producer,
-    ):
-        staying.subscribe("/topic/news", "s", ack="client", **durable)
-        plain.subscribe("/topic/>", "w")
-        plain.sync()
-        staying.sync()
+    left_durable(broker.port, "/topic/news", "away", "d")
+    with fed_topic(broker.port, "/topic/news", "here", "d", ack="client", plain_on="/topic/>") as fed:
+        staying, _, producer = fed
         for i in range(3):
             producer.send("/topic/news", f"m{i}", persistent="true")
         producer.sync()
