@@ -390,15 +390,22 @@ def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker
     url = base(broker)
     durable = {"activemq.subscriptionName": "d"}
     left_durable(broker.port, "/topic/news", "away", "d")
-    with fed_topic(broker.port, "/topic/news", "here", "d", ack="client", plain_on="/topic/>") as fed:
+    with (
+        fed_topic(broker.port, "/topic/news", "here", "d", ack="client", plain_on="/topic/>") as fed,
+        client(broker.port) as picky,
+    ):
         staying, _, producer = fed
+        picky.subscribe("/topic/news", "p", selector="region = 'EU'")
+        picky.sync()
         for i in range(3):
             producer.send("/topic/news", f"m{i}", persistent="true")
         producer.sync()
         staying.listener.wait_messages(3)
         rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
         seen = {(r["client_id"], r["durable"], r["connection"] is None): r for r in rows}
+        assert len(rows) == 4
         assert set(seen) == {("here", "d", False), (None, None, False), ("away", "d", True)}
+        assert sorted(str(r["selector"]) for r in rows) == ["None", "None", "None", "region = 'EU'"]
         # What each is owed: unacknowledged in flight, and the offline one's backlog.
         assert seen[("here", "d", False)]["in_flight"] == 3
         assert seen[("away", "d", True)]["pending"] == 3
@@ -414,7 +421,7 @@ def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker
         assert deleted.body == {"deleted": {"client_id": "away", "name": "d"}, "removed": 3}
         assert call(url, "DELETE", "/api/v1/subscriptions/away/d").status == 404
         rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
-        assert {r["client_id"] for r in rows} == {"here", None}
+        assert sorted(str(r["client_id"]) for r in rows) == ["None", "None", "here"]
     # Back under the same name, it is a new subscription: nothing of the old backlog.
     with client(broker.port, headers={"client-id": "away"}) as back:
         back.subscribe("/topic/news", "s", **durable)

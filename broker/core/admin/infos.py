@@ -152,7 +152,7 @@ def subscription_info(sub: Subscription) -> SubscriptionInfo:
         id=sub.id,
         destination=sub.destination,
         ack=sub.ack,
-        selector=durable.selector_text or None if durable is not None else None,
+        selector=(durable.selector_text if durable is not None else sub.selector_text) or None,
         prefetch=sub.prefetch,
         in_flight=len(sub.inflight),
         delivered=sub.delivered,
