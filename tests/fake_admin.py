@@ -209,7 +209,7 @@ class FakeOps:
     def delete_subscription(self, client_id: str, name: str) -> int:
         raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
 
-    def topic_subscribers(self, name: str) -> object:
+    def topic_subscribers(self, name: str, limit: int) -> object:
         raise NotFound(f"no topic {name}")
 
 

@@ -41,6 +41,7 @@ OPS_KEY = web.AppKey("ops", object)
 OPERATIONS_KEY = web.AppKey("operations", Operations)
 
 BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
+SUBSCRIBERS_MAX = 100_000
 PREVIEW_DEFAULT, PREVIEW_MAX = 256, 64 * 1024
 #: How long a POST waits for its operation by default, and at most (seconds).
 WAIT_DEFAULT, WAIT_MAX = 5.0, 60.0
@@ -442,7 +443,9 @@ async def delete_subscription(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/destinations/{dest}/subscribers")
 async def topic_subscribers(request: web.Request) -> web.StreamResponse:
     name = _dest(request)
-    return await slices.json_list(request, "subscribers", await _ops(request).topic_subscribers(name), asdict)
+    limit = _int(request.query.get("limit", SUBSCRIBERS_MAX), "limit", 1, SUBSCRIBERS_MAX)
+    rows, total = await _ops(request).topic_subscribers(name, limit)
+    return await slices.json_list(request, "subscribers", rows, asdict, {"total": total})
 
 
 @routes.get(PREFIX + "/network")

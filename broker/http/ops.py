@@ -131,9 +131,10 @@ class AdminOps(Protocol):
         """Remove what the durable subscription is owed (not what its subscriber has in
         flight).  Raises NotFound."""
 
-    def topic_subscribers(self, name: str) -> Awaitable[list[SubscriptionInfo]]:
+    def topic_subscribers(self, name: str, limit: int) -> Awaitable[tuple[list[SubscriptionInfo], int]]:
         """Whom topic ``name`` feeds, durable subscriptions whose subscriber is away too,
-        with what each is owed.  Raises NotFound, or Invalid for a queue."""
+        with what each is owed: the first ``limit``, and how many there are.  Raises
+        NotFound, or Invalid for a queue."""
 
     def delete_subscription(self, client_id: str, name: str) -> int:
         """End a durable subscription whose subscriber is away; how many messages it was

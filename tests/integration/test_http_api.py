@@ -404,6 +404,10 @@ def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker
         rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
         seen = {(r["client_id"], r["durable"], r["connection"] is None): r for r in rows}
         assert len(rows) == 4
+        first = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers?limit=3").body
+        assert (first["subscribers"], first["total"]) == (rows[:3], 4)
+        just_one = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers?limit=1").body
+        assert (just_one["subscribers"], just_one["total"]) == (rows[:1], 4)
         assert set(seen) == {("here", "d", False), (None, None, False), ("away", "d", True)}
         assert sorted(str(r["selector"]) for r in rows) == ["None", "None", "None", "region = 'EU'"]
         # What each is owed: unacknowledged in flight, and the offline one's backlog.

@@ -151,9 +151,10 @@ class AdminService:
         out += yield from collect(away, self._away_info)
         return out
 
-    def topic_subscribers(self, name: str) -> Steps[list[SubscriptionInfo]]:
+    def topic_subscribers(self, name: str, limit: int) -> Steps[tuple[list[SubscriptionInfo], int]]:
         """Whom topic ``name`` feeds: its subscribers (wildcard ones too), then its durable
-        subscriptions whose subscriber is away, with what each is owed."""
+        subscriptions whose subscriber is away, with what each is owed; the first
+        ``limit`` of them, and how many there are."""
         engine = self._engine
         topic = engine.router.topics.get(name)
         if topic is None:
@@ -166,14 +167,15 @@ class AdminService:
             for durable in engine.durables.matching(topic.kind, topic.bare)
             if durable.subscriber is None
         ]
-        return self._topic_subscribers(online, away)
+        total = len(online) + len(away)
+        return self._topic_subscribers(online[:limit], away[: max(limit - len(online), 0)], total)
 
     def _topic_subscribers(
-        self, online: tuple[Subscription, ...], away: list[DurableSubscription]
-    ) -> Steps[list[SubscriptionInfo]]:
+        self, online: tuple[Subscription, ...], away: list[DurableSubscription], total: int
+    ) -> Steps[tuple[list[SubscriptionInfo], int]]:
         out = yield from collect(online, infos.subscription_info)
         out += yield from collect(away, self._away_info)
-        return out
+        return out, total
 
     def _away_info(self, durable: DurableSubscription) -> SubscriptionInfo:
         cursor = durable.cursor

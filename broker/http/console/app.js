@@ -539,7 +539,7 @@ async function refresh() {
       const d = list.destinations.find((x) => x.name === state.current);
       if (d) {
         renderDestination(d);
-        if (isTopic(d)) renderSubscribers(d, (await api("GET", `${destPath(d.name)}/subscribers`)).subscribers);
+        if (isTopic(d)) renderSubscribers(d, await api("GET", `${destPath(d.name)}/subscribers?limit=${SUBSCRIBERS_SHOWN}`));
       } else {
         renderMissing(state.current);
       }

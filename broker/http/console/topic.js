@@ -45,7 +45,9 @@ function leaveDestination() {
 const subPath = (s) => `/subscriptions/${encodeURIComponent(s.client_id)}/${encodeURIComponent(s.durable)}`;
 const subName = (s) => `${s.client_id}/${s.durable}`;
 
-function renderSubscribers(d, subscribers) {
+const SUBSCRIBERS_SHOWN = 500;
+
+function renderSubscribers(d, { subscribers, total }) {
   const rows = subscribers.map((s) => {
     const durable = s.durable !== null;
     const online = s.connection !== null;
@@ -71,6 +73,10 @@ function renderSubscribers(d, subscribers) {
     );
   });
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "empty" }, `no subscribers: what ${d.name} is sent goes nowhere`)));
+  if (total > subscribers.length) {
+    const more = `and ${num(total - subscribers.length)} more (stompd-admin subscriptions lists every one)`;
+    rows.push(el("tr", { class: "more" }, el("td", { colspan: 9, class: "empty" }, more)));
+  }
   $("subscribers").tBodies[0].replaceChildren(...rows);
 }
 
