@@ -3,18 +3,22 @@ while the subscriber is away (ActiveMQ's keepDurableSubsActive, its default)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from broker.core.base.errors import ClientIdInUse
+from broker.http.engine_ops import EngineAdminOps
 from protocol.errors import StompError
 from protocol.frames import Frame
 from tests.broker.harness import ListOutbox, Peer, messages_in_memory, subscription_infos
 from tests.broker.test_persistence import KB, StoredEngine
 from tests.broker.test_swap import bodies, send
 
+T = TypeVar("T")
 DURABLE = {"destination": "/topic/t", "id": "1", "activemq.subscriptionName": "s"}
 
 
@@ -293,3 +297,39 @@ def test_the_selector_of_an_offline_subscription_survives_a_restart(tmp_path: Pa
         assert [f.body for f in messages(back)] == [b"1"]
     finally:
         second.close()
+
+
+def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and_ends_it(
+    tmp_path: Path,
+) -> None:
+    """After a restart it has no cursor: what it is owed is only counted in the store."""
+    path = tmp_path / "store"
+    first = StoredEngine(path)
+    first.engine.close_session(subscriber(first).session)
+    first.close()
+    second = StoredEngine(path)
+    try:
+        publish(Peer(second.engine), b"1", b"2", b"3")
+        second.settle()
+        admin = EngineAdminOps(second.engine, dict)
+        rows, total = asyncio.run(_awaited(admin.topic_subscribers("/topic/t", 10)))
+        assert total == 1
+        assert [(r.client_id, r.durable, r.connection, r.pending) for r in rows] == [("c1", "s", None, 3)]
+        assert [info.pending for info in subscription_infos(second.engine)] == [3]
+        assert second.engine.usage.store.used > 0
+        assert admin.delete_subscription("c1", "s") == 3
+        second.settle()
+        assert second.engine.usage.store.used == 0
+        assert subscription_infos(second.engine) == []
+    finally:
+        second.close()
+    third = StoredEngine(path)
+    try:
+        assert subscription_infos(third.engine) == []
+        assert messages(subscriber(third)) == []
+    finally:
+        third.close()
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
