@@ -10,11 +10,14 @@ from typing import TypeVar
 
 import pytest
 
+from broker.core.admin.errors import Conflict, NotFound
+from broker.core.admin.service import AdminService
+from broker.core.admin.views import Progress
 from broker.core.base.errors import ClientIdInUse
 from broker.http.engine_ops import EngineAdminOps
 from protocol.errors import StompError
 from protocol.frames import Frame
-from tests.broker.harness import ListOutbox, Peer, messages_in_memory, subscription_infos
+from tests.broker.harness import ListOutbox, Peer, messages_in_memory, new_engine, subscription_infos
 from tests.broker.test_persistence import KB, StoredEngine
 from tests.broker.test_swap import bodies, send
 
@@ -333,3 +336,30 @@ def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and
 
 async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def test_a_durable_subscription_being_walked_is_not_deleted_under_the_walk() -> None:
+    engine = new_engine()
+    away = Peer(engine, **{"client-id": "c1"})
+    away.send_frame("SUBSCRIBE", DURABLE)
+    engine.close_session(away.session)
+    producer = Peer(engine)
+    for i in range(2500):  # three steps of a purge (BATCH a step)
+        producer.send_frame("SEND", {"destination": "/topic/t"}, b"%d" % i)
+    service = AdminService(engine, dict)
+
+    purge = service.purge_subscription("c1", "s", Progress())
+    next(purge)
+    with pytest.raises(Conflict, match="is being browsed or purged"):
+        service.delete_subscription("c1", "s")
+    for _ in purge:
+        pass
+    assert [info.pending for info in subscription_infos(engine)] == [0]
+
+    # Deleted after a purge was asked for but before it began: the purge finds it gone.
+    producer.send_frame("SEND", {"destination": "/topic/t"}, b"late")
+    late = service.purge_subscription("c1", "s", Progress())
+    assert service.delete_subscription("c1", "s") == 1
+    with pytest.raises(NotFound):
+        next(late)
+    assert subscription_infos(engine) == []

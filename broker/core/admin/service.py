@@ -72,7 +72,7 @@ class AdminService:
     the transports know those, the engine does not.  ``network()``: the network bridges'
     status (``broker.network.Bridge.status``), one dict each."""
 
-    __slots__ = ("_engine", "_network", "_peers", "_role")
+    __slots__ = ("_busy", "_engine", "_network", "_peers", "_role")
 
     def __init__(
         self,
@@ -85,6 +85,8 @@ class AdminService:
         self._peers = peers
         self._role = role
         self._network = network
+        #: Durable subscriptions (client-id, name) a browse or purge is walking, and how many.
+        self._busy: dict[tuple[str, str], int] = {}
 
     # -- destinations ----------------------------------------------------------------
 
@@ -197,6 +199,12 @@ class AdminService:
             raise Conflict(
                 f"durable subscription {name!r} of client {client_id!r} is active (connection "
                 f"{durable.subscriber}): only an offline one can be deleted"
+            )
+        if self._busy.get((client_id, name)):
+            # Its backlog is being walked: ending it would close that walk's cursor under it.
+            raise Conflict(
+                f"durable subscription {name!r} of client {client_id!r} is being browsed or purged: "
+                "delete it when that is done"
             )
         owed = self._away_info(durable).pending
         engine.subscribing.remove_away(durable)
@@ -399,9 +407,20 @@ class AdminService:
         return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
 
     def _closing(self, backlog: DurableBacklog, work: Steps[Any]) -> Steps[Any]:
+        durable = backlog.durable
+        key = (durable.client_id, durable.name)
+        busy = self._busy
+        busy[key] = busy.get(key, 0) + 1
         try:
+            if self._engine.durables.get(*key) is not durable:
+                # Deleted between the call and its first step.
+                raise NotFound(f"no durable subscription {durable.name!r} of client {durable.client_id!r}")
             return (yield from work)
         finally:
+            if busy[key] == 1:
+                del busy[key]
+            else:
+                busy[key] -= 1
             backlog.close()
             self._engine.flush()
 
