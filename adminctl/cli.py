@@ -113,6 +113,16 @@ def cmd_purge_durable(client: AdminClient, args: argparse.Namespace, out: TextIO
     return op
 
 
+def cmd_delete_durable(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.delete(_durable_path(args))
+    if not args.json:
+        out.write(
+            f"deleted durable subscription {args.client_id}/{args.name}: "
+            f"{result['removed']} message(s) it was owed dropped\n"
+        )
+    return result
+
+
 def _durable_path(args: argparse.Namespace) -> str:
     return f"/subscriptions/{quote(args.client_id, safe='')}/{quote(args.name, safe='')}"
 
@@ -432,6 +442,7 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "subscriptions": cmd_subscriptions,
     "browse-durable": cmd_browse_durable,
     "purge-durable": cmd_purge_durable,
+    "delete-durable": cmd_delete_durable,
     "usage": cmd_usage,
     "network": cmd_network,
     "scheduled": cmd_scheduled,
@@ -514,6 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
     p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
     p = command("purge-durable", "remove what a durable subscription is owed (not what is in flight)")
+    p.add_argument("client_id", metavar="CLIENT-ID")
+    p.add_argument("name", metavar="NAME")
+    p = command(
+        "delete-durable", "end a durable subscription whose subscriber is offline, and what it is owed"
+    )
     p.add_argument("client_id", metavar="CLIENT-ID")
     p.add_argument("name", metavar="NAME")
     command("usage", "memory, store and temp usage against their limits")

@@ -189,3 +189,30 @@ def eventually(predicate: Any, timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition never became true")
         time.sleep(0.01)
+
+
+def left_durable(port: int, topic: str, client_id: str, name: str) -> None:
+    """Make durable subscription ``name`` of ``client_id`` on ``topic`` and leave it: it is
+    offline, and keeps what ``topic`` is sent meanwhile."""
+    with client(port, headers={"client-id": client_id}) as leaving:
+        leaving.subscribe(topic, "s", **{"activemq.subscriptionName": name})
+        leaving.sync()
+
+
+@contextmanager
+def fed_topic(
+    port: int, topic: str, client_id: str, name: str, *, ack: str = "auto", plain_on: str | None = None
+) -> Iterator[tuple[Client, Client, Client]]:
+    """(durable, plain, producer): durable subscription ``name`` of ``client_id`` on
+    ``topic``, attached, a plain subscriber on ``plain_on`` (default: ``topic``), and a
+    producer, once both subscriptions are in place."""
+    with (
+        client(port, headers={"client-id": client_id}) as durable,
+        client(port) as plain,
+        client(port) as producer,
+    ):
+        durable.subscribe(topic, "s", ack=ack, **{"activemq.subscriptionName": name})
+        plain.subscribe(plain_on or topic, "w")
+        plain.sync()
+        durable.sync()
+        yield durable, plain, producer

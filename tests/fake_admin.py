@@ -206,6 +206,12 @@ class FakeOps:
     def purge_subscription(self, client_id: str, name: str, progress: Progress) -> object:
         raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
 
+    def delete_subscription(self, client_id: str, name: str) -> int:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
+    def topic_subscribers(self, name: str, limit: int) -> object:
+        raise NotFound(f"no topic {name}")
+
 
 class FakeServer:
     """The real HttpServer over FakeOps, on its own event loop in a thread."""

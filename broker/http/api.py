@@ -22,6 +22,7 @@ from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination
 from broker.core.base.selector import InvalidSelector, compile_selector
+from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
 from broker.http.ops import status_of
@@ -40,6 +41,7 @@ OPS_KEY = web.AppKey("ops", object)
 OPERATIONS_KEY = web.AppKey("operations", Operations)
 
 BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
+SUBSCRIBERS_MAX = 100_000
 PREVIEW_DEFAULT, PREVIEW_MAX = 256, 64 * 1024
 #: How long a POST waits for its operation by default, and at most (seconds).
 WAIT_DEFAULT, WAIT_MAX = 5.0, 60.0
@@ -86,7 +88,10 @@ def parse_selector(text: Any) -> Selector | None:
         raise Invalid("selector must be a string")
     if not text.strip():
         return None
-    return compile_selector(text)  # InvalidSelector: a 400 with its position
+    selector = compile_selector(text)  # InvalidSelector: a 400 with its position
+    # Valid, but it would match nothing: a 400 naming the JMS name to use.
+    refuse_stomp_names(text)
+    return selector
 
 
 def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
@@ -426,6 +431,21 @@ async def purge_subscription(request: web.Request) -> web.Response:
     return await _start(
         request, operation, lambda p: ops.purge_subscription(client_id, name, p), body.get("wait")
     )
+
+
+@routes.delete(PREFIX + "/subscriptions/{client}/{name}")
+async def delete_subscription(request: web.Request) -> web.Response:
+    client_id, name = request.match_info["client"], request.match_info["name"]
+    removed = _ops(request).delete_subscription(client_id, name)
+    return web.json_response({"deleted": {"client_id": client_id, "name": name}, "removed": removed})
+
+
+@routes.get(PREFIX + "/destinations/{dest}/subscribers")
+async def topic_subscribers(request: web.Request) -> web.StreamResponse:
+    name = _dest(request)
+    limit = _int(request.query.get("limit", SUBSCRIBERS_MAX), "limit", 1, SUBSCRIBERS_MAX)
+    rows, total = await _ops(request).topic_subscribers(name, limit)
+    return await slices.json_list(request, "subscribers", rows, asdict, {"total": total})
 
 
 @routes.get(PREFIX + "/network")

@@ -121,6 +121,12 @@ class EngineAdminOps:
     def purge_subscription(self, client_id: str, name: str, progress: Progress) -> Awaitable[None]:
         return finish(self._service.purge_subscription(client_id, name, progress))
 
+    def topic_subscribers(self, name: str, limit: int) -> Awaitable[tuple[list[SubscriptionInfo], int]]:
+        return finish(self._service.topic_subscribers(name, limit))
+
+    def delete_subscription(self, client_id: str, name: str) -> int:
+        return self._service.delete_subscription(client_id, name)
+
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:
         return finish(self._service.scheduled(limit, cursor, preview))
 

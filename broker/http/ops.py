@@ -131,6 +131,15 @@ class AdminOps(Protocol):
         """Remove what the durable subscription is owed (not what its subscriber has in
         flight).  Raises NotFound."""
 
+    def topic_subscribers(self, name: str, limit: int) -> Awaitable[tuple[list[SubscriptionInfo], int]]:
+        """Whom topic ``name`` feeds, durable subscriptions whose subscriber is away too,
+        with what each is owed: the first ``limit``, and how many there are.  Raises
+        NotFound, or Invalid for a queue."""
+
+    def delete_subscription(self, client_id: str, name: str) -> int:
+        """End a durable subscription whose subscriber is away; how many messages it was
+        owed.  Raises NotFound, or Conflict while a subscriber is attached."""
+
     # -- scheduled messages ---------------------------------------------------------------
 
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Awaitable[JobPage]:

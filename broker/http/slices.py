@@ -62,9 +62,14 @@ async def ordered(items: list[T], key: Callable[[T], Any]) -> list[T]:
 
 
 async def json_list(
-    request: web.Request, field: str, rows: list[Any], as_json: Callable[[Any], Any]
+    request: web.Request,
+    field: str,
+    rows: list[Any],
+    as_json: Callable[[Any], Any],
+    after: dict[str, Any] | None = None,
 ) -> web.StreamResponse:
-    """``{field: [as_json(row), ...]}`` written out a slice of rows at a time."""
+    """``{field: [as_json(row), ...]}`` written out a slice of rows at a time, then the
+    fields of ``after``, if any."""
     response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
     await response.prepare(request)
     await response.write(b'{"%s": [' % field.encode())
@@ -74,6 +79,8 @@ async def json_list(
         chunk = json.dumps([as_json(row) for row in rows[start : start + step]])[1:-1]
         await response.write((", " if start else "").encode() + chunk.encode())
         await asyncio.sleep(0)
-    await response.write(b"]}")
+    # '"total": 5}' (or "}"): the object's fields after the list, and its end.
+    rest = json.dumps(after or {})[1:]
+    await response.write(b"]" + (b", " if after else b"") + rest.encode())
     await response.write_eof()
     return response

@@ -13,7 +13,7 @@ import pytest
 
 from broker.http.auth import HttpSecurity, InMemoryAuthenticator
 from tests.broker_thread import BrokerThread
-from tests.clients import Client, client
+from tests.clients import Client, client, fed_topic, left_durable
 from tests.fake_admin import FakeOps, FakeServer, messages
 from tests.http_support import start_http_broker
 
@@ -112,6 +112,12 @@ def test_usage(http_broker: BrokerThread) -> None:
         (
             ["browse", "present", "--selector", "a ="],
             "stompd-admin: selector error at position 3 (at end of selector): expected an expression",
+        ),
+        (
+            ["count", "present", "--selector", "priority > 4"],
+            'stompd-admin: selector error at position 0 (near "priority > 4"): priority is a STOMP '
+            "header: selectors read it by its JMS name, JMSPriority, as in ActiveMQ, where no message "
+            "has a property priority; try: JMSPriority > 4",
         ),
         (
             ["move", "present", "present", "--selector", "n > 1"],
@@ -272,3 +278,25 @@ def test_a_durable_subscription_is_browsed_and_purged(http_broker: BrokerThread)
         1,
         "stompd-admin: no durable subscription 'nope' of client 'cli'\n",
     )
+
+
+def test_an_offline_durable_subscription_is_deleted(http_broker: BrokerThread) -> None:
+    left_durable(http_broker.port, "/topic/cli.news", "cli", "gone")
+    url = url_of(http_broker)
+    with fed_topic(http_broker.port, "/topic/cli.news", "cli2", "here") as (_, _, producer):
+        for i in range(2):
+            producer.send("/topic/cli.news", f"m{i}", persistent="true")
+        producer.sync()
+        active = admin(url, "delete-durable", "cli2", "here")
+        assert active.returncode == 1
+        assert active.stderr.startswith(
+            "stompd-admin: durable subscription 'here' of client 'cli2' is active"
+        )
+        deleted = admin(url, "delete-durable", "cli", "gone")
+        assert deleted.returncode == 0, deleted.stderr
+        assert deleted.stdout == "deleted durable subscription cli/gone: 2 message(s) it was owed dropped\n"
+    listed = last_json(admin(url, "subscriptions", "--json"))["subscriptions"]
+    assert [(s["client_id"], s["durable"]) for s in listed] == [("cli2", "here")]  # type: ignore[union-attr, index]
+    again = admin(url, "delete-durable", "cli", "gone", "--json")
+    assert again.returncode == 1
+    assert last_json(again)["error"]["message"] == "no durable subscription 'gone' of client 'cli'"  # type: ignore[index]

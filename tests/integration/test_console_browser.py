@@ -6,6 +6,7 @@ with a fresh profile and everything that could reach the network turned off.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,8 +30,12 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SEE_WITHIN = 20
 
 
+#: Where a failed browser test leaves its last screen (CI keeps it as an artifact).
+ARTIFACTS = Path(os.environ.get("STOMPD_TEST_ARTIFACTS", "test-artifacts"))
+
+
 @pytest.fixture
-def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
+def browser(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[webdriver.Chrome]:
     for path in (CHROMIUM, CHROMEDRIVER):
         if shutil.which(path) is None:
             pytest.fail(
@@ -53,8 +58,13 @@ def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    failed_before = request.session.testsfailed
     try:
         yield driver
+        # The test's own report is in by now (teardown runs after it).
+        if request.session.testsfailed > failed_before:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(ARTIFACTS / f"{request.node.name}.png"))
     finally:
         driver.quit()
 

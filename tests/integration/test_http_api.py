@@ -10,7 +10,7 @@ import pytest
 
 from broker.core.base.settings import CoreSettings
 from tests.broker_thread import BrokerThread
-from tests.clients import Client, client
+from tests.clients import Client, client, fed_topic, left_durable
 from tests.http_support import call, start_http_broker
 
 pytestmark = pytest.mark.integration
@@ -219,6 +219,31 @@ def test_a_bad_selector_is_a_400_that_says_where(broker: BrokerThread) -> None:
     assert moved.error["position"] == 3
 
 
+def test_a_selector_naming_a_stomp_header_is_a_400_naming_its_jms_name(broker: BrokerThread) -> None:
+    url = base(broker)
+    with client(broker.port) as producer:
+        producer.send("/queue/q", "urgent", sync=True, priority="9", type="order", region="EU")
+    selector = "region = 'EU' AND priority > 4 AND type = 'order'"
+    reply = call(url, "GET", "/api/v1/destinations/q/messages?selector=" + quote(selector))
+    assert reply.status == 400
+    assert reply.error["code"] == "invalid_selector"
+    assert reply.error["position"] == selector.index("priority")
+    assert "selectors read it by its JMS name, JMSPriority" in reply.error["message"]
+    suggested = reply.error["problem"].rsplit("try: ", 1)[1]
+    assert suggested == "region = 'EU' AND JMSPriority > 4 AND JMSType = 'order'"
+    # What it suggests finds the message.
+    found = call(url, "GET", "/api/v1/destinations/q/messages?selector=" + quote(suggested))
+    assert found.status == 200
+    assert [m["body"] for m in found.body["messages"]] == ["urgent"]
+    for route, body in (("count", {}), ("move", {"to": "/queue/r"}), ("remove", {})):
+        refused = call(
+            url, "POST", f"/api/v1/destinations/q/{route}", {**body, "selector": "persistent = 'true'"}
+        )
+        assert refused.status == 400
+        assert "try: JMSDeliveryMode = 'PERSISTENT'" in refused.error["message"]
+    assert call(url, "GET", "/api/v1/destinations/q").body["depth"] == 1
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
@@ -359,3 +384,56 @@ def test_the_console_is_served(broker: BrokerThread) -> None:
     assert script.status == 200
     assert script.headers["Content-Type"].startswith(("application/javascript", "text/javascript"))
     assert call(url, "GET", "/console/style.css").status == 200
+
+
+def test_a_topics_subscribers_and_an_offline_durable_subscription_deleted(broker: BrokerThread) -> None:
+    url = base(broker)
+    durable = {"activemq.subscriptionName": "d"}
+    left_durable(broker.port, "/topic/news", "away", "d")
+    with (
+        fed_topic(broker.port, "/topic/news", "here", "d", ack="client", plain_on="/topic/>") as fed,
+        client(broker.port) as picky,
+    ):
+        staying, _, producer = fed
+        picky.subscribe("/topic/news", "p", selector="region = 'EU'")
+        picky.sync()
+        for i in range(3):
+            producer.send("/topic/news", f"m{i}", persistent="true")
+        producer.sync()
+        staying.listener.wait_messages(3)
+        rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
+        seen = {(r["client_id"], r["durable"], r["connection"] is None): r for r in rows}
+        assert len(rows) == 4
+        first = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers?limit=3").body
+        assert (first["subscribers"], first["total"]) == (rows[:3], 4)
+        just_one = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers?limit=1").body
+        assert (just_one["subscribers"], just_one["total"]) == (rows[:1], 4)
+        assert set(seen) == {("here", "d", False), (None, None, False), ("away", "d", True)}
+        assert sorted(str(r["selector"]) for r in rows) == ["None", "None", "None", "region = 'EU'"]
+        # What each is owed: unacknowledged in flight, and the offline one's backlog.
+        assert seen[("here", "d", False)]["in_flight"] == 3
+        assert seen[("away", "d", True)]["pending"] == 3
+        # The same count where every subscription is listed.
+        listed = call(url, "GET", "/api/v1/subscriptions").body["subscriptions"]
+        assert [s["pending"] for s in listed if s["client_id"] == "away"] == [3]
+
+        active = call(url, "DELETE", "/api/v1/subscriptions/here/d")
+        assert active.status == 409
+        assert "is active" in active.error["message"]
+        deleted = call(url, "DELETE", "/api/v1/subscriptions/away/d")
+        assert deleted.status == 200
+        assert deleted.body == {"deleted": {"client_id": "away", "name": "d"}, "removed": 3}
+        assert call(url, "DELETE", "/api/v1/subscriptions/away/d").status == 404
+        rows = call(url, "GET", f"/api/v1/destinations/{seg('/topic/news')}/subscribers").body["subscribers"]
+        assert sorted(str(r["client_id"]) for r in rows) == ["None", "None", "here"]
+    # Back under the same name, it is a new subscription: nothing of the old backlog.
+    with client(broker.port, headers={"client-id": "away"}) as back:
+        back.subscribe("/topic/news", "s", **durable)
+        back.send("/topic/news", "fresh", sync=True)
+        assert [m.body for m in back.settled()] == ["fresh"]
+
+    assert call(url, "GET", f"/api/v1/destinations/{seg('/topic/none')}/subscribers").status == 404
+    call(url, "POST", "/api/v1/destinations", {"name": "/queue/q"})
+    queue = call(url, "GET", "/api/v1/destinations/q/subscribers")
+    assert queue.status == 400
+    assert queue.error["message"] == "/queue/q is a queue: it has consumers, not subscribers"

@@ -152,7 +152,7 @@ def subscription_info(sub: Subscription) -> SubscriptionInfo:
         id=sub.id,
         destination=sub.destination,
         ack=sub.ack,
-        selector=durable.selector_text or None if durable is not None else None,
+        selector=(durable.selector_text if durable is not None else sub.selector_text) or None,
         prefetch=sub.prefetch,
         in_flight=len(sub.inflight),
         delivered=sub.delivered,
@@ -166,8 +166,8 @@ def subscription_infos(session: Session) -> list[SubscriptionInfo]:
     return [subscription_info(sub) for sub in session.subscriptions.values()]
 
 
-def away_info(durable: DurableSubscription) -> SubscriptionInfo:
-    """A durable subscription whose subscriber is away (it still holds what it is owed)."""
+def away_info(durable: DurableSubscription, owed: int) -> SubscriptionInfo:
+    """A durable subscription whose subscriber is away, and the ``owed`` messages it holds."""
     return SubscriptionInfo(
         connection=None,
         id=durable.name,
@@ -177,7 +177,7 @@ def away_info(durable: DurableSubscription) -> SubscriptionInfo:
         prefetch=None,
         in_flight=0,
         delivered=0,
-        pending=0,
+        pending=owed,
         durable=durable.name,
         client_id=durable.client_id,
     )

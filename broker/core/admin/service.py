@@ -44,8 +44,10 @@ if TYPE_CHECKING:
 
     from broker.core.admin.steps import Steps
     from broker.core.base.selector import Selector
+    from broker.core.delivery.durable import DurableSubscription
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.session import Session
+    from broker.core.delivery.subscription import Subscription
     from broker.core.engine import Engine
     from broker.core.storage.jobs import Job
     from store.api import Outcome
@@ -70,7 +72,7 @@ class AdminService:
     the transports know those, the engine does not.  ``network()``: the network bridges'
     status (``broker.network.Bridge.status``), one dict each."""
 
-    __slots__ = ("_engine", "_network", "_peers", "_role")
+    __slots__ = ("_busy", "_engine", "_network", "_peers", "_role")
 
     def __init__(
         self,
@@ -83,6 +85,8 @@ class AdminService:
         self._peers = peers
         self._role = role
         self._network = network
+        #: Durable subscriptions (client-id, name) a browse or purge is walking, and how many.
+        self._busy: dict[tuple[str, str], int] = {}
 
     # -- destinations ----------------------------------------------------------------
 
@@ -146,8 +150,66 @@ class AdminService:
             out += session_subs
         # Durable subscriptions whose subscriber is away still hold what they are owed.
         away = [durable for durable in engine.durables.records.values() if durable.subscriber is None]
-        out += yield from collect(away, infos.away_info)
+        out += yield from collect(away, self._away_info)
         return out
+
+    def topic_subscribers(self, name: str, limit: int) -> Steps[tuple[list[SubscriptionInfo], int]]:
+        """Whom topic ``name`` feeds: its subscribers (wildcard ones too), then its durable
+        subscriptions whose subscriber is away, with what each is owed; the first
+        ``limit`` of them, and how many there are."""
+        engine = self._engine
+        topic = engine.router.topics.get(name)
+        if topic is None:
+            if name in engine.queues:
+                raise Invalid(f"{name} is a queue: it has consumers, not subscribers")
+            raise NotFound(f"no topic {name}")
+        online = engine.router.subscribers(topic)
+        away = [
+            durable
+            for durable in engine.durables.matching(topic.kind, topic.bare)
+            if durable.subscriber is None
+        ]
+        total = len(online) + len(away)
+        return self._topic_subscribers(online[:limit], away[: max(limit - len(online), 0)], total)
+
+    def _topic_subscribers(
+        self, online: tuple[Subscription, ...], away: list[DurableSubscription], total: int
+    ) -> Steps[tuple[list[SubscriptionInfo], int]]:
+        out = yield from collect(online, infos.subscription_info)
+        out += yield from collect(away, self._away_info)
+        return out, total
+
+    def _away_info(self, durable: DurableSubscription) -> SubscriptionInfo:
+        cursor = durable.cursor
+        # No cursor: no subscriber in this broker's lifetime, what it is owed is in the store.
+        owed = (
+            cursor.count if cursor is not None else sum(self._engine.persistence.pending_of(durable.store_id))
+        )
+        return infos.away_info(durable, owed)
+
+    def delete_subscription(self, client_id: str, name: str) -> int:
+        """End durable subscription ``name`` of ``client_id`` while its subscriber is away,
+        as that subscriber's UNSUBSCRIBE naming it would; how many messages it was owed
+        (they go with it).  Refused while a subscriber is attached."""
+        engine = self._engine
+        durable = engine.durables.get(client_id, name)
+        if durable is None:
+            raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        if durable.subscriber is not None:
+            raise Conflict(
+                f"durable subscription {name!r} of client {client_id!r} is active (connection "
+                f"{durable.subscriber}): only an offline one can be deleted"
+            )
+        if self._busy.get((client_id, name)):
+            # Its backlog is being walked: ending it would close that walk's cursor under it.
+            raise Conflict(
+                f"durable subscription {name!r} of client {client_id!r} is being browsed or purged: "
+                "delete it when that is done"
+            )
+        owed = self._away_info(durable).pending
+        engine.subscribing.remove_away(durable)
+        engine.flush()
+        return owed
 
     def _session(self, connection_id: str) -> Session:
         session = self._engine.sessions.get(connection_id)
@@ -345,9 +407,20 @@ class AdminService:
         return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
 
     def _closing(self, backlog: DurableBacklog, work: Steps[Any]) -> Steps[Any]:
+        durable = backlog.durable
+        key = (durable.client_id, durable.name)
+        busy = self._busy
+        busy[key] = busy.get(key, 0) + 1
         try:
+            if self._engine.durables.get(*key) is not durable:
+                # Deleted between the call and its first step.
+                raise NotFound(f"no durable subscription {durable.name!r} of client {durable.client_id!r}")
             return (yield from work)
         finally:
+            if busy[key] == 1:
+                del busy[key]
+            else:
+                busy[key] -= 1
             backlog.close()
             self._engine.flush()
 

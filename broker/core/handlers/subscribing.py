@@ -313,6 +313,11 @@ class Subscribing:
                     f"{durable.name!r} of client {durable.client_id!r})"
                 )
 
+    def remove_away(self, durable: DurableSubscription) -> None:
+        """End ``durable``, whose subscriber is away, for an administrator: what it was
+        owed goes with it, as with its subscriber's UNSUBSCRIBE naming it."""
+        self._remove_durable(durable)
+
     def _remove_durable(self, durable: DurableSubscription) -> None:
         self.durables.remove(durable)
         if durable.cursor is not None:

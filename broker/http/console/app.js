@@ -8,12 +8,13 @@ const POLL_MS = 2000;
 const HISTORY = 300; // 10 minutes at one sample every 2 s
 
 const state = {
-  history: new Map(), // name -> [{t, depth, enqueued, dequeued, inRate, outRate}]
+  history: new Map(), // name -> [{t, depth, enqueued, out, inRate, outRate}]
   destinations: [],
   page: "overview",
   current: null, // destination shown on its page
   browseCursor: null,
   browseNext: null,
+  browseBase: null, // API path whose messages the browse form reads (null: the queue shown)
   timer: null,
 };
 
@@ -81,7 +82,14 @@ async function api(method, path, body) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
   }
-  const response = await fetch(API + path, init);
+  // From location.origin: a page opened as http://user:pass@host/ has the credentials in
+  // its own address, and fetch refuses any URL that carries them (relative ones too).
+  let response;
+  try {
+    response = await fetch(location.origin + API + path, init);
+  } catch (error) {
+    throw new Error(`no answer from the broker at ${location.origin} (${error.message})`);
+  }
   let payload = null;
   try {
     payload = await response.json();
@@ -115,10 +123,10 @@ function record(destinations, t) {
       const dt = (t - last.t) / 1000;
       if (dt > 0) {
         inRate = Math.max(d.enqueued - last.enqueued, 0) / dt;
-        outRate = d.dequeued === null ? null : Math.max(d.dequeued - last.dequeued, 0) / dt;
+        outRate = Math.max(outCount(d) - last.out, 0) / dt;
       }
     }
-    samples.push({ t, depth: d.depth, enqueued: d.enqueued, dequeued: d.dequeued, inRate, outRate });
+    samples.push({ t, depth: d.depth, enqueued: d.enqueued, out: outCount(d), inRate, outRate });
     if (samples.length > HISTORY) samples.shift();
   }
   for (const name of state.history.keys()) if (!seen.has(name)) state.history.delete(name);
@@ -235,6 +243,7 @@ function renderDestinations() {
 
 function renderDestination(d) {
   $("dest-title").textContent = `${d.name} (${d.kind})`;
+  showKind(d);
   const items = [
     ["depth", num(d.depth)],
     ["in memory", num(d.memory_messages)],
@@ -258,17 +267,30 @@ function showError(target, error) {
   target.replaceChildren(el("div", { class: "error" }, error.message));
 }
 
+// A success says so where it happened, and takes away the errors earlier actions left.
+function showDone(target, text) {
+  clearErrors();
+  target.replaceChildren(el("div", { class: "done" }, text));
+}
+
+function clearErrors() {
+  for (const box of document.querySelectorAll("[data-result]")) if (box.querySelector(".error")) box.replaceChildren();
+}
+
 async function browse(cursor) {
   const name = state.current;
   const params = new URLSearchParams({ limit: $("browse-limit").value || "25" });
+  // A topic's page browses the durable subscription picked in its subscribers' table.
+  const base = state.browseBase || destPath(name);
   const selector = $("browse-selector").value.trim();
   if (selector) params.set("selector", selector);
   if (cursor) params.set("cursor", cursor);
   const out = $("browse-result");
   try {
-    const page = await api("GET", `${destPath(name)}/messages?${params}`);
+    const page = await api("GET", `${base}/messages?${params}`);
     state.browseNext = page.next;
     $("browse-next").disabled = !page.next;
+    clearErrors();
     if (!page.messages.length) {
       out.replaceChildren(el("p", { class: "empty" }, "no messages"));
       return;
@@ -326,9 +348,8 @@ async function runOperation(path, body) {
       out.replaceChildren(el("div", { class: "progress" }, describe(op)));
       op = await api("GET", `/operations/${op.id}?wait=1`);
     }
-    const cls = op.state === "done" ? "done" : "error";
-    const text = op.error ? `${describe(op)}: ${op.error.message}` : describe(op);
-    out.replaceChildren(el("div", { class: cls }, text));
+    if (op.state === "done") showDone(out, describe(op));
+    else out.replaceChildren(el("div", { class: "error" }, op.error ? `${describe(op)}: ${op.error.message}` : describe(op)));
   } catch (error) {
     showError(out, error);
   }
@@ -371,7 +392,9 @@ async function deleteDestination() {
   const out = $("op-result");
   try {
     const result = await api("DELETE", destPath(name));
-    out.replaceChildren(el("div", { class: "done" }, `deleted ${result.deleted} (${num(result.removed)} messages dropped)`));
+    // The page of a destination that is gone has nothing left to show: back to the list.
+    showDone($("overview-result"), `deleted ${result.deleted} (${num(result.removed)} messages dropped)`);
+    location.hash = "#/";
   } catch (error) {
     showError(out, error);
   }
@@ -383,8 +406,9 @@ async function closeConnection(id) {
   if (!(await confirmDialog(`Close connection ${id}? The client gets an ERROR frame.`))) return;
   try {
     await api("DELETE", `/connections/${encodeURIComponent(id)}`);
+    showDone($("connections-result"), `closed ${id}`);
   } catch (error) {
-    setStatus(error.message, true);
+    showError($("connections-result"), error);
   }
   refresh();
 }
@@ -460,7 +484,7 @@ async function removeJob(id) {
   const out = $("scheduled-result");
   try {
     await api("DELETE", `/scheduled/${encodeURIComponent(id)}`);
-    out.replaceChildren(el("div", { class: "done" }, `removed ${id}`));
+    showDone(out, `removed ${id}`);
   } catch (error) {
     showError(out, error);
   }
@@ -472,7 +496,7 @@ async function removeAllJobs() {
   const out = $("scheduled-result");
   try {
     const result = await api("DELETE", "/scheduled");
-    out.replaceChildren(el("div", { class: "done" }, `removed ${num(result.removed)} scheduled jobs`));
+    showDone(out, `removed ${num(result.removed)} scheduled jobs`);
   } catch (error) {
     showError(out, error);
   }
@@ -513,8 +537,12 @@ async function refresh() {
       renderDestinations();
     } else if (state.page === "destination") {
       const d = list.destinations.find((x) => x.name === state.current);
-      if (d) renderDestination(d);
-      else $("dest-stats").replaceChildren(el("div", { class: "error" }, `${state.current} does not exist (any more)`));
+      if (d) {
+        renderDestination(d);
+        if (isTopic(d)) renderSubscribers(d, await api("GET", `${destPath(d.name)}/subscribers?limit=${SUBSCRIBERS_SHOWN}`));
+      } else {
+        renderMissing(state.current);
+      }
     } else if (state.page === "connections") {
       const [connections, subscriptions] = await Promise.all([api("GET", "/connections"), api("GET", "/subscriptions")]);
       renderConnections(connections.connections, subscriptions.subscriptions);
@@ -524,8 +552,11 @@ async function refresh() {
       renderScheduled(await api("GET", `/scheduled?limit=${SCHEDULED_SHOWN}&preview=64`));
     }
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
+    document.body.classList.remove("stale");
   } catch (error) {
-    setStatus(error.status ? error.message : "broker unreachable", true);
+    // What is on the page is from the last answer: dimmed, beside what went wrong.
+    document.body.classList.add("stale");
+    setStatus(error.message, true);
   }
 }
 
@@ -540,6 +571,7 @@ function route() {
       $("browse-result").replaceChildren();
       $("op-result").replaceChildren();
       $("browse-next").disabled = true;
+      leaveDestination();
     }
   } else if (hash.startsWith("#/connections")) {
     page = "connections";
@@ -561,11 +593,12 @@ function setup() {
   $("create-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      await api("POST", "/destinations", { name: $("create-name").value.trim() });
+      const created = await api("POST", "/destinations", { name: $("create-name").value.trim() });
       $("create-name").value = "";
+      showDone($("overview-result"), `created ${created.name}`);
       refresh();
     } catch (error) {
-      setStatus(error.message, true);
+      showError($("overview-result"), error);
     }
   });
   $("browse-form").addEventListener("submit", (event) => {
