@@ -510,7 +510,7 @@ def _quote(name: str) -> str:
 # -- one message, sending, the broker (ActiveMQ's console: Send, a message's page) -----------
 
 #: The request key the admin server's guard puts the authenticated user under.
-USER = "stompd.user"
+USER: web.RequestKey[str | None] = web.RequestKey("user")
 #: Headers an admin SEND takes from the request's own fields, or that are the session's.
 _NOT_HEADERS = frozenset({"destination", "receipt", "transaction", "content-length"})
 _SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "delay"}

@@ -106,20 +106,24 @@ def test_one_message_is_removed_or_moved_and_no_other() -> None:
     assert left == {m.id for m in page} - {doomed.id, moving.id}
 
 
-def test_retry_sends_a_dead_letter_back_where_it_came_from() -> None:
-    engine = new_engine(max_redeliveries=0)
+@pytest.mark.parametrize(("prefix", "dlq"), [(None, "/queue/ActiveMQ.DLQ"), ("DLQ.", "/queue/DLQ.orders")])
+def test_retry_sends_a_dead_letter_back_where_it_came_from(prefix: str | None, dlq: str) -> None:
+    engine = new_engine(max_redeliveries=0, individual_dead_letter_prefix=prefix)
     admin = ops(engine)
     c = consumer(engine, "/queue/orders")
     Peer(engine).send_frame("SEND", {"destination": "/queue/orders", "color": "red"}, b"poison")
     nack_until_dead(c)
     c.send_frame("UNSUBSCRIBE", {"id": "1"})
-    (dead,) = run(admin.browse("/queue/ActiveMQ.DLQ", None, 10, None, 0)).messages
-    assert run(admin.retry("/queue/ActiveMQ.DLQ", dead.id)) == "/queue/orders"
-    assert destination_info(engine, "/queue/ActiveMQ.DLQ").depth == 0
+    (dead,) = run(admin.browse(dlq, None, 10, None, 0)).messages
+    assert run(admin.retry(dlq, dead.id)) == "/queue/orders"
+    assert destination_info(engine, dlq).depth == 0
     (back,) = run(admin.browse("/queue/orders", None, 10, None, 64)).messages
     assert (back.id, back.preview, back.headers["color"]) == (dead.id, b"poison", "red")
     with pytest.raises(NotFound):
-        run(admin.retry("/queue/ActiveMQ.DLQ", dead.id))
+        run(admin.retry(dlq, dead.id))
+    # Back on its queue it is no dead letter, though it says where it was moved from.
+    with pytest.raises(Invalid, match="is not a dead letter"):
+        run(admin.retry("/queue/orders", back.id))
 
 
 def test_retry_refuses_a_message_that_was_not_dead_lettered() -> None:

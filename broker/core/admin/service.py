@@ -453,8 +453,13 @@ class AdminService:
                 f"message {message_id} on {queue.name} has no original-destination header: "
                 "it was not dead-lettered, so there is nowhere to retry it to"
             )
-        if original == queue.name:
-            raise Invalid(f"message {message_id} was dead-lettered from {queue.name} itself")
+        dlq = self._engine.settlement.dead_letter_queue(original)
+        if dlq != queue.name:
+            # A message moved here from elsewhere says so too: only a dead letter goes back.
+            raise Invalid(
+                f"message {message_id} on {queue.name} is not a dead letter of {original} "
+                f"(those go to {dlq}): there is nothing to retry"
+            )
         progress = Progress()
         work = self.move(queue.name, original, selector, 1, progress)
         yield from self._one(work, progress, queue.name, message_id)
