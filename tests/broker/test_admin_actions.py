@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.admin.errors import Forbidden, Invalid, NotFound
+from broker.core.admin.errors import Forbidden, Invalid, NoRoom, NotFound
+from broker.core.admin.service import AdminService
 from broker.core.base.clock import Clock
 from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
@@ -17,6 +18,7 @@ from tests.broker.harness import Peer, destination_info, new_engine
 from tests.broker.test_admin import BODY, filled, ops, run
 from tests.broker.test_redelivery import consumer, nack_until_dead
 from tests.broker.test_security import entry
+from tests.broker.test_swap import KB, swapping_engine
 
 
 def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
@@ -152,3 +154,51 @@ def test_a_connection_s_producers_are_where_it_sent() -> None:
     assert ops(engine).producers(producer.session.id) == ["/queue/a", "/queue/b", "/topic/t"]
     with pytest.raises(NotFound):
         ops(engine).producers("nope")
+
+
+def test_a_send_that_does_not_fit_waits_for_room_as_a_producer_s_does() -> None:
+    engine, _ = swapping_engine(memory=16 * KB, temp=4 * KB)
+    producer = Peer(engine)
+    for _ in range(40):
+        producer.send_frame("SEND", {"destination": "/queue/full"}, b"x" * 1000)
+    assert producer.session.parked
+    work = AdminService(engine, dict).send(None, "/queue/full", {"mark": "admin"}, b"A" * 1000)
+    wait = next(work)
+    # Parked behind the limit, as a client's SEND: not in the queue, not answered yet.
+    assert wait is not None and not wait.done
+    reader = Peer(engine)
+    reader.send_frame("SUBSCRIBE", {"destination": "/queue/full", "id": "1"})
+    got = reader.messages()
+    for _ in range(100):
+        if wait.done:
+            break
+        engine.tick()
+        got += reader.messages()
+    assert wait.done
+    with pytest.raises(StopIteration):
+        next(work)
+    got += reader.messages()
+    assert [m.body for m in got if m.headers.get("mark") == "admin"] == [b"A" * 1000]
+
+
+def test_a_send_that_waits_past_the_timeout_is_refused() -> None:
+    engine, _ = swapping_engine(memory=16 * KB, temp=4 * KB, send_fail_if_no_space_after_timeout=500)
+    producer = Peer(engine)
+    producer.outbox.fail = lambda exc: None  # type: ignore[attr-defined]
+    for _ in range(40):
+        producer.send_frame("SEND", {"destination": "/queue/full"}, b"x" * 1000)
+    work = AdminService(engine, dict).send(None, "/queue/full", {}, b"L" * 1000)
+    assert next(work) is not None
+    engine.clock.ms += 600
+    engine.tick()
+    with pytest.raises(NoRoom, match="still no room after 500 ms"):
+        next(work)
+    assert not any(session.address == "admin" for session in engine.sessions.values())
+    # Refused means not sent: it does not go later, once there is room.
+    reader = Peer(engine)
+    reader.send_frame("SUBSCRIBE", {"destination": "/queue/full", "id": "1"})
+    got = reader.messages()
+    for _ in range(50):
+        engine.tick()
+        got += reader.messages()
+    assert got and all(m.body != b"L" * 1000 for m in got)

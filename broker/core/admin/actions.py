@@ -121,6 +121,8 @@ def send(
         if not replies.answered:
             yield replies.wait
         if replies.error is not None:
+            # Refused (no room in time): it must not go later, an orphan of this session.
+            session.parked.clear()
             error = replies.error
             raise _refusal(error) if isinstance(error, StompError) else error
     finally:

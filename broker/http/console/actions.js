@@ -121,7 +121,7 @@ async function showMessage(id) {
   }
   view.replaceChildren(
     el("h3", {}, `Message ${m.id}`, el("button", { type: "button", class: "close-view", title: "close", onclick: () => (view.hidden = true) }, "×")),
-    el("table", { class: "message-facts" }, el("tbody", {}, ...facts, ...headers)),
+    el("table", { class: "message-facts" }, el("tbody", {}, ...facts, el("tr", { class: "section" }, el("th", { colspan: 2 }, "Headers")), ...headers)),
     el("pre", { class: "message-body mono", id: "message-body" }, m.body),
     actions,
     el("div", { id: "message-result", role: "status" }),
