@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.core.base.settings import CoreSettings
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.http_support import start_http_broker
 from tests.integration.test_admin_cli import admin, last_json, url_of
+from tests.integration.test_http_actions import dead_letter, dlq_broker
+
+__all__ = ["dlq_broker"]
 
 
 def only_message(url: str, dest: str) -> dict[str, object]:
@@ -78,25 +79,16 @@ def test_a_bad_send_is_one_line_and_exit_1(http_broker: BrokerThread) -> None:
     assert nobody.stderr == "stompd-admin: give the body, or --file PATH (- reads standard input)\n"
 
 
-def test_retry_moves_a_dead_letter_back(tmp_path: Path) -> None:
-    thread = start_http_broker(tmp_path / "data", core=CoreSettings(max_redeliveries=0))
-    try:
-        url = url_of(thread)
-        with client(thread.port) as consumer:
-            consumer.send("/queue/work", "poison", sync=True)
-            consumer.subscribe("/queue/work", "w", ack="client-individual")
-            (frame,) = consumer.listener.wait_messages(1)
-            consumer.nack(frame)
-            consumer.sync()
-        dead = only_message(url, "ActiveMQ.DLQ")
-        retried = admin(url, "retry", "ActiveMQ.DLQ", str(dead["id"]))
-        assert retried.returncode == 0, retried.stderr
-        assert retried.stdout == f"retried {dead['id']}: moved from /queue/ActiveMQ.DLQ to /queue/work\n"
-        assert only_message(url, "work")["id"] == dead["id"]
-        again = admin(url, "retry", "work", str(dead["id"]))
-        assert again.returncode == 1 and "is not a dead letter of /queue/ActiveMQ.DLQ" in again.stderr
-    finally:
-        thread.stop()
+def test_retry_moves_a_dead_letter_back(dlq_broker: BrokerThread) -> None:
+    url = url_of(dlq_broker)
+    dead_letter(dlq_broker, "/queue/work", "poison")
+    dead = only_message(url, "ActiveMQ.DLQ")
+    retried = admin(url, "retry", "ActiveMQ.DLQ", str(dead["id"]))
+    assert retried.returncode == 0, retried.stderr
+    assert retried.stdout == f"retried {dead['id']}: moved from /queue/ActiveMQ.DLQ to /queue/work\n"
+    assert only_message(url, "work")["id"] == dead["id"]
+    again = admin(url, "retry", "work", str(dead["id"]))
+    assert again.returncode == 1 and "is not a dead letter of /queue/ActiveMQ.DLQ" in again.stderr
 
 
 def test_info_and_one_connection_with_its_producers_and_consumers(http_broker: BrokerThread) -> None:

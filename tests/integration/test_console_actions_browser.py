@@ -16,14 +16,13 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from broker.core.base.settings import CoreSettings
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.http_support import start_http_broker
 from tests.integration.test_console_browser import SEE_WITHIN, browser, cell, first_text, stat
+from tests.integration.test_http_actions import dead_letter, dlq_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
-__all__ = ["browser"]
+__all__ = ["browser", "dlq_broker"]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -178,32 +177,23 @@ def test_a_delayed_send_shows_on_the_scheduled_page(
         no_script_errors(browser, ("status of 400 (Bad Request)",))
 
 
-def test_retry_puts_a_dead_letter_back(tmp_path: Path, browser: webdriver.Chrome) -> None:
-    thread = start_http_broker(tmp_path / "data", core=CoreSettings(max_redeliveries=0))
+def test_retry_puts_a_dead_letter_back(dlq_broker: BrokerThread, browser: webdriver.Chrome) -> None:
     wait = waiter(browser)
-    try:
-        with screenshot_on_failure(browser, "retry"):
-            with client(thread.port) as consumer:
-                consumer.send("/queue/work", "poison", sync=True)
-                consumer.subscribe("/queue/work", "w", ack="client-individual")
-                (frame,) = consumer.listener.wait_messages(1)
-                consumer.nack(frame)
-                consumer.sync()
-            browser.get(console(thread, f"#/destination/{quote('/queue/ActiveMQ.DLQ', safe='')}"))
-            wait.until(lambda d: stat(d, "depth") == "1")
-            dead = open_message(browser, "poison")
-            assert "dlqDeliveryFailureCause" in browser.find_element(By.ID, "message-view").text
-            retry = browser.find_element(By.ID, "message-retry")
-            assert retry.text == "Retry to /queue/work…"
-            retry.click()
-            confirm(browser, f"Retry message {dead}: move it from /queue/ActiveMQ.DLQ back to /queue/work?")
-            wait.until(lambda d: first_text(d, "#message-view") == f"retried {dead}: back on /queue/work")
-            wait.until(lambda d: stat(d, "depth") == "0")
-            browser.find_element(By.LINK_TEXT, "Destinations").click()
-            wait.until(lambda d: cell(d, "/queue/work", "depth") == "1")
-            no_script_errors(browser)
-    finally:
-        thread.stop()
+    with screenshot_on_failure(browser, "retry"):
+        dead_letter(dlq_broker, "/queue/work", "poison")
+        browser.get(console(dlq_broker, f"#/destination/{quote('/queue/ActiveMQ.DLQ', safe='')}"))
+        wait.until(lambda d: stat(d, "depth") == "1")
+        dead = open_message(browser, "poison")
+        assert "dlqDeliveryFailureCause" in browser.find_element(By.ID, "message-view").text
+        retry = browser.find_element(By.ID, "message-retry")
+        assert retry.text == "Retry to /queue/work…"
+        retry.click()
+        confirm(browser, f"Retry message {dead}: move it from /queue/ActiveMQ.DLQ back to /queue/work?")
+        wait.until(lambda d: first_text(d, "#message-view") == f"retried {dead}: back on /queue/work")
+        wait.until(lambda d: stat(d, "depth") == "0")
+        browser.find_element(By.LINK_TEXT, "Destinations").click()
+        wait.until(lambda d: cell(d, "/queue/work", "depth") == "1")
+        no_script_errors(browser)
 
 
 def test_a_connection_shows_its_producers_and_consumers(

@@ -4,6 +4,7 @@ broker's name, version and uptime; a connection's producers and consumers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -106,38 +107,47 @@ def test_a_bad_send_is_refused_and_nothing_is_sent(
     assert call(api, "GET", "/destinations/%2Fqueue%2Fbad").status == 404
 
 
-def test_retry_puts_a_dead_letter_back_on_its_queue(tmp_path: Path) -> None:
+@pytest.fixture
+def dlq_broker(tmp_path: Path) -> Iterator[BrokerThread]:
+    """A broker that dead-letters a message at its first NACK."""
     thread = start_http_broker(tmp_path / "data", core=CoreSettings(max_redeliveries=0))
     try:
-        api = base(thread)
-        with client(thread.port) as consumer:
-            consumer.send("/queue/work", "poison", sync=True, color="red")
-            consumer.subscribe("/queue/work", "w", ack="client-individual")
-            (frame,) = consumer.listener.wait_messages(1)
-            consumer.nack(frame)
-            consumer.sync()
-        (dead,) = call(api, "GET", messages("/queue/ActiveMQ.DLQ")).body["messages"]
-        assert dead["headers"]["original-destination"] == "/queue/work"
-        retried = call(
-            api, "POST", f"{messages('/queue/ActiveMQ.DLQ')}/{quote(dead['id'], safe='')}/retry", {}
-        )
-        assert retried.body == {
-            "retried": dead["id"],
-            "destination": "/queue/ActiveMQ.DLQ",
-            "target": "/queue/work",
-        }
-        (back,) = call(api, "GET", messages("/queue/work")).body["messages"]
-        assert (back["id"], back["body"], back["headers"]["color"]) == (dead["id"], "poison", "red")
-        assert call(api, "GET", "/destinations/ActiveMQ.DLQ").body["depth"] == 0
-        # Back where it was, it is no dead letter (though it says where it was moved from).
-        again = call(api, "POST", f"{messages('/queue/work')}/{quote(back['id'], safe='')}/retry", {})
-        assert again.status == 400
-        assert again.error["message"] == (
-            f"message {back['id']} on /queue/work is not a dead letter of /queue/ActiveMQ.DLQ "
-            "(those go to /queue/ActiveMQ.DLQ): there is nothing to retry"
-        )
+        yield thread
     finally:
         thread.stop()
+
+
+def dead_letter(thread: BrokerThread, destination: str, body: str, **headers: str) -> None:
+    """Send ``body`` to ``destination`` and NACK it: it goes to ActiveMQ.DLQ."""
+    with client(thread.port) as consumer:
+        consumer.send(destination, body, sync=True, **headers)
+        consumer.subscribe(destination, "w", ack="client-individual")
+        (frame,) = consumer.listener.wait_messages(1)
+        consumer.nack(frame)
+        consumer.sync()
+
+
+def test_retry_puts_a_dead_letter_back_on_its_queue(dlq_broker: BrokerThread) -> None:
+    api = base(dlq_broker)
+    dead_letter(dlq_broker, "/queue/work", "poison", color="red")
+    (dead,) = call(api, "GET", messages("/queue/ActiveMQ.DLQ")).body["messages"]
+    assert dead["headers"]["original-destination"] == "/queue/work"
+    retried = call(api, "POST", f"{messages('/queue/ActiveMQ.DLQ')}/{quote(dead['id'], safe='')}/retry", {})
+    assert retried.body == {
+        "retried": dead["id"],
+        "destination": "/queue/ActiveMQ.DLQ",
+        "target": "/queue/work",
+    }
+    (back,) = call(api, "GET", messages("/queue/work")).body["messages"]
+    assert (back["id"], back["body"], back["headers"]["color"]) == (dead["id"], "poison", "red")
+    assert call(api, "GET", "/destinations/ActiveMQ.DLQ").body["depth"] == 0
+    # Back where it was, it is no dead letter (though it says where it was moved from).
+    again = call(api, "POST", f"{messages('/queue/work')}/{quote(back['id'], safe='')}/retry", {})
+    assert again.status == 400
+    assert again.error["message"] == (
+        f"message {back['id']} on /queue/work is not a dead letter of /queue/ActiveMQ.DLQ "
+        "(those go to /queue/ActiveMQ.DLQ): there is nothing to retry"
+    )
 
 
 def secured_broker(data_dir: Path) -> BrokerThread:
