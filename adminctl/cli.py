@@ -10,6 +10,7 @@ asked to stop first).
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import sys
@@ -155,11 +156,12 @@ def _browse(
     return {"destination": name, "messages": messages, "next": cursor}
 
 
-def _print_message(n: int, m: dict[str, Any], out: TextIO) -> None:
+def _print_message(n: int | None, m: dict[str, Any], out: TextIO) -> None:
     flags = [f"priority {m['priority']}", "persistent" if m["persistent"] else "non-persistent"]
     if m["redelivered"]:
         flags.append("redelivered")
-    out.write(f"--- {n}: {m['id']}  {', '.join(flags)}  {fmt.since(m['timestamp'] / 1000)}\n")
+    number = f"{n}: " if n is not None else ""
+    out.write(f"--- {number}{m['id']}  {', '.join(flags)}  {fmt.since(m['timestamp'] / 1000)}\n")
     for key, value in m["headers"].items():
         out.write(f"{key}:{value}\n")
     body = m["body"] if m["body_encoding"] == "utf-8" else f"(binary, base64) {m['body']}"
@@ -359,6 +361,151 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
     return result
 
 
+# -- one message, sending, the broker ---------------------------------------------------
+
+
+def message_path(dest: str, message_id: str) -> str:
+    return dest_path(dest) + "/messages/" + quote(message_id, safe="")
+
+
+def cmd_send(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """Send one message, as a producer would (authorized as the admin user)."""
+    name = queue_name(args.dest)
+    request: dict[str, Any] = {"headers": _header_pairs(args.header)}
+    if args.file is not None:
+        data = _read_body(args.file)
+        try:
+            request["body"] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            request.update(body=base64.b64encode(data).decode("ascii"), body_encoding="base64")
+    elif args.body is not None:
+        request["body"] = args.body
+    else:
+        raise CommandFailed("give the body, or --file PATH (- reads standard input)")
+    if args.persistent is not None:
+        request["persistent"] = args.persistent
+    for key in ("priority", "delay"):
+        if getattr(args, key) is not None:
+            request[key] = getattr(args, key)
+    result: dict[str, Any] = client.post(dest_path(name) + "/messages", request)
+    if not args.json:
+        later = f", due in {args.delay} ms" if args.delay else ""
+        out.write(f"sent {result['body_size']} byte(s) to {name}{later}\n")
+    return result
+
+
+def _header_pairs(pairs: list[str]) -> dict[str, str]:
+    headers = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CommandFailed(f"--header takes NAME=VALUE, not {pair!r}")
+        headers[key] = value
+    return headers
+
+
+def _read_body(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise CommandFailed(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def cmd_show(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """One message whole: its headers and its body."""
+    result: dict[str, Any] = client.get(message_path(args.dest, args.id))
+    if not args.json:
+        _print_message(None, result, out)
+    return result
+
+
+def cmd_remove_message(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.delete(message_path(args.dest, args.id))
+    if not args.json:
+        out.write(f"removed {result['removed']} from {result['destination']}\n")
+    return result
+
+
+def cmd_move_message(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    path = message_path(args.dest, args.id) + "/move"
+    result: dict[str, Any] = client.post(path, {"to": queue_name(args.target)})
+    if not args.json:
+        out.write(f"moved {result['moved']} from {result['destination']} to {result['target']}\n")
+    return result
+
+
+def cmd_retry(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """ActiveMQ's Retry: a dead-lettered message back to the destination it came from."""
+    result: dict[str, Any] = client.post(message_path(args.dest, args.id) + "/retry", {})
+    if not args.json:
+        out.write(f"retried {result['retried']}: moved from {result['destination']} to {result['target']}\n")
+    return result
+
+
+def cmd_info(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    result: dict[str, Any] = client.get("/broker")
+    if not args.json:
+        pairs = [
+            ("broker", result["name"]),
+            ("version", result["version"]),
+            ("started", fmt.since(result["started"])),
+            ("uptime", fmt.duration(result["uptime"])),
+        ]
+        out.write(fmt.key_values(pairs) + "\n")
+    return result
+
+
+def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """One connection, with its producers and consumers (as ActiveMQ's connection page)."""
+    c: dict[str, Any] = client.get("/connections/" + destination_segment(args.id))
+    if not args.json:
+        pairs = [
+            ("id", c["id"]),
+            ("peer", c["peer"]),
+            ("login", c["login"]),
+            ("client id", c["client_id"]),
+            ("version", c["version"]),
+            ("connected since", fmt.since(c["connected_since"])),
+        ]
+        out.write(fmt.key_values(pairs) + "\n\nProducers\n")
+        out.write(fmt.table(["Destination"], [[name] for name in c["producer_list"]]) + "\n\nConsumers\n")
+        keys = ["id", "destination", "ack", "selector", "prefetch", "in_flight", "delivered"]
+        rows = [[s[k] for k in keys] for s in c["subscription_list"]]
+        headers = ["ID", "Destination", "Ack", "Selector", "Prefetch", "In flight", "Delivered"]
+        out.write(fmt.table(headers, rows) + "\n")
+    return c
+
+
+def add_message_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    p = command("send", "send a message, as a producer would (authorized as the admin user)")
+    p.add_argument("dest")
+    p.add_argument("body", nargs="?", help="the body (or --file)")
+    p.add_argument("--file", "-f", metavar="PATH", help="the body from a file (- : standard input)")
+    p.add_argument("--header", "-H", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
+    p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--priority", type=int, choices=range(10), metavar="0-9")
+    p.add_argument("--delay", type=_positive, metavar="MS", help="deliver after this many ms")
+    p = command("show", "one message whole: headers and body")
+    p.add_argument("dest")
+    p.add_argument("id", metavar="MESSAGE-ID")
+    p = command("remove-message", "remove one message by its id")
+    p.add_argument("dest")
+    p.add_argument("id", metavar="MESSAGE-ID")
+    p = command("move-message", "move one message by its id to a queue")
+    p.add_argument("dest")
+    p.add_argument("id", metavar="MESSAGE-ID")
+    p.add_argument("target")
+    p = command("retry", "move a dead-lettered message back to its original destination")
+    p.add_argument("dest", help="the dead-letter queue (as ActiveMQ.DLQ)")
+    p.add_argument("id", metavar="MESSAGE-ID")
+    command("info", "the broker's name, version and uptime")
+    p = command("connection", "one connection, with its producers and consumers")
+    p.add_argument("id")
+
+
 # -- long operations ------------------------------------------------------------------
 
 
@@ -446,6 +593,13 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "usage": cmd_usage,
     "network": cmd_network,
     "scheduled": cmd_scheduled,
+    "send": cmd_send,
+    "show": cmd_show,
+    "remove-message": cmd_remove_message,
+    "move-message": cmd_move_message,
+    "retry": cmd_retry,
+    "info": cmd_info,
+    "connection": cmd_connection,
 }
 
 
@@ -551,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--start", type=int, metavar="MS", help="with --end: only jobs next due from (epoch ms)"
     )
     every.add_argument("--end", type=int, metavar="MS", help="with --start: to (epoch ms, included)")
+    add_message_commands(command)
     return parser
 
 

@@ -51,3 +51,18 @@ def since(epoch: float) -> str:
 def key_values(pairs: list[tuple[str, Any]]) -> str:
     width = max(len(k) for k, _ in pairs)
     return "\n".join(f"{k.ljust(width)}  {cell_text(v)}" for k, v in pairs)
+
+
+def duration(seconds: float) -> str:
+    """``3d 4h 5m``, ``4h 5m``, ``5m 6s``, ``6s``."""
+    total = int(seconds)
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h {minutes}m"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"

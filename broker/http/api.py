@@ -30,7 +30,7 @@ from broker.http.ops import status_of
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from broker.core.admin.views import BrowsePage, ConnectionInfo, Meter, Progress
+    from broker.core.admin.views import BrowsedMessage, BrowsePage, ConnectionInfo, Meter, Progress
     from broker.core.base.selector import Selector
     from broker.http.ops import AdminOps
 
@@ -173,6 +173,7 @@ async def index(request: web.Request) -> web.Response:
             "scheduled": f"{PREFIX}/scheduled",
             "usage": f"{PREFIX}/usage",
             "network": f"{PREFIX}/network",
+            "broker": f"{PREFIX}/broker",
             "health": "/health",
         }
     )
@@ -232,25 +233,25 @@ def _browse_query(request: web.Request) -> tuple[Selector | None, int, int, str 
 
 
 def _page_response(name: str, page: BrowsePage) -> web.Response:
-    messages = []
-    for message in page.messages:
-        body, encoding = _preview(message.preview)
-        messages.append(
-            {
-                "id": message.id,
-                "priority": message.priority,
-                "persistent": message.persistent,
-                "timestamp": message.timestamp,
-                "expires": message.expires,
-                "redelivered": message.redelivered,
-                "headers": message.headers,
-                "body_size": message.body_size,
-                "body": body,
-                "body_encoding": encoding,
-                "truncated": len(message.preview) < message.body_size,
-            }
-        )
+    messages = [_message_json(message) for message in page.messages]
     return web.json_response({"destination": name, "messages": messages, "next": page.next})
+
+
+def _message_json(message: BrowsedMessage) -> dict[str, Any]:
+    body, encoding = _preview(message.preview)
+    return {
+        "id": message.id,
+        "priority": message.priority,
+        "persistent": message.persistent,
+        "timestamp": message.timestamp,
+        "expires": message.expires,
+        "redelivered": message.redelivered,
+        "headers": message.headers,
+        "body_size": message.body_size,
+        "body": body,
+        "body_encoding": encoding,
+        "truncated": len(message.preview) < message.body_size,
+    }
 
 
 def _preview(data: bytes) -> tuple[str, str]:
@@ -399,6 +400,7 @@ async def get_connection(request: web.Request) -> web.Response:
     info, subs = _ops(request).connection(request.match_info["id"])
     out = asdict(info)
     out["subscription_list"] = [asdict(sub) for sub in subs]
+    out["producer_list"] = _ops(request).producers(info.id)
     return web.json_response(out)
 
 
@@ -523,6 +525,103 @@ def _dest(request: web.Request) -> str:
 
 def _quote(name: str) -> str:
     return quote(name, safe="")
+
+
+# -- one message, sending, the broker (ActiveMQ's console: Send, a message's page) -----------
+
+#: The request key the admin server's guard puts the authenticated user under.
+USER: web.RequestKey[str | None] = web.RequestKey("user")
+#: Headers an admin SEND takes from the request's own fields, or that are the session's.
+_NOT_HEADERS = frozenset({"destination", "receipt", "transaction", "content-length"})
+_SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "delay"}
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages")
+async def send(request: web.Request) -> web.Response:
+    name = _dest(request)
+    body = await _body(request, _SEND_FIELDS)
+    headers = _send_headers(body)
+    payload = _send_body(body.get("body", ""), body.get("body_encoding", "utf-8"))
+    await _ops(request).send(request.get(USER), name, headers, payload)
+    out: dict[str, Any] = {"sent": name, "body_size": len(payload), "headers": headers}
+    return web.json_response(out, status=201)
+
+
+def _send_headers(body: dict[str, Any]) -> dict[str, str]:
+    raw = body.get("headers") or {}
+    if not isinstance(raw, dict):
+        raise Invalid("headers must be a JSON object of header names to values")
+    headers: dict[str, str] = {}
+    for key, value in raw.items():
+        if not key or not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise Invalid(f"header {key!r} needs a name and a string or number value")
+        if key in _NOT_HEADERS:
+            raise Invalid(f"header {key!r} is not the sender's to set here")
+        headers[key] = str(value)
+    persistent = body.get("persistent")
+    if persistent is not None:
+        if not isinstance(persistent, bool):
+            raise Invalid("persistent must be true or false")
+        headers["persistent"] = "true" if persistent else "false"
+    if body.get("priority") is not None:
+        headers["priority"] = str(_int(body["priority"], "priority", 0, 9))
+    delay = _int(body.get("delay") or 0, "delay", 0)
+    if delay:
+        headers["AMQ_SCHEDULED_DELAY"] = str(delay)
+    return headers
+
+
+def _send_body(text: Any, encoding: Any) -> bytes:
+    if not isinstance(text, str):
+        raise Invalid("body must be a string")
+    if encoding == "utf-8":
+        return text.encode()
+    if encoding == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            raise Invalid("body is not valid base64") from None
+    raise Invalid(f"body_encoding must be utf-8 or base64, not {encoding!r}")
+
+
+@routes.get(PREFIX + "/destinations/{dest}/messages/{id}")
+async def get_message(request: web.Request) -> web.Response:
+    name = _dest(request)
+    message = await _ops(request).message(name, request.match_info["id"])
+    return web.json_response({"destination": name, **_message_json(message)})
+
+
+@routes.delete(PREFIX + "/destinations/{dest}/messages/{id}")
+async def remove_message(request: web.Request) -> web.Response:
+    name, message_id = _dest(request), request.match_info["id"]
+    await _ops(request).remove_message(name, message_id)
+    return web.json_response({"removed": message_id, "destination": name})
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/move")
+async def move_message(request: web.Request) -> web.Response:
+    name, message_id = _dest(request), request.match_info["id"]
+    raw = (await _body(request, {"to"})).get("to")
+    if not isinstance(raw, str):
+        raise Invalid("to (the queue to move the message to) is required")
+    target = parse_destination(raw)
+    if target == name:
+        raise Invalid(f"the message is on {name} already")
+    await _ops(request).move_message(name, message_id, target)
+    return web.json_response({"moved": message_id, "destination": name, "target": target})
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/retry")
+async def retry_message(request: web.Request) -> web.Response:
+    name, message_id = _dest(request), request.match_info["id"]
+    await _body(request, set())
+    target = await _ops(request).retry(name, message_id)
+    return web.json_response({"retried": message_id, "destination": name, "target": target})
+
+
+@routes.get(PREFIX + "/broker")
+async def broker_info(request: web.Request) -> web.Response:
+    return web.json_response(asdict(_ops(request).broker()))
 
 
 # -- errors ---------------------------------------------------------------------------

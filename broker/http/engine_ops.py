@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
     from broker.core.admin.views import (
         BridgeInfo,
+        BrokerInfo,
+        BrowsedMessage,
         BrowsePage,
         ConnectionInfo,
         DestinationInfo,
@@ -132,3 +134,28 @@ class EngineAdminOps:
 
     def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Awaitable[int]:
         return finish(self._service.remove_scheduled(job_id, window))
+
+    # -- one message, sending, the broker ----------------------------------------------
+
+    def broker(self) -> BrokerInfo:
+        return self._service.broker()
+
+    def producers(self, connection_id: str) -> list[str]:
+        return self._service.producers(connection_id)
+
+    def send(
+        self, user: str | None, destination: str, headers: dict[str, str], body: bytes
+    ) -> Awaitable[None]:
+        return finish(self._service.send(user, destination, headers, body))
+
+    def message(self, name: str, message_id: str) -> Awaitable[BrowsedMessage]:
+        return finish(self._service.message(name, message_id))
+
+    def remove_message(self, name: str, message_id: str) -> Awaitable[None]:
+        return finish(self._service.remove_message(name, message_id))
+
+    def move_message(self, name: str, message_id: str, target: str) -> Awaitable[None]:
+        return finish(self._service.move_message(name, message_id, target))
+
+    def retry(self, name: str, message_id: str) -> Awaitable[str]:
+        return finish(self._service.retry(name, message_id))

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from broker.core.admin.errors import AdminError
     from broker.core.admin.views import (
         BridgeInfo,
+        BrokerInfo,
+        BrowsedMessage,
         BrowsePage,
         ConnectionInfo,
         DestinationInfo,
@@ -46,6 +48,8 @@ STATUS: Final = {
     "not_found": 404,
     "invalid": 400,
     "conflict": 409,
+    "forbidden": 403,
+    "no_space": 503,
     "not_implemented": 501,
     "too_many_operations": 429,
 }
@@ -148,3 +152,30 @@ class AdminOps(Protocol):
     def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Awaitable[int]:
         """Remove job ``job_id``, or (None) every job next due in ``window`` (None: every
         job); the awaitable gives how many there were."""
+
+    # -- one message, sending, the broker ----------------------------------------------
+
+    def broker(self) -> BrokerInfo:
+        """Its name, version and uptime."""
+
+    def producers(self, connection_id: str) -> list[str]:
+        """The destinations the connection has sent to.  Raises NotFound."""
+
+    def send(
+        self, user: str | None, destination: str, headers: dict[str, str], body: bytes
+    ) -> Awaitable[None]:
+        """SEND as ``user`` would (authorized as that user; None: no users configured),
+        done once the broker has the message.  Raises Invalid, Forbidden, NoRoom."""
+
+    def message(self, name: str, message_id: str) -> Awaitable[BrowsedMessage]:
+        """One pending message, its whole body.  Raises NotFound."""
+
+    def remove_message(self, name: str, message_id: str) -> Awaitable[None]:
+        """Raises NotFound."""
+
+    def move_message(self, name: str, message_id: str, target: str) -> Awaitable[None]:
+        """Raises NotFound, and what ``move`` refuses."""
+
+    def retry(self, name: str, message_id: str) -> Awaitable[str]:
+        """Move a dead-lettered message back to its original destination (which the
+        awaitable gives).  Raises NotFound, Invalid (no original destination)."""

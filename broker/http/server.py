@@ -120,6 +120,8 @@ class HttpServer:
             address, request.headers.get("Host"), request.headers.get("Authorization")
         )
         if denied is None:
+            # Who an admin SEND is authorized as (None: no users are configured).
+            request[api.USER] = user
             if request.method not in ("GET", "HEAD"):
                 # Who changed what, for the operator's log (moves, purges, closed connections).
                 log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)

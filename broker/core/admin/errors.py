@@ -22,6 +22,18 @@ class Conflict(AdminError):
     code = "conflict"
 
 
+class Forbidden(AdminError):
+    """The admin user may not do this (the broker's authorization entries say so)."""
+
+    code = "forbidden"
+
+
+class NoRoom(AdminError):
+    """The broker has no room for it now (its memory or store limit, sendFailIfNoSpace)."""
+
+    code = "no_space"
+
+
 class NotAvailable(AdminError):
     """The operation exists in the API but the broker core does not provide it yet."""
 

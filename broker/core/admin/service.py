@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.admin import infos, steps
+from broker.core.admin import actions, infos, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
 from broker.core.admin.steps import Wait, collect, ordered
 from broker.core.admin.views import (
     BridgeInfo,
+    BrokerInfo,
+    BrowsedMessage,
     BrowsePage,
     ConnectionInfo,
     DestinationInfo,
@@ -72,7 +74,7 @@ class AdminService:
     the transports know those, the engine does not.  ``network()``: the network bridges'
     status (``broker.network.Bridge.status``), one dict each."""
 
-    __slots__ = ("_busy", "_engine", "_network", "_peers", "_role")
+    __slots__ = ("_busy", "_engine", "_network", "_peers", "_role", "_started")
 
     def __init__(
         self,
@@ -87,6 +89,8 @@ class AdminService:
         self._network = network
         #: Durable subscriptions (client-id, name) a browse or purge is walking, and how many.
         self._busy: dict[tuple[str, str], int] = {}
+        #: When the broker started (epoch ms): the service is made as it starts listening.
+        self._started = engine.clock.ms
 
     # -- destinations ----------------------------------------------------------------
 
@@ -464,6 +468,89 @@ class AdminService:
         # Its deletions go to the store now, not with whatever comes next.
         self._engine.flush()
         return removed[0]
+
+    # -- one message, and sending (ActiveMQ's console: Send, the message page) ----------------
+
+    def broker(self) -> BrokerInfo:
+        """Its name (``<broker brokerName>``), version, and since when it runs."""
+        engine = self._engine
+        settings = engine.settings
+        version = settings.server.partition("/")[2] or settings.server
+        uptime = max(engine.clock.ms - self._started, 0) / 1000
+        return BrokerInfo(settings.broker_name, version, self._started / 1000, uptime)
+
+    def producers(self, connection_id: str) -> list[str]:
+        """The destinations a connection has sent to (ActiveMQ's producers of a connection)."""
+        session = self._session(connection_id)
+        return sorted({target.name for targets in session.sent_to for target in targets})
+
+    def send(self, user: str | None, destination: str, headers: dict[str, str], body: bytes) -> Steps[None]:
+        """A SEND as ``user`` would make it (``actions.send``): done once the broker has it."""
+        return actions.send(self._engine, user, destination, headers, body)
+
+    def message(self, name: str, message_id: str) -> Steps[BrowsedMessage]:
+        """The pending message ``message_id`` of queue ``name``, whole."""
+        queue = self._queue(name)
+        return self._find(queue, message_id)
+
+    def _find(self, queue: Queue, message_id: str) -> Steps[BrowsedMessage]:
+        browse = Browse(queue, lambda message: message.id == message_id, 1)
+        yield from self._run(browse, None)
+        if not browse.messages:
+            raise _no_message(queue.name, message_id)
+        found = browse.messages[0]
+        return infos.browsed(found, len(found.body))
+
+    def remove_message(self, name: str, message_id: str) -> Steps[None]:
+        progress = Progress()
+        work = self.remove(name, actions.by_id(message_id), 1, progress)
+        return self._one(work, progress, name, message_id)
+
+    def move_message(self, name: str, message_id: str, target: str) -> Steps[None]:
+        """Move one message to ``target``, as ``move`` moves them (with its refusals)."""
+        progress = Progress()
+        work = self.move(name, target, actions.by_id(message_id), 1, progress)
+        return self._one(work, progress, name, message_id)
+
+    def retry(self, name: str, message_id: str) -> Steps[str]:
+        """ActiveMQ's Retry: a dead-lettered message moved back to the destination it was
+        dead-lettered from (its ``original-destination``); that destination."""
+        queue = self._queue(name)
+        return self._retry(queue, message_id, actions.by_id(message_id))
+
+    def _retry(self, queue: Queue, message_id: str, selector: Selector) -> Steps[str]:
+        found = yield from self._find(queue, message_id)
+        original = found.headers.get("original-destination")
+        if not original:
+            raise Invalid(
+                f"message {message_id} on {queue.name} has no original-destination header: "
+                "it was not dead-lettered, so there is nowhere to retry it to"
+            )
+        dlq = self._engine.settlement.dead_letter_queue(original)
+        if dlq != queue.name:
+            # A message moved here from elsewhere says so too: only a dead letter goes back.
+            raise Invalid(
+                f"message {message_id} on {queue.name} is not a dead letter of {original} "
+                f"(those go to {dlq}): there is nothing to retry"
+            )
+        progress = Progress()
+        work = self.move(queue.name, original, selector, 1, progress)
+        yield from self._one(work, progress, queue.name, message_id)
+        return original
+
+    @staticmethod
+    def _one(work: Steps[None], progress: Progress, name: str, message_id: str) -> Steps[None]:
+        """``work`` on one message: NotFound if it was not there (any more)."""
+        yield from work
+        if not progress.applied:
+            raise _no_message(name, message_id)
+
+
+def _no_message(name: str, message_id: str) -> NotFound:
+    return NotFound(
+        f"no message {message_id} waiting on {name} (one dispatched to a consumer and not "
+        "acknowledged yet is not there to act on)"
+    )
 
 
 def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:

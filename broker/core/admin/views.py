@@ -121,6 +121,18 @@ class Health:
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """The broker itself, as ActiveMQ's console heads its pages."""
+
+    #: ``<broker brokerName>``.
+    name: str
+    version: str
+    #: When it started (epoch seconds), and for how long it has run (seconds).
+    started: float
+    uptime: float
+
+
+@dataclass(frozen=True, slots=True)
 class BrowsedMessage:
     id: str
     priority: int

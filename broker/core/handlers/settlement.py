@@ -194,15 +194,7 @@ class Settlement:
         false); we keep them, since nothing asked for them to be thrown away.
         """
         policy = self.destinations.policy_of(message.destination)
-        prefix = policy.individual_dead_letter_prefix
-        if prefix is not None:
-            kind, bare = names.split_destination(message.destination)[0]
-            dlq_name = names.QUEUE + prefix + bare
-            if kind not in names.QUEUE_KINDS:
-                dlq_name = names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
-        else:
-            dlq_name = policy.dead_letter_queue
-        dlq = self.destinations.queue(dlq_name)
+        dlq = self.destinations.queue(self.dead_letter_queue(message.destination))
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
         headers["dlqDeliveryFailureCause"] = cause or (
@@ -239,6 +231,17 @@ class Settlement:
             self._unstore(sub, message, original is not None)
         message.drop()
         self.routing.route(dlq, dead)
+
+    def dead_letter_queue(self, destination: str) -> str:
+        """The queue ``destination``'s dead letters go to (its policy's deadLetterStrategy)."""
+        policy = self.destinations.policy_of(destination)
+        prefix = policy.individual_dead_letter_prefix
+        if prefix is None:
+            return policy.dead_letter_queue
+        kind, bare = names.split_destination(destination)[0]
+        if kind not in names.QUEUE_KINDS:
+            return names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
+        return names.QUEUE + prefix + bare
 
     def settle_expired(self) -> None:
         """Persistent messages queues found expired (each with its hold): to the DLQ, or

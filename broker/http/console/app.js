@@ -299,7 +299,7 @@ async function browse(cursor) {
       el(
         "tr",
         {},
-        el("td", { class: "mono" }, m.id),
+        el("td", { class: "mono" }, el("a", { href: "#", "data-message": m.id, title: "show it whole" }, m.id)),
         el("td", { class: "num" }, m.priority),
         el("td", {}, m.persistent ? "yes" : "no"),
         el("td", {}, m.redelivered ? "yes" : "no"),
@@ -418,7 +418,7 @@ function renderConnections(connections, subscriptions) {
     el(
       "tr",
       { "data-connection": c.id },
-      el("td", { class: "mono" }, c.id),
+      el("td", { class: "mono" }, el("a", { href: "#/connections", "data-show-connection": c.id }, c.id)),
       el("td", {}, c.peer),
       el("td", {}, c.login || "–"),
       el("td", {}, c.client_id || "–"),
@@ -579,6 +579,8 @@ function route() {
     page = "network";
   } else if (hash.startsWith("#/scheduled")) {
     page = "scheduled";
+  } else if (hash.startsWith("#/send")) {
+    page = "send";
   }
   state.page = page;
   for (const section of document.querySelectorAll(".page")) section.hidden = section.id !== `page-${page}`;
