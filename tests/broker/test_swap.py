@@ -248,13 +248,24 @@ def test_parked_send_times_out() -> None:
     failures: list[BaseException] = []
     p.outbox.fail = failures.append  # type: ignore[attr-defined]
     for i in range(40):
-        p.send_frame("SEND", {"destination": "/queue/to", "receipt": str(i)}, b"x" * 1000)
+        p.send_frame("SEND", {"destination": "/queue/to", "receipt": str(i)}, b"%03d" % i + b"x" * 997)
     assert p.session.parked
     engine.tick()
     assert not failures
     engine.clock.ms += 600
     engine.tick()
     assert len(failures) == 1 and isinstance(failures[0], NoSpace)
+    refused = int(failures[0].receipt_id or "")
+    # The connection closes on its ERROR; what it sent after the refused SEND still goes
+    # (received, its receipt maybe not awaited), the refused one never.
+    engine.close_session(p.session)
+    c = Peer(engine)
+    c.send_frame("SUBSCRIBE", {"destination": "/queue/to", "id": "1"})
+    got: list[int] = []
+    for _ in range(100):
+        got += [int(frame.body[:3]) for frame in c.messages()]
+        engine.tick()
+    assert sorted(got) == [i for i in range(40) if i != refused]
 
 
 def test_tiny_temp_limit_never_deadlocks() -> None:

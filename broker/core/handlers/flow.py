@@ -362,6 +362,10 @@ class FlowControl:
         for session in self:
             head = session.parked[0] if session.parked else None
             if isinstance(head, (ParkedSend, ParkedCreate)) and head.deadline and head.deadline <= now:
+                # Refused: it must not go later, when the closing session's parked SENDs
+                # are kept as orphans (the client was told it was not sent).
+                session.parked.popleft()
+                session.parked_bytes -= head.size
                 self.stats.failed_sends += 1
                 exc = no_space_error(
                     f"still no room after {self.settings.send_fail_if_no_space_after_timeout} ms"
