@@ -15,10 +15,12 @@ disk job is under way.  Arguments are checked before a method returns, so a refu
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.admin import infos, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
+from broker.core.admin.readout import count_producer
 from broker.core.admin.steps import Wait, collect, ordered
 from broker.core.admin.views import (
     BridgeInfo,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from broker.core.base.selector import Selector
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.session import Session
+    from broker.core.delivery.topic import Topic
     from broker.core.engine import Engine
     from broker.core.storage.jobs import Job
     from store.api import Outcome
@@ -90,20 +93,35 @@ class AdminService:
         """Every destination, by kind and name (built, and sorted, in slices)."""
         engine = self._engine
         router = engine.router
-        found = yield from collect(engine.queues.values(), infos.queue_info)
+        producers: Counter[str] = Counter()
+        yield from collect(engine.sessions.values(), lambda session: count_producer(session, producers))
+        found = yield from collect(
+            engine.queues.values(), lambda queue: infos.queue_info(queue, producers[queue.name])
+        )
         found += yield from collect(
-            router.topics.values(), lambda topic: infos.topic_info(topic, router.subscribers(topic))
+            router.topics.values(),
+            lambda topic: infos.topic_info(topic, router.subscribers(topic), producers[topic.name]),
         )
         return (yield from ordered(found, infos.kind_and_name))
 
     def destination(self, name: str) -> DestinationInfo:
         queue = self._engine.queues.get(name)
         if queue is not None:
-            return infos.queue_info(queue)
+            return infos.queue_info(queue, self._producers(queue))
         topic = self._engine.router.topics.get(name)
         if topic is not None:
-            return infos.topic_info(topic, self._engine.router.subscribers(topic))
+            return infos.topic_info(topic, self._engine.router.subscribers(topic), self._producers(topic))
         raise NotFound(f"no destination {name}")
+
+    def _producers(self, destination: Queue | Topic) -> int:
+        """The open connections that have sent to ``destination``, by name as ``readout``
+        counts them (each keeps a few route tuples: a short look at each connection)."""
+        name = destination.name
+        return sum(
+            1
+            for session in self._engine.sessions.values()
+            if any(target.name == name for targets in session.sent_to for target in targets)
+        )
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
@@ -117,10 +135,10 @@ class AdminService:
         if kind == names.QUEUE:
             queue = destinations.queue(name)
             destinations.used(queue)
-            return infos.queue_info(queue)
+            return infos.queue_info(queue, self._producers(queue))
         topic = destinations.topic(names.TOPIC, bare)
         destinations.used(topic)
-        return infos.topic_info(topic, self._engine.router.subscribers(topic))
+        return infos.topic_info(topic, self._engine.router.subscribers(topic), self._producers(topic))
 
     # -- connections and subscriptions -------------------------------------------------
 
@@ -276,6 +294,7 @@ class AdminService:
         queue = self._queue(name)
         destination = None
         if target is not None:
+            check_target(action.value, target)
             # Created if missing, as a SEND to it would.
             self.create(target)
             destination = self._engine.destinations.send_targets(None, target)[0]
@@ -391,6 +410,21 @@ class AdminService:
         # Its deletions go to the store now, not with whatever comes next.
         self._engine.flush()
         return removed[0]
+
+
+def check_target(kind: str, target: str) -> None:
+    """Raise ``Invalid`` unless messages may be moved or copied (``kind``) to ``target``: a
+    queue only, as ActiveMQ's ``moveMatchingMessagesTo``.  A topic keeps nothing for a
+    subscriber that is not there, so what went to one with none would be lost."""
+    if target.startswith(names.QUEUE):
+        return
+    done = "moved" if kind == Action.MOVE.value else "copied"
+    if target.startswith(names.TOPIC):
+        raise Invalid(
+            f"{target} is a topic: messages are {done} only to a queue "
+            "(a topic keeps nothing for absent subscribers, so they would be lost)"
+        )
+    raise Invalid(f"messages are {done} only to a /queue/ destination, not {target}")
 
 
 def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:
