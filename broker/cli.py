@@ -286,6 +286,13 @@ def hash_password(argv: list[str]) -> int:
     return 0
 
 
+def warn_not_applied(config: BrokerConfig) -> None:
+    """At start, a warning for each setting the broker does not apply yet, named as
+    --check-config names it: the XML's names, and where it was set."""
+    for line in not_applied_lines(config, not_applied_in_file(config)):
+        log.warning("%s: checked but not applied yet (stompd --check-config shows every setting)", line)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hash-password"]:
@@ -326,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         options = dataclasses.replace(options, on_reload=Reloader(options.guard, file, defines))
     for warning in warnings:
         log.warning("%s", warning)
-    # As --check-config names them: the XML's names, and where each was set.
-    for line in not_applied_lines(config, not_applied_in_file(config)):
-        log.warning("%s: checked but not applied yet (stompd --check-config shows every setting)", line)
+    warn_not_applied(config)
     try:
         run(options)
     except StoreError as exc:
