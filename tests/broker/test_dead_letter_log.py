@@ -104,3 +104,12 @@ def test_the_tally_keeps_only_the_keys_of_the_interval(caplog: pytest.LogCapture
     clock.ms = 2000
     tally.tick()
     assert len(tally) == 0
+
+    # Stopping sums up what an interval under way holds, over or not.
+    caplog.clear()
+    for key in ("a", "a", "a", "b"):
+        tally.event(key, "event %s", key)
+    clock.ms = 2500
+    tally.flush()
+    assert [r.getMessage() for r in caplog.records][2:] == ["2 more from a in 0 s (last: event a)"]
+    assert len(tally) == 0

@@ -62,11 +62,22 @@ class Tally:
                 return
             del opened[key]
             if window.count:
-                message, args = window.last
-                seconds = (now - window.start) // 1000
-                self._log.info(self._summary, window.count, key, seconds, message % args)
+                self._sum_up(key, window, now)
                 # Still busy: its next events are counted into the next interval's line.
                 opened[key] = _Window(now)
+
+    def flush(self) -> None:
+        """Sum up every interval under way now, over or not (the broker is stopping)."""
+        now = self._clock.ms
+        for key, window in self._open.items():
+            if window.count:
+                self._sum_up(key, window, now)
+        self._open.clear()
+
+    def _sum_up(self, key: str, window: _Window, now: int) -> None:
+        message, args = window.last
+        seconds = (now - window.start) // 1000
+        self._log.info(self._summary, window.count, key, seconds, message % args)
 
     def __len__(self) -> int:
         return len(self._open)
