@@ -67,6 +67,8 @@ def test_producers_are_the_connections_that_sent_there_as_metrics_counts() -> No
     engine = new_engine()
     first, second, idle = Peer(engine), Peer(engine), Peer(engine)
     first.send_frame("SEND", {"destination": "/queue/orders"}, b"x")
+    # A composite destination: a producer of each, counted once however it sent there.
+    first.send_frame("SEND", {"destination": "/queue/orders,/topic/ticks"}, b"x")
     first.send_frame("SEND", {"destination": "/topic/ticks"}, b"x")
     second.send_frame("SEND", {"destination": "/queue/orders"}, b"x")
     second.send_frame("SEND", {"destination": "/queue/orders"}, b"x")
@@ -79,8 +81,13 @@ def test_producers_are_the_connections_that_sent_there_as_metrics_counts() -> No
     assert {name: service.destination(name).producers for name in expected} == expected
     assert {row.destination: row.producers for row in Readout(engine).destination_rows()} == expected
 
-    # A producer that disconnects is no longer one.
+    # A producer that disconnects is no longer one, at once.
     engine.close_session(second.session)
-    engine.flush()
     assert service.destination("/queue/orders").producers == 1
     assert {info.name: info.producers for info in finish(service.destinations())}["/queue/orders"] == 1
+    assert {row.destination: row.producers for row in Readout(engine).destination_rows()}[
+        "/queue/orders"
+    ] == 1
+    engine.close_session(first.session)
+    engine.close_session(idle.session)
+    assert not engine.sending.producers

@@ -96,7 +96,7 @@ class Readout:
         sessions = list(engine.sessions.values())
         for start in range(0, len(sessions), size):
             for session in sessions[start : start + size]:
-                count_producer(session, producers)
+                _count_producer(session, producers)
             yield []
         queues = engine.queues
         every = list(queues.values())
@@ -147,7 +147,7 @@ class Readout:
         }
 
 
-def count_producer(session: Session, counts: Counter[str]) -> None:
+def _count_producer(session: Session, counts: Counter[str]) -> None:
     """Count ``session`` once for each destination name it has sent to (``counts``: per
     destination name, the open connections that have)."""
     if session.sent_to:

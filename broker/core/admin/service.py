@@ -15,12 +15,10 @@ disk job is under way.  Arguments are checked before a method returns, so a refu
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.admin import infos, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
-from broker.core.admin.readout import count_producer
 from broker.core.admin.steps import Wait, collect, ordered
 from broker.core.admin.views import (
     BridgeInfo,
@@ -93,8 +91,7 @@ class AdminService:
         """Every destination, by kind and name (built, and sorted, in slices)."""
         engine = self._engine
         router = engine.router
-        producers: Counter[str] = Counter()
-        yield from collect(engine.sessions.values(), lambda session: count_producer(session, producers))
+        producers = engine.sending.producers
         found = yield from collect(
             engine.queues.values(), lambda queue: infos.queue_info(queue, producers[queue.name])
         )
@@ -114,14 +111,8 @@ class AdminService:
         raise NotFound(f"no destination {name}")
 
     def _producers(self, destination: Queue | Topic) -> int:
-        """The open connections that have sent to ``destination``, by name as ``readout``
-        counts them (each keeps a few route tuples: a short look at each connection)."""
-        name = destination.name
-        return sum(
-            1
-            for session in self._engine.sessions.values()
-            if any(target.name == name for targets in session.sent_to for target in targets)
-        )
+        """The open connections that have sent to ``destination`` (as /metrics counts them)."""
+        return self._engine.sending.producers[destination.name]
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
