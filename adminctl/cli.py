@@ -3,8 +3,9 @@
 In the spirit of ActiveMQ's ``activemq dstat / browse / purge``.  Tables for people by
 default; ``--json`` prints one JSON object as the last line of output, for scripts.
 Exit status: 0 done, 1 the broker refused or failed (one line on stderr says why,
-also when it cannot be reached), 2 bad usage, 130 interrupted (a running operation is
-asked to stop first).
+also when it cannot be reached or ``--url`` names something else, such as a STOMP
+port: never a traceback), 2 bad usage, 130 interrupted (a running operation is asked to
+stop first).
 """
 
 from __future__ import annotations
