@@ -3,8 +3,9 @@
 In the spirit of ActiveMQ's ``activemq dstat / browse / purge``.  Tables for people by
 default; ``--json`` prints one JSON object as the last line of output, for scripts.
 Exit status: 0 done, 1 the broker refused or failed (one line on stderr says why,
-also when it cannot be reached), 2 bad usage, 130 interrupted (a running operation is
-asked to stop first).
+also when it cannot be reached or ``--url`` names something else, such as a STOMP
+port: never a traceback), 2 bad usage, 130 interrupted (a running operation is asked to
+stop first).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import sys
 import time
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
@@ -302,10 +304,13 @@ def cmd_close_connection(client: AdminClient, args: argparse.Namespace, out: Tex
 def cmd_subscriptions(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     result: dict[str, Any] = client.get("/subscriptions")
     if not args.json:
-        keys = ["id", "destination", "ack", "selector", "durable", "in_flight", "pending", "delivered"]
-        rows = [[s["connection"] or "(offline)", *(s[k] for k in keys)] for s in result["subscriptions"]]
-        headers = ["Connection", "ID", "Destination", "Ack", "Selector", "Durable", "In flight", "Pending"]
-        out.write(fmt.table([*headers, "Delivered"], rows) + "\n")
+        keys = ["id", "destination", "ack", "selector", "durable", "client_id", "in_flight", "pending"]
+        rows = [
+            [s["connection"] or "(offline)", *(s[k] for k in keys), s["delivered"]]
+            for s in result["subscriptions"]
+        ]
+        headers = ["Connection", "ID", "Destination", "Ack", "Selector", "Durable", "Client ID"]
+        out.write(fmt.table([*headers, "In flight", "Pending", "Delivered"], rows) + "\n")
     return result
 
 
@@ -613,6 +618,24 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError("must be more than 0 seconds")
+    return value
+
+
+def version() -> str:
+    """stompd's version, as installed."""
+    try:
+        return metadata.version("stompd")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stompd-admin",
@@ -629,7 +652,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get("STOMPD_ADMIN_PASSWORD"),
         help="or $STOMPD_ADMIN_PASSWORD (keeps it out of the process list)",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    parser.add_argument("--timeout", type=_seconds, default=30.0, help="seconds per request (default 30)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print one JSON object"
@@ -715,6 +739,9 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     client = AdminClient(args.url, args.user, args.password, args.timeout)
     try:
         result = COMMANDS[args.command](client, args, out)
+        if args.json:
+            out.write(json.dumps(result) + "\n")
+        out.flush()
     except AdminClientError as exc:
         return _fail(str(exc), args, exc.body, out)
     except CommandFailed as exc:
@@ -722,8 +749,16 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("stompd-admin: interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        out.write(json.dumps(result) + "\n")
+    except BrokenPipeError:
+        # The reader went away (``stompd-admin list | head``): nothing more to say, and the
+        # interpreter must not complain flushing stdout at exit either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyError as exc:
+        return _fail(f"{args.url} answered without {exc}: is it stompd's admin server?", args, None, out)
+    except Exception as exc:
+        # Never a traceback to a user: one line, what failed.
+        return _fail(f"failed: {type(exc).__name__}: {exc}", args, None, out)
     return 0
 
 

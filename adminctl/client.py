@@ -7,13 +7,16 @@ error when it sent one, else what went wrong on the way (refused, timed out ...)
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import urllib.error
 import urllib.request
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 API = "/api/v1"
+#: What a STOMP listener answers first (an ERROR frame, to an HTTP request).
+STOMP_COMMANDS = frozenset({"ERROR", "CONNECTED", "MESSAGE", "RECEIPT"})
 
 
 class AdminClientError(Exception):
@@ -34,7 +37,15 @@ class AdminClient:
     def __init__(
         self, url: str, user: str | None = None, password: str | None = None, timeout: float = 30.0
     ) -> None:
-        self.url = url.rstrip("/")
+        self.given = url
+        url = url.strip()
+        if url and "://" not in url:
+            url = "http://" + url  # host:port, as curl takes it
+        url = url.rstrip("/")
+        # The API's or the console's address given for the server's: the server's it is.
+        for suffix in (API, "/console"):
+            url = url.removesuffix(suffix)
+        self.url = url
         self.timeout = timeout
         self._headers = {"Accept": "application/json", "User-Agent": "stompd-admin"}
         if user is not None:
@@ -58,6 +69,11 @@ class AdminClient:
         body: dict[str, Any] | None = None,
         query: dict[str, Any] | None = None,
     ) -> Any:
+        if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).netloc:
+            raise AdminClientError(
+                f"{self.given!r} is not the admin server's URL: give http://HOST:PORT (such as "
+                "http://127.0.0.1:8161)"
+            )
         url = self.url + API + path
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params:
@@ -89,6 +105,8 @@ class AdminClient:
             raise AdminClientError(f"cannot reach the broker at {self.url}: {why}") from None
         except TimeoutError:
             raise AdminClientError(f"no answer from {self.url} within {self.timeout:g} s") from None
+        except http.client.HTTPException as exc:
+            raise AdminClientError(_not_http(self.url, exc)) from None
         except (ConnectionError, OSError) as exc:
             raise AdminClientError(f"cannot talk to the broker at {self.url}: {exc}") from None
 
@@ -98,3 +116,16 @@ def _json(raw: bytes, url: str) -> Any:
         return json.loads(raw)
     except ValueError:
         raise AdminClientError(f"{url} did not answer with JSON (is it stompd's admin server?)") from None
+
+
+def _not_http(url: str, exc: http.client.HTTPException) -> str:
+    """What to say when ``url`` answered, but not in HTTP."""
+    line = exc.args[0] if isinstance(exc, http.client.BadStatusLine) and exc.args else ""
+    if str(line).strip() in STOMP_COMMANDS:
+        return (
+            f"{url} is a STOMP port, not stompd's admin server "
+            "(that one listens on port 8161 unless --http-port says otherwise)"
+        )
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return f"{url} closed the connection without an answer (is it stompd's admin server?)"
+    return f"{url} did not answer in HTTP (is it stompd's admin server?): {exc!r}"

@@ -295,6 +295,8 @@ class Broker:
         # What closing the connections left to do (their subscriptions end), all of it now.
         self.engine.chores.run_all()
         self.engine.flush()
+        # The dead letters of the interval under way are summed up now, not lost.
+        self.engine.settlement.dead_letters.flush()
         self._close_stores()
         log.info("stompd stopped")
 

@@ -13,6 +13,7 @@ import dataclasses
 import getpass
 import logging
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from broker.ha import run
@@ -26,7 +27,7 @@ from config.issues import ConfigError
 from config.loader import load
 from config.loader_transports import allowed_origins
 from config.model import BrokerConfig
-from config.report import render
+from config.report import not_applied_lines, render
 from config.units import InvalidSize, parse_size
 from store.errors import StoreError
 
@@ -34,12 +35,28 @@ log = logging.getLogger("stompd")
 _DEFAULTS = BrokerConfig()
 
 
+USAGE = """stompd [--config FILE | --check-config FILE] [-D NAME=VALUE ...] [OPTION ...]
+       stompd hash-password [--scheme {scrypt,pbkdf2-sha256}]
+       stompd --version"""
+
+
+def version() -> str:
+    """stompd's version, as installed."""
+    try:
+        return metadata.version("stompd")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     # Flags default to None: only the ones given override the file (or the embedded defaults).
     parser = argparse.ArgumentParser(
         prog="stompd",
+        # Every form, hash-password's too (argparse's own would list the options only).
+        usage=USAGE,
         description="STOMP 1.0/1.1/1.2 message broker.  `stompd hash-password` makes a password hash.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     config = parser.add_argument_group("configuration")
     config.add_argument("--config", type=Path, metavar="FILE", help="run from this activemq.xml")
     config.add_argument(
@@ -172,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated origins (https://app.example.com) whose pages may connect, or *; "
         "default: pages from the same host and port only",
     )
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log messages of this level and above, to standard error (default INFO)",
+    )
     parser.add_argument(
         "--export-dir",
         type=Path,
@@ -264,6 +286,13 @@ def hash_password(argv: list[str]) -> int:
     return 0
 
 
+def warn_not_applied(config: BrokerConfig) -> None:
+    """At start, a warning for each setting the broker does not apply yet, named as
+    --check-config names it: the XML's names, and where it was set."""
+    for line in not_applied_lines(config, not_applied_in_file(config)):
+        log.warning("%s: checked but not applied yet (stompd --check-config shows every setting)", line)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["hash-password"]:
@@ -304,9 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         options = dataclasses.replace(options, on_reload=Reloader(options.guard, file, defines))
     for warning in warnings:
         log.warning("%s", warning)
-    pending = not_applied_in_file(config)
-    if pending:
-        log.warning("checked but not applied yet (see stompd --check-config): %s", ", ".join(pending))
+    warn_not_applied(config)
     try:
         run(options)
     except StoreError as exc:

@@ -11,7 +11,7 @@ from config.model import BrokerConfig, Origin, origin_of
 from config.units import format_size
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Collection, Iterable
 
     from config.model import AuthorizationEntry
 
@@ -240,3 +240,26 @@ def render(config: BrokerConfig, applied: Callable[[str], bool]) -> str:
             mark = f"  [{NOT_APPLIED}]" if not whole and not applied(row.key) else ""
             lines.append(f"  {row.label:<{label_width}} = {row.value:<{value_width}}  {row.origin}{mark}")
     return "\n".join(lines)
+
+
+def not_applied_lines(config: BrokerConfig, missing: Collection[str]) -> list[str]:
+    """Each setting of ``missing`` (report keys) as activemq.xml names it and where it was
+    set, as ``--check-config`` shows it: ``activemq.xml:12: policyEntry queue='orders.>':
+    pendingQueuePolicy = fileQueueCursor``, in the report's order."""
+    out: list[str] = []
+    shown: set[str] = set()
+    for section in sections(config):
+        element = _element(section.title)
+        for row in section.rows:
+            if row.key in missing or section.key in missing:
+                out.append(f"{row.origin}: {element}: {row.label} = {row.value}")
+                shown.add(row.key)
+    # A key no row shows (none is expected) is still named, as the model does.
+    out += sorted(set(missing) - shown)
+    return out
+
+
+def _element(title: str) -> str:
+    """A section's title without the trailing ``(where)`` its rows say already."""
+    head, paren, _ = title.rpartition(" (")
+    return head if paren and title.endswith(")") else title

@@ -155,6 +155,7 @@ class Engine:
         does not stall every other client while they go."""
         if self.sessions.pop(session.id, None) is None:
             return
+        self.sending.closed(session)
         client_id = session.client_id
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]

@@ -18,6 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from broker.core.admin.errors import AdminError, Invalid, NotFound
+from broker.core.admin.service import check_target
 from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination
@@ -288,8 +289,7 @@ async def _transfer(request: web.Request, kind: str) -> web.Response:
     if not isinstance(raw_target, str):
         raise Invalid(f"to (the destination to {kind} messages to) is required")
     target = parse_destination(raw_target)
-    if not target.startswith(_CREATABLE):
-        raise Invalid(f"messages can be {kind}d to a /queue/ or /topic/ destination, not {target}")
+    check_target(kind, target)
     if target == source:
         raise Invalid(f"source and target are both {source}")
     selector = parse_selector(body.get("selector"))

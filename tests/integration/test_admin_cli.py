@@ -51,7 +51,7 @@ def test_list_and_stat_as_tables_and_json(http_broker: BrokerThread) -> None:
     lines = table.stdout.splitlines()
     assert lines[0].split()[:4] == ["Name", "Depth", "Producers", "Consumers"]
     row = next(line for line in lines if line.startswith("/queue/orders.eu"))
-    assert row.split()[1:6] == ["7", "-", "0", "7", "0"]
+    assert row.split()[1:6] == ["7", "0", "0", "7", "0"]
     assert any(line.startswith("/topic/ticks") for line in lines)
 
     listed = last_json(admin(url_of(http_broker), "list", "--json"))

@@ -36,7 +36,8 @@ _KINDS = {
 }
 
 
-def queue_info(queue: Queue) -> DestinationInfo:
+def queue_info(queue: Queue, producers: int = 0) -> DestinationInfo:
+    """``producers``: the open connections that have sent to it (``readout``'s count)."""
     stats = queue.stats
     cursor = queue.cursor
     in_flight = 0
@@ -52,7 +53,7 @@ def queue_info(queue: Queue) -> DestinationInfo:
         expired=stats.expired,
         in_flight=in_flight,
         consumers=len(queue.consumers),
-        producers=None,
+        producers=producers,
         memory_bytes=_used(queue.meter),
         memory_limit=_limit(queue.meter),
         memory_messages=cursor.mem_count,
@@ -61,8 +62,8 @@ def queue_info(queue: Queue) -> DestinationInfo:
     )
 
 
-def topic_info(topic: Topic, subscribers: tuple[Subscription, ...]) -> DestinationInfo:
-    """``subscribers``: the subscriptions ``topic`` feeds."""
+def topic_info(topic: Topic, subscribers: tuple[Subscription, ...], producers: int = 0) -> DestinationInfo:
+    """``subscribers``: the subscriptions ``topic`` feeds; ``producers`` as ``queue_info``'s."""
     depth = memory = disk = in_flight = 0
     for sub in subscribers:
         in_flight += sum(1 for message in sub.inflight.values() if message.destination == topic.name)
@@ -82,7 +83,7 @@ def topic_info(topic: Topic, subscribers: tuple[Subscription, ...]) -> Destinati
         expired=None,
         in_flight=in_flight,
         consumers=len(subscribers),
-        producers=None,
+        producers=producers,
         memory_bytes=_used(topic.meter),
         memory_limit=_limit(topic.meter),
         memory_messages=memory,

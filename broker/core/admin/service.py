@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.session import Session
     from broker.core.delivery.subscription import Subscription
+    from broker.core.delivery.topic import Topic
     from broker.core.engine import Engine
     from broker.core.storage.jobs import Job
     from store.api import Outcome
@@ -98,20 +99,28 @@ class AdminService:
         """Every destination, by kind and name (built, and sorted, in slices)."""
         engine = self._engine
         router = engine.router
-        found = yield from collect(engine.queues.values(), infos.queue_info)
+        producers = engine.sending.producers
+        found = yield from collect(
+            engine.queues.values(), lambda queue: infos.queue_info(queue, producers[queue.name])
+        )
         found += yield from collect(
-            router.topics.values(), lambda topic: infos.topic_info(topic, router.subscribers(topic))
+            router.topics.values(),
+            lambda topic: infos.topic_info(topic, router.subscribers(topic), producers[topic.name]),
         )
         return (yield from ordered(found, infos.kind_and_name))
 
     def destination(self, name: str) -> DestinationInfo:
         queue = self._engine.queues.get(name)
         if queue is not None:
-            return infos.queue_info(queue)
+            return infos.queue_info(queue, self._producers(queue))
         topic = self._engine.router.topics.get(name)
         if topic is not None:
-            return infos.topic_info(topic, self._engine.router.subscribers(topic))
+            return infos.topic_info(topic, self._engine.router.subscribers(topic), self._producers(topic))
         raise NotFound(f"no destination {name}")
+
+    def _producers(self, destination: Queue | Topic) -> int:
+        """The open connections that have sent to ``destination`` (as /metrics counts them)."""
+        return self._engine.sending.producers[destination.name]
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
@@ -125,10 +134,10 @@ class AdminService:
         if kind == names.QUEUE:
             queue = destinations.queue(name)
             destinations.used(queue)
-            return infos.queue_info(queue)
+            return infos.queue_info(queue, self._producers(queue))
         topic = destinations.topic(names.TOPIC, bare)
         destinations.used(topic)
-        return infos.topic_info(topic, self._engine.router.subscribers(topic))
+        return infos.topic_info(topic, self._engine.router.subscribers(topic), self._producers(topic))
 
     # -- connections and subscriptions -------------------------------------------------
 
@@ -342,6 +351,7 @@ class AdminService:
         queue = self._queue(name)
         destination = None
         if target is not None:
+            check_target(action.value, target)
             # Created if missing, as a SEND to it would.
             self.create(target)
             destination = self._engine.destinations.send_targets(None, target)[0]
@@ -551,6 +561,21 @@ def _no_message(name: str, message_id: str) -> NotFound:
         f"no message {message_id} waiting on {name} (one dispatched to a consumer and not "
         "acknowledged yet is not there to act on)"
     )
+
+
+def check_target(kind: str, target: str) -> None:
+    """Raise ``Invalid`` unless messages may be moved or copied (``kind``) to ``target``: a
+    queue only, as ActiveMQ's ``moveMatchingMessagesTo``.  A topic keeps nothing for a
+    subscriber that is not there, so what went to one with none would be lost."""
+    if target.startswith(names.QUEUE):
+        return
+    done = "moved" if kind == Action.MOVE.value else "copied"
+    if target.startswith(names.TOPIC):
+        raise Invalid(
+            f"{target} is a topic: messages are {done} only to a queue "
+            "(a topic keeps nothing for absent subscribers, so they would be lost)"
+        )
+    raise Invalid(f"messages are {done} only to a /queue/ destination, not {target}")
 
 
 def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:

@@ -22,7 +22,8 @@ class DestinationInfo:
     expired: int | None
     in_flight: int
     consumers: int
-    #: STOMP has no producer registration: None unless the broker learns of producers.
+    #: The open connections that have sent to it (STOMP registers no producer; ActiveMQ's
+    #: ProducerCount, and /metrics' stompd_destination_producers).  None: not known.
     producers: int | None
     memory_bytes: int
     memory_limit: int

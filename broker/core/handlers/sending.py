@@ -10,6 +10,7 @@ scheduler, which routes it now or keeps it as a job.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging, names
@@ -56,11 +57,13 @@ SENT_TO_KEPT: Final = 1024
 
 class Sending:
     __slots__ = (
+        "_counted",
         "audit",
         "clock",
         "destinations",
         "flow",
         "persistence",
+        "producers",
         "scheduler",
         "settings",
         "transactions",
@@ -86,6 +89,11 @@ class Sending:
         self.scheduler = scheduler
         self.flow = flow
         self.transactions = transactions
+        #: Per destination name, the open connections that have sent to it (ActiveMQ's
+        #: ProducerCount: STOMP registers no producer), kept as each session's ``sent_to``.
+        self.producers: Counter[str] = Counter()
+        #: Per open session that has sent, the names it is counted in ``producers`` for.
+        self._counted: dict[Session, set[str]] = {}
 
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
         headers = frame.headers
@@ -158,15 +166,31 @@ class Sending:
             scheduler.check(headers)
         return message, self.destinations.send_targets(session, destination)
 
-    @staticmethod
-    def _sent(session: Session, targets: tuple[Destination, ...]) -> None:
+    def _sent(self, session: Session, targets: tuple[Destination, ...]) -> None:
         """For the producers gauge: where ``session`` sends (route tuples are cached and
         shared; the last one is known at once), a bounded number of them, so a producer
-        that sends to ever new names does not grow without end."""
+        that sends to ever new names does not grow without end.  A route new to it counts
+        it in ``producers`` for each name it had not sent to yet."""
         session.last_sent = targets
         sent_to = session.sent_to
-        if len(sent_to) < SENT_TO_KEPT:
+        if len(sent_to) < SENT_TO_KEPT and targets not in sent_to and not session.closing:
             sent_to.add(targets)
+            counted = self._counted.get(session)
+            if counted is None:
+                counted = self._counted[session] = set()
+            new = [target.name for target in targets if target.name not in counted]
+            counted.update(new)
+            self.producers.update(new)
+
+    def closed(self, session: Session) -> None:
+        """``session`` is no longer open: it is a producer of nothing now."""
+        producers = self.producers
+        for name in self._counted.pop(session, ()):
+            left = producers[name] - 1
+            if left > 0:
+                producers[name] = left
+            else:
+                del producers[name]
 
     def _may_send(self, session: Session, destination: str | None) -> None:
         """Raise unless ``session`` may send to ``destination`` (write, and create what does

@@ -17,10 +17,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
 from broker.core.base.observe import Observer
+from broker.core.base.tally import Tally
 
 if TYPE_CHECKING:
     from broker.core.base.clock import Clock
@@ -35,12 +36,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.engine")
 
+#: Dead letters from one destination are logged a line per this long (after the first).
+DEAD_LETTER_LOG_MS: Final = 10_000
+DEAD_LETTER_SUMMARY: Final = "dead-lettered %d more messages from %s in the last %d s (the last: %s)"
+
 
 class Settlement:
     __slots__ = (
         "_order",
         "_redeliveries",
         "clock",
+        "dead_letters",
         "destinations",
         "observer",
         "persistence",
@@ -67,6 +73,8 @@ class Settlement:
         #: order, queue, messages): delays differ by how often each was redelivered.
         self._redeliveries: list[tuple[int, int, Queue, list[Message]]] = []
         self._order = itertools.count()
+        #: A line for the first dead letter from a destination, then one per interval.
+        self.dead_letters = Tally(log, clock, DEAD_LETTER_LOG_MS, DEAD_LETTER_SUMMARY)
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -168,7 +176,9 @@ class Settlement:
         return {queue for _, _, queue, _ in self._redeliveries}
 
     def tick(self) -> None:
-        """Messages whose redelivery delay is over go back to their queues."""
+        """Messages whose redelivery delay is over go back to their queues; the dead
+        letters of an interval that is over are summed up in the log."""
+        self.dead_letters.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
@@ -207,10 +217,12 @@ class Settlement:
         dead.arrived = message.arrived
         # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
         dead.expires = 0
-        log.info(
-            "dead-lettering %s from %s: %s",
+        self.dead_letters.event(
+            message.destination,
+            "dead-lettering %s from %s to %s: %s",
             message.id,
             message.destination,
+            dlq.name,
             headers["dlqDeliveryFailureCause"],
         )
         original = self.destinations.queues.get(message.destination)

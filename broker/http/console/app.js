@@ -226,7 +226,7 @@ function renderDestinations() {
         el("td", { class: "num dequeued" }, num(d.dequeued)),
         el("td", { class: "num" }, num(d.in_flight)),
         el("td", { class: "num consumers" }, num(d.consumers)),
-        el("td", { class: "num" }, num(d.producers)),
+        el("td", { class: "num producers" }, num(d.producers)),
         el("td", { class: "num", title: `${d.memory_percent}% of ${size(d.memory_limit)}` }, size(d.memory_bytes)),
         el("td", { class: "num" }, num(d.disk_messages)),
         el("td", { class: "num" }, rate(sample.inRate)),
