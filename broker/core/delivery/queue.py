@@ -420,8 +420,15 @@ class Queue:
         message.drop()
 
     def _count_expired(self, message: Message) -> None:
-        """``message`` (held by the caller) expired; the caller drops its hold."""
-        self.stats.expired += 1
+        """``message`` (held by the caller) expired; the caller drops its hold.
+
+        It left the queue: expired and dequeued both, as ActiveMQ's Queue.messageExpired
+        counts it (so enqueued - dequeued is the depth), whether it is dropped or, once
+        settled, dead-lettered (which then counts it no second time).
+        """
+        stats = self.stats
+        stats.expired += 1
+        stats.dequeued += 1
         if message.persistent:
             message.hold()
             self.expired.append(message)
