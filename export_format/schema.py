@@ -263,7 +263,12 @@ METRIC_FIELDS: Final = (
         "Messages added to the destination: sent, moved or dead-lettered to it (ActiveMQ's EnqueueCount).",
         _DEST,
     ),
-    _counter("dequeued_total", "Messages acknowledged (consumed) from it.", _DEST),
+    _counter(
+        "dequeued_total",
+        "Messages that left it: acknowledged, expired, dead-lettered, moved or removed by an "
+        "administrator (ActiveMQ's DequeueCount; on a topic, once per subscriber).",
+        _DEST,
+    ),
     _counter("dispatched_total", "Deliveries to consumers, redeliveries included.", _DEST),
     _counter("expired_total", "Messages that expired.", _DEST),
     _counter("redelivered_total", "Messages put back for redelivery.", _DEST),
