@@ -33,6 +33,7 @@ DESTINATION_KEYS: Final = (
     "expired",
     "dead_lettered",
     "moved_out",
+    "removed",
     "moved_in",
     "dead_letters_in",
     "enqueued_bytes",

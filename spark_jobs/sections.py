@@ -85,6 +85,7 @@ def destinations_section(dests: Sequence[Row]) -> Section:
         "dead_lettered",
         "expired",
         "moved_out",
+        "removed",
         "moved_in",
         "dead_letters_in",
         "depth",
@@ -98,7 +99,7 @@ def destinations_section(dests: Sequence[Row]) -> Section:
         "Destinations",
         "Counts from the event log, as the broker counts them: enqueued is everything that "
         "arrived (sent, moved in, dead-lettered in), dequeued everything that left "
-        "(acknowledged, expired, dead-lettered, moved away); depth is the last metric snapshot's.",
+        "(acknowledged, expired, dead-lettered, moved away, removed); depth is the last metric snapshot's.",
         tables=[Table("Per destination", columns, dests[:TABLE_ROWS], note)],
     )
 

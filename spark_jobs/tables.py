@@ -5,7 +5,7 @@ EnqueueCount and DequeueCount, so that the report's numbers are the ones ``/metr
 showed for the same run. ``enqueued`` counts every message that arrived: sent (enqueue
 events), moved in, dead-lettered in (``moved_in``, ``dead_letters_in``: the move,
 dead-letter and expire events whose ``target`` is the destination); ``dequeued`` every
-message that left: acknowledged, expired, dead-lettered or moved away.
+message that left: acknowledged, expired, dead-lettered, moved away or removed.
 ``dead_lettered`` counts dead-letter events plus expire events that name a dead-letter
 queue in ``target``. Latency percentiles are exact (Spark's
 ``percentile``, linear interpolation between closest ranks) over the ``latency_ms`` of
@@ -66,9 +66,10 @@ EVENT_COUNTS: Final = (
     ("redelivered", "redeliver"),
     ("expired", "expire"),
     ("moved_out", "move"),
+    ("removed", "remove"),
 )
 #: The events that take a message away from its destination (ActiveMQ's dequeues).
-LEAVING: Final = ("ack", "expire", "dead-letter", "move")
+LEAVING: Final = ("ack", "expire", "dead-letter", "move", "remove")
 #: Those that can bring it to another one, named in ``target``: an arrival there.
 SENDING_ON: Final = ("move", "dead-letter", "expire")
 #: The event of an arrival's row (``with_arrivals``); never a line's.
@@ -82,6 +83,7 @@ COUNTS: Final = (
     "redelivered",
     "expired",
     "moved_out",
+    "removed",
     "dead_lettered",
     "enqueued_bytes",
     "dequeued_bytes",

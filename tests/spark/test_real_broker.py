@@ -105,7 +105,8 @@ def brokers_counts(samples: Samples) -> dict[str, dict[str, int]]:
 
 
 def run_the_workload(broker: BrokerThread) -> None:
-    """Topic fan-out, NACKs to the DLQ, expiry (to the DLQ and dropped), a move."""
+    """Topic fan-out, NACKs to the DLQ, expiry (to the DLQ and dropped); an administrator's
+    move, copy and remove."""
     with client(broker.port) as producer, client(broker.port) as consumer:
         consumer.subscribe("/topic/prices", "p1", ack="auto")
         consumer.subscribe("/topic/prices", "p2", ack="auto")
@@ -142,9 +143,14 @@ def run_the_workload(broker: BrokerThread) -> None:
         assert [m.body for m in got if m.headers["subscription"] == "e"] == ["fresh 0", "fresh 1"]
         consumer.sync()
     base = f"http://127.0.0.1:{broker.http_port}"
-    move = {"to": "/queue/elsewhere", "selector": "n < 2"}
-    moved = call(base, "POST", "/api/v1/destinations/left/move", move)
-    assert moved.body["moved"] == 2, moved.body
+    operations = {
+        "move": ({"to": "/queue/elsewhere", "selector": "n < 2"}, {"moved": 2}),
+        "copy": ({"to": "/queue/elsewhere", "selector": "n = 2"}, {"copied": 1}),
+        "remove": ({"selector": "n = 3"}, {"removed": 1}),
+    }
+    for name, (body, done) in operations.items():
+        reply = call(base, "POST", f"/api/v1/destinations/left/{name}", body)
+        assert done.items() <= reply.body.items(), reply.body
 
 
 def scrape_at_rest(broker: BrokerThread) -> Samples:
@@ -159,7 +165,8 @@ def scrape_at_rest(broker: BrokerThread) -> Samples:
 def test_every_count_in_the_report_is_the_brokers_own(tmp_path: Path, spark: SparkSession) -> None:
     """The report agrees with the broker's counters for the same run (ActiveMQ's
     EnqueueCount, DequeueCount, ...): a dead-letter queue's enqueued is what it received,
-    an expired message is dequeued where it expired, a move is a dequeue and an enqueue."""
+    an expired message is dequeued where it expired, a move is a dequeue and an enqueue,
+    a copy an enqueue, a removal a dequeue."""
     export = tmp_path / "export"
     options = BrokerOptions(
         listeners=(Listener(port=0),),
@@ -190,12 +197,12 @@ def test_every_count_in_the_report_is_the_brokers_own(tmp_path: Path, spark: Spa
         "/queue/orders": _counts(enqueued=12, dispatched=16, dequeued=10 + 2, redelivered=4, dead_lettered=2),
         "/queue/expiring": _counts(enqueued=7, dispatched=2, dequeued=7, expired=5, dead_lettered=3),
         DLQ: _counts(enqueued=2 + 3, depth=5),
-        "/queue/left": _counts(enqueued=4, dequeued=2, depth=2),
-        "/queue/elsewhere": _counts(enqueued=2, depth=2),
+        "/queue/left": _counts(enqueued=4, dequeued=2 + 1, depth=1),
+        "/queue/elsewhere": _counts(enqueued=2 + 1, depth=3),
     }
     d = summary["destinations"]
-    arrivals = (d[DLQ]["dead_letters_in"], d["/queue/elsewhere"]["moved_in"], d["/queue/left"]["moved_out"])
-    assert arrivals == (5, 2, 2)
+    assert (d[DLQ]["dead_letters_in"], d["/queue/elsewhere"]["moved_in"]) == (5, 2)
+    assert (d["/queue/left"]["moved_out"], d["/queue/left"]["removed"]) == (2, 1)
 
     # A run of seconds is charted over its minute or two, ticked in seconds.
     page = (tmp_path / "report" / "report.html").read_text()
