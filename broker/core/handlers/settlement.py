@@ -221,9 +221,9 @@ class Settlement:
             message.destination,
             headers["dlqDeliveryFailureCause"],
         )
+        original = self.destinations.queues.get(message.destination)
         # It leaves where it was: dequeued there (ActiveMQ's poison ack counts a dequeue, on
         # a queue and on a topic), unless it expired, which counted that already.
-        original = self.destinations.queues.get(message.destination)
         if original is not None:
             if not expired:
                 original.acked(1)
