@@ -49,11 +49,12 @@ EVENTS: Final = (
     "expire",
     "dead-letter",
     "move",
+    "remove",
     "flow-block",
     "flow-release",
 )
-MESSAGE_EVENTS: Final = EVENTS[:8]
-FLOW_EVENTS: Final = EVENTS[8:]
+MESSAGE_EVENTS: Final = EVENTS[:9]
+FLOW_EVENTS: Final = EVENTS[9:]
 DESTINATION_TYPES: Final = ("queue", "topic")
 ROW_TYPES: Final = (*DESTINATION_TYPES, "broker")
 
@@ -263,7 +264,12 @@ METRIC_FIELDS: Final = (
         "Messages added to the destination: sent, moved or dead-lettered to it (ActiveMQ's EnqueueCount).",
         _DEST,
     ),
-    _counter("dequeued_total", "Messages acknowledged (consumed) from it.", _DEST),
+    _counter(
+        "dequeued_total",
+        "Messages that left it: acknowledged, expired, dead-lettered, moved or removed by an "
+        "administrator (ActiveMQ's DequeueCount; on a topic, once per subscriber).",
+        _DEST,
+    ),
     _counter("dispatched_total", "Deliveries to consumers, redeliveries included.", _DEST),
     _counter("expired_total", "Messages that expired.", _DEST),
     _counter("redelivered_total", "Messages put back for redelivery.", _DEST),
@@ -318,7 +324,8 @@ DISCRIMINATOR: Final[dict[Kind, str]] = {"events": "event", "metrics": "type"}
 
 EVENT_DOCS: Final = {
     "enqueue": "The broker accepted a SEND for the destination (at COMMIT for a transacted SEND). One per "
-    "destination a composite SEND reaches; a topic message is one enqueue however many subscribers get it.",
+    "destination a composite SEND reaches; a topic message is one enqueue however many subscribers get it. "
+    "Also a message the broker makes: an administrator's copy (at its target), an advisory.",
     "dispatch": "A MESSAGE frame went to a consumer (redeliveries too), except on an `ack:auto` "
     "subscription from version 2 on (an `ack` line with `auto`, or an entry of an enqueue's "
     "`auto_acked`, stands for both).",
@@ -333,6 +340,9 @@ EVENT_DOCS: Final = {
     "dead-letter queue (no separate dead-letter event then).",
     "dead-letter": "The message was sent to the dead-letter queue `target`; `cause` says why.",
     "move": "The message was moved (admin operation) from `destination` to `target`.",
+    "remove": "An administrator removed the message from the queue `destination` (a remove or purge "
+    "operation, or the queue's deletion). Written by stompd from this event's introduction on; a "
+    "reader that does not know it counts the line as corrupt.",
     "flow-block": "A producer's SEND to `destination` has to wait for space; `cause` names the full limit.",
     "flow-release": "That SEND stopped waiting after `wait_ms`; `cause` says how.",
 }

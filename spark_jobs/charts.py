@@ -11,14 +11,17 @@ import io
 from typing import TYPE_CHECKING, Any, Final
 
 import matplotlib as mpl
-from matplotlib.dates import AutoDateLocator, ConciseDateFormatter, date2num
 from matplotlib.figure import Figure
+
+from spark_jobs import timeaxis
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from datetime import datetime
 
     from matplotlib.axes import Axes
+
+    from spark_jobs.timeaxis import Timeline
 
 WIDTH: Final = 9.0
 #: rcParams for every chart (typed Any: matplotlib types rc keys as a Literal of every name).
@@ -45,32 +48,41 @@ def _figure(height: float) -> tuple[Figure, Axes]:
     return figure, axes
 
 
-def _days(when: datetime | Sequence[datetime]) -> Any:
-    """Matplotlib's date numbers (days since its epoch), which a date axis shows as times."""
-    return date2num(when)  # type: ignore[no-untyped-call]
+def _seconds(when: datetime) -> float:
+    return when.timestamp()
 
 
-def _time_axis(axes: Axes) -> None:
-    axes.xaxis_date()
-    locator = AutoDateLocator()  # type: ignore[no-untyped-call]
-    axes.xaxis.set_major_locator(locator)
-    axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
-    axes.set_xlabel("UTC")
+def _time_axis(axes: Axes, period: Timeline) -> None:
+    """x from the period's first bucket to the end of its last, ticked for its length
+    (never matplotlib's date locator: it widens a one-point axis to four years)."""
+    first, last = period.first, period.last
+    axes.set_xlim(_seconds(first), _seconds(last))
+    marks = timeaxis.ticks(first, last)
+    axes.set_xticks([_seconds(at) for at, _ in marks], [label for _, label in marks])
+    axes.set_xlabel(timeaxis.axis_label(first, last))
 
 
 def line_chart(
-    title: str, ylabel: str, series: Mapping[str, tuple[Sequence[datetime], Sequence[float]]]
+    title: str,
+    ylabel: str,
+    series: Mapping[str, tuple[Sequence[datetime], Sequence[float]]],
+    period: Timeline,
 ) -> str:
-    """One line per series over time (x: UTC datetimes)."""
+    """One line per series over time (x: the UTC starts of ``period``'s buckets), each
+    value drawn flat across its bucket: a per-minute count covers its minute."""
     figure, axes = _figure(3.2)
     with mpl.rc_context(STYLE):
         for label, (xs, ys) in series.items():
-            axes.plot(_days(xs), ys, label=label, linewidth=1.2, marker="." if len(xs) < 30 else None)
+            if not xs:
+                continue
+            # The last bucket's value runs to that bucket's end.
+            edges = [_seconds(x) for x in xs] + [_seconds(xs[-1]) + period.step]
+            axes.step(edges, [*ys, ys[-1]], where="post", label=label, linewidth=1.2)
         axes.set_title(title, loc="left")
         axes.set_ylabel(ylabel)
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
-        _time_axis(axes)
+        _time_axis(axes, period)
         if len(series) > 1:
             axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     return _svg(figure)
@@ -94,7 +106,7 @@ def bar_chart(title: str, xlabel: str, labels: Sequence[str], series: Mapping[st
     return _svg(figure)
 
 
-def timeline(title: str, rows: Sequence[tuple[str, datetime, datetime]]) -> str:
+def timeline(title: str, rows: Sequence[tuple[str, datetime, datetime]], period: Timeline) -> str:
     """Horizontal spans, one lane per label (flow-control episodes per destination)."""
     lanes = sorted({label for label, _, _ in rows})
     figure, axes = _figure(0.9 + 0.35 * len(lanes))
@@ -102,11 +114,11 @@ def timeline(title: str, rows: Sequence[tuple[str, datetime, datetime]]) -> str:
         for lane, label in enumerate(lanes):
             for name, start, end in rows:
                 if name == label:
-                    left, right = _days(start), _days(end)
+                    left, right = _seconds(start), _seconds(end)
                     axes.barh(lane, right - left, left=left, height=0.6, color="tab:red", alpha=0.7)
         axes.set_yticks(range(len(lanes)), lanes)
         axes.invert_yaxis()
         axes.set_title(title, loc="left")
         axes.grid(axis="x", alpha=0.3)
-        _time_axis(axes)
+        _time_axis(axes, period)
     return _svg(figure)

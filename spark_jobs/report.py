@@ -33,6 +33,7 @@ DESTINATION_KEYS: Final = (
     "expired",
     "dead_lettered",
     "moved_out",
+    "removed",
     "moved_in",
     "dead_letters_in",
     "enqueued_bytes",
@@ -214,7 +215,7 @@ def _render(
 ) -> str:
     firsts = [q.first_ms for q in quality.values() if q.first_ms is not None]
     lasts = [q.last_ms for q in quality.values() if q.last_ms is not None]
-    step = sections.chart_step(min(firsts, default=None), max(lasts, default=None))
+    period = sections.chart_period(min(firsts, default=None), max(lasts, default=None))
     facts = [
         ("period (UTC)", f"{summary['first_ts'] or '-'} to {summary['last_ts'] or '-'}", False),
         ("events", f"{summary['events']:,} from {summary['files']:,} files", False),
@@ -230,12 +231,12 @@ def _render(
     ]
     parts = [
         sections.destinations_section(dests),
-        sections.throughput_section(written["throughput_per_minute"], dests, step),
+        sections.throughput_section(written["throughput_per_minute"], dests, period),
         sections.latency_section(dests),
         sections.failures_section(dests, written["causes"]),
-        sections.flow_section(written["flow_episodes"], dests),
-        sections.swap_section(written["broker_per_minute"], step),
-        sections.depth_section(written["depth_per_minute"], dests, step),
+        sections.flow_section(written["flow_episodes"], dests, period),
+        sections.swap_section(written["broker_per_minute"], period),
+        sections.depth_section(written["depth_per_minute"], dests, period),
         sections.busiest_section(written["producers"], written["consumers"]),
         sections.input_section(_quality_rows(quality)),
     ]

@@ -2,7 +2,7 @@
 
 Per-destination rows come already collected (the summary needs them all anyway); the
 other tables are cached aggregates, of which a section collects at most a few hundred
-rows, and a time series is re-binned in Spark to at most ``MAX_POINTS`` points per line
+rows, and a time series is re-binned in Spark to at most ``timeaxis.MAX_POINTS`` points per line
 first, so a report over months costs the page no more than one over minutes.
 """
 
@@ -16,13 +16,13 @@ from pyspark.sql import functions as F
 
 from spark_jobs import charts
 from spark_jobs.htmlpage import Section, Table
+from spark_jobs.timeaxis import Timeline
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Mapping, Sequence
 
     from pyspark.sql import Column, DataFrame
 
-MAX_POINTS: Final = 400
 TABLE_ROWS: Final = 50
 CHART_LINES: Final = 8
 Row = dict[str, Any]
@@ -33,30 +33,42 @@ def _rows(frame: DataFrame, limit: int = TABLE_ROWS) -> list[Row]:
     return [row.asDict() for row in frame.limit(limit).collect()]
 
 
-def chart_step(first_ms: int | None, last_ms: int | None) -> int:
-    """Seconds per chart point: whole minutes, at most MAX_POINTS points over the period."""
+def chart_period(first_ms: int | None, last_ms: int | None) -> Timeline:
+    """The charts' common x axis over the input's period (a minute at the epoch if empty:
+    no chart is drawn then)."""
     if first_ms is None or last_ms is None:
-        return 60
-    return 60 * max(1, math.ceil((last_ms - first_ms) / 60_000 / MAX_POINTS))
+        return Timeline.over(0, 0)
+    return Timeline.over(first_ms, last_ms)
 
 
 def binned(
-    frame: DataFrame, step: int, values: Mapping[str, Column], label: Column | None = None
+    frame: DataFrame,
+    period: Timeline,
+    values: Mapping[str, Column],
+    label: Column | None = None,
+    gauges: Collection[str] = (),
 ) -> dict[str, Series]:
-    """For each of ``values``: its series over ``minute`` in buckets of ``step`` seconds,
-    one line per ``label`` (or one line named after the value)."""
+    """For each of ``values``: its series over ``minute`` in ``period``'s buckets, one line
+    per ``label`` (or one line named after the value), every bucket of the period a point:
+    where the frame has no row, 0 for a count and NaN (a gap) for one of ``gauges``."""
+    step = period.step
     epoch = F.col("minute").cast("timestamp").cast("long")
     bucket = (F.floor(epoch / step) * step).alias("t")
     keys = [bucket] if label is None else [label.alias("label"), bucket]
-    rows = frame.groupBy(*keys).agg(*(agg.alias(name) for name, agg in values.items())).orderBy("t").collect()
-    result: dict[str, Series] = {name: {} for name in values}
+    rows = frame.groupBy(*keys).agg(*(agg.alias(name) for name, agg in values.items())).collect()
+    found: dict[str, dict[str, dict[int, float]]] = {name: {} for name in values}
     for row in rows:
-        at = datetime.fromtimestamp(row["t"], UTC)
         for name in values:
-            xs, ys = result[name].setdefault(name if label is None else row["label"], ([], []))
-            xs.append(at)
-            ys.append(float(row[name] or 0))
-    return result
+            line = found[name].setdefault(name if label is None else row["label"], {})
+            line[row["t"]] = float(row[name] or 0)
+    times = [datetime.fromtimestamp(t, UTC) for t in period.buckets()]
+    return {
+        name: {
+            line: (times, [points.get(t, math.nan if name in gauges else 0.0) for t in period.buckets()])
+            for line, points in sorted(lines.items())
+        }
+        for name, lines in found.items()
+    }
 
 
 def _top(dests: Sequence[Row], key: str, n: int = CHART_LINES) -> list[Row]:
@@ -73,7 +85,9 @@ def destinations_section(dests: Sequence[Row]) -> Section:
         "dead_lettered",
         "expired",
         "moved_out",
+        "removed",
         "moved_in",
+        "dead_letters_in",
         "depth",
         "p50_ms",
         "p99_ms",
@@ -83,12 +97,14 @@ def destinations_section(dests: Sequence[Row]) -> Section:
     note = f"{len(dests):,} destinations; the first {TABLE_ROWS} by messages enqueued." if more else ""
     return Section(
         "Destinations",
-        "Counts from the event log; depth is the last metric snapshot's.",
+        "Counts from the event log, as the broker counts them: enqueued is everything that "
+        "arrived (sent, moved in, dead-lettered in), dequeued everything that left "
+        "(acknowledged, expired, dead-lettered, moved away, removed); depth is the last metric snapshot's.",
         tables=[Table("Per destination", columns, dests[:TABLE_ROWS], note)],
     )
 
 
-def throughput_section(throughput: DataFrame, dests: Sequence[Row], step: int) -> Section:
+def throughput_section(throughput: DataFrame, dests: Sequence[Row], period: Timeline) -> Section:
     section = Section(
         "Throughput",
         "Messages per minute (UTC) for the busiest destinations; every destination "
@@ -96,13 +112,13 @@ def throughput_section(throughput: DataFrame, dests: Sequence[Row], step: int) -
     )
     top = [d["destination"] for d in _top(dests, "enqueued")]
     if top:
-        per = step / 60
+        per = period.step / 60
         counts = {"enqueued": F.sum("enqueued") / per, "dequeued": F.sum("dequeued") / per}
-        series = binned(throughput.where(F.col("destination").isin(*top)), step, counts, F.col("destination"))
-        section.charts.append(charts.line_chart("Enqueued per minute", "messages", series["enqueued"]))
-        section.charts.append(
-            charts.line_chart("Dequeued (acknowledged) per minute", "messages", series["dequeued"])
-        )
+        busiest = throughput.where(F.col("destination").isin(*top))
+        series = binned(busiest, period, counts, F.col("destination"))
+        for name in ("enqueued", "dequeued"):
+            chart = charts.line_chart(f"{name.title()} per minute", "messages", series[name], period)
+            section.charts.append(chart)
     return section
 
 
@@ -150,7 +166,7 @@ def failures_section(dests: Sequence[Row], causes: DataFrame) -> Section:
     return section
 
 
-def flow_section(episodes: DataFrame, dests: Sequence[Row]) -> Section:
+def flow_section(episodes: DataFrame, dests: Sequence[Row], period: Timeline) -> Section:
     waits = sum(d["flow_waits"] for d in dests)
     seconds = sum(d["flow_wait_ms"] for d in dests) / 1000
     section = Section(
@@ -163,14 +179,14 @@ def flow_section(episodes: DataFrame, dests: Sequence[Row]) -> Section:
         spans = [
             (r["destination"], r["start"].replace(tzinfo=UTC), r["end"].replace(tzinfo=UTC)) for r in longest
         ]
-        section.charts.append(charts.timeline("Flow-control episodes", spans))
+        section.charts.append(charts.timeline("Flow-control episodes", spans, period))
     first = sorted(longest, key=lambda r: (r["start"], r["destination"]))[:TABLE_ROWS]
     note = "Open: still waiting when the log ends. All episodes: csv/flow_episodes.csv."
     section.tables.append(Table("Episodes (the longest, in time order)", episodes.columns, first, note))
     return section
 
 
-def swap_section(broker: DataFrame, step: int) -> Section:
+def swap_section(broker: DataFrame, period: Timeline) -> Section:
     section = Section(
         "Swap and usage",
         "From the broker rows of the metric snapshots: bytes moved between RAM "
@@ -183,24 +199,25 @@ def swap_section(broker: DataFrame, step: int) -> Section:
         "temp": F.max("temp_used_bytes_max"),
         "store": F.max("store_used_bytes"),
     }
-    series = binned(broker, step, values)
+    series = binned(broker, period, values, gauges=("memory", "temp", "store"))
     if series["memory"]:
         swap = series["swapped out"] | series["swapped in"]
         usage = series["memory"] | series["temp"] | series["store"]
-        section.charts.append(charts.line_chart(f"Swap volume per {step // 60} min", "bytes", swap))
-        section.charts.append(charts.line_chart("Usage (peak)", "bytes", usage))
+        section.charts.append(charts.line_chart(f"Swap volume per {period.per()}", "bytes", swap, period))
+        section.charts.append(charts.line_chart("Usage (peak)", "bytes", usage, period))
     return section
 
 
-def depth_section(depth: DataFrame, dests: Sequence[Row], step: int) -> Section:
+def depth_section(depth: DataFrame, dests: Sequence[Row], period: Timeline) -> Section:
     section = Section(
         "Depth", "Messages waiting per destination (deepest snapshot per point), the deepest destinations."
     )
     top = [d["destination"] for d in _top(dests, "depth_max")]
     if top:
         chosen = depth.where(F.col("destination").isin(*top))
-        series = binned(chosen, step, {"depth": F.max("messages_max")}, F.col("destination"))
-        section.charts.append(charts.line_chart("Depth", "messages", series["depth"]))
+        values = {"depth": F.max("messages_max")}
+        series = binned(chosen, period, values, F.col("destination"), gauges=("depth",))
+        section.charts.append(charts.line_chart("Depth", "messages", series["depth"], period))
     return section
 
 

@@ -1,10 +1,13 @@
 """The report's tables, as Spark DataFrames over the kept event and metric rows.
 
-Counting rules (README.md, "What the report counts"): ``enqueued`` counts enqueue
-events (what producers sent), ``dequeued`` ack events (what consumers finished);
+Counting rules (README.md, "What the report counts"): the broker's own, ActiveMQ's
+EnqueueCount and DequeueCount, so that the report's numbers are the ones ``/metrics``
+showed for the same run. ``enqueued`` counts every message that arrived: sent (enqueue
+events), moved in, dead-lettered in (``moved_in``, ``dead_letters_in``: the move,
+dead-letter and expire events whose ``target`` is the destination); ``dequeued`` every
+message that left: acknowledged, expired, dead-lettered, moved away or removed.
 ``dead_lettered`` counts dead-letter events plus expire events that name a dead-letter
-queue in ``target``; moves and dead letters also count where they arrive
-(``moved_in``, ``dead_letters_in``). Latency percentiles are exact (Spark's
+queue in ``target``. Latency percentiles are exact (Spark's
 ``percentile``, linear interpolation between closest ranks) over the ``latency_ms`` of
 ack events. Times are UTC; a minute is ``floor(ts / 60000)``.
 
@@ -56,15 +59,36 @@ ORDER: Final[dict[str, tuple[str, ...]]] = {
 }
 MINUTE_MS: Final = 60_000
 PERCENTILES: Final = (0.5, 0.95, 0.99)
-#: (column, event) pairs counted per destination, in table order.
+#: (column, event) pairs counted per destination.
 EVENT_COUNTS: Final = (
-    ("enqueued", "enqueue"),
     ("dispatched", "dispatch"),
-    ("dequeued", "ack"),
     ("nacked", "nack"),
     ("redelivered", "redeliver"),
     ("expired", "expire"),
     ("moved_out", "move"),
+    ("removed", "remove"),
+)
+#: The events that take a message away from its destination (ActiveMQ's dequeues).
+LEAVING: Final = ("ack", "expire", "dead-letter", "move", "remove")
+#: Those that can bring it to another one, named in ``target``: an arrival there.
+SENDING_ON: Final = ("move", "dead-letter", "expire")
+#: The event of an arrival's row (``with_arrivals``); never a line's.
+ARRIVE: Final = "arrive"
+#: Count columns per destination, in table order.
+COUNTS: Final = (
+    "enqueued",
+    "dispatched",
+    "dequeued",
+    "nacked",
+    "redelivered",
+    "expired",
+    "moved_out",
+    "removed",
+    "dead_lettered",
+    "enqueued_bytes",
+    "dequeued_bytes",
+    "moved_in",
+    "dead_letters_in",
 )
 DEST_COUNTERS: Final = (
     "enqueued_total",
@@ -145,13 +169,38 @@ def _dead_lettered(ev: Column, target: Column) -> Column:
     return (ev == "dead-letter") | ((ev == "expire") & target.isNotNull())
 
 
-def _counts() -> list[Column]:
+def with_arrivals(events: DataFrame) -> DataFrame:
+    """The message events, and once more, at its ``target``, each move, dead letter and
+    expired message sent to a dead-letter queue: an ``arrive`` row there, ``via`` the
+    event that brought it (null on the other rows)."""
     ev = F.col("event")
-    cols = [_count(_is(event)).alias(name) for name, event in EVENT_COUNTS]
-    cols.append(_count(_dead_lettered(ev, F.col("target"))).alias("dead_lettered"))
-    cols.append(_sum(ev == "enqueue", F.col("size")).alias("enqueued_bytes"))
-    cols.append(_sum(ev == "ack", F.col("size")).alias("dequeued_bytes"))
-    return cols
+    messages = events.where(ev.isin(*MESSAGE_EVENTS)).withColumn("via", F.lit(None).cast("string"))
+    arrivals = (
+        messages.where(ev.isin(*SENDING_ON) & F.col("target").isNotNull())
+        .withColumn("via", ev)
+        .withColumn("destination", F.col("target"))
+        .withColumn("event", F.lit(ARRIVE))
+    )
+    return messages.unionByName(arrivals)
+
+
+def _counts() -> list[Column]:
+    """The COUNTS over rows of ``with_arrivals``, as the broker counts them."""
+    ev, size = F.col("event"), F.col("size")
+    arrived = (ev == "enqueue") | (ev == ARRIVE)
+    left = ev.isin(*LEAVING)
+    moved_in = (ev == ARRIVE) & (F.col("via") == "move")
+    columns = {
+        "enqueued": _count(arrived),
+        **{name: _count(_is(event)) for name, event in EVENT_COUNTS},
+        "dequeued": _count(left),
+        "dead_lettered": _count(_dead_lettered(ev, F.col("target"))),
+        "enqueued_bytes": _sum(arrived, size),
+        "dequeued_bytes": _sum(left, size),
+        "moved_in": _count(moved_in),
+        "dead_letters_in": _count((ev == ARRIVE) & ~moved_in),
+    }
+    return [columns[name].alias(name) for name in COUNTS]
 
 
 def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> DataFrame:
@@ -159,7 +208,7 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
     ev = F.col("event")
     ack_latency = F.when(ev == "ack", F.col("latency_ms"))
     counts = (
-        events.where(ev.isin(*MESSAGE_EVENTS))
+        with_arrivals(events)
         .groupBy("destination")
         .agg(
             *_counts(),
@@ -170,11 +219,6 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
             F.max("ts").alias("last_ms"),
         )
     )
-    arrivals = (
-        events.where(ev.isin("move", "dead-letter", "expire") & F.col("target").isNotNull())
-        .groupBy(F.col("target").alias("destination"))
-        .agg(_count(ev == "move").alias("moved_in"), _count(ev != "move").alias("dead_letters_in"))
-    )
     snapshots = metrics.where(F.col("type") != "broker")
     depth = snapshots.groupBy("destination").agg(
         F.max_by("messages", F.struct("ts", "seq")).alias("depth"),
@@ -183,18 +227,9 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
     flow = waits.groupBy("destination").agg(
         F.count("*").alias("flow_waits"), F.sum("wait_ms").alias("flow_wait_ms")
     )
-    joined = counts.join(arrivals, "destination", "full").join(depth, "destination", "full")
-    joined = joined.join(flow, "destination", "full")
+    joined = counts.join(depth, "destination", "full").join(flow, "destination", "full")
     zero = F.lit(0)
-    numbers = [name for name, _ in EVENT_COUNTS] + [
-        "dead_lettered",
-        "enqueued_bytes",
-        "dequeued_bytes",
-        "moved_in",
-        "dead_letters_in",
-        "flow_waits",
-        "flow_wait_ms",
-    ]
+    numbers = [*COUNTS, "flow_waits", "flow_wait_ms"]
     enqueued = F.coalesce(F.col("enqueued"), zero)
     return joined.select(
         "destination",
@@ -212,11 +247,9 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
 
 
 def throughput_per_minute(events: DataFrame) -> DataFrame:
-    """Per destination per UTC minute: each event's count, and bytes in and out."""
+    """Per destination per UTC minute: the counts of ``destinations``, bytes in and out."""
     return (
-        events.where(F.col("event").isin(*MESSAGE_EVENTS))
-        .groupBy("destination", minute_of(F.col("ts")).alias("minute"))
-        .agg(*_counts())
+        with_arrivals(events).groupBy("destination", minute_of(F.col("ts")).alias("minute")).agg(*_counts())
     )
 
 

@@ -420,6 +420,9 @@ class Exporter(EventSink):
     def moved(self, message: Message, source: str, target: str) -> None:
         self._message_event("move", message, source, target=target)
 
+    def removed(self, message: Message) -> None:
+        self._message_event("remove", message, message.destination)
+
     def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
         self._flow("flow-block", destination, size, producer, cause, None)
 

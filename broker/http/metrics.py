@@ -45,7 +45,10 @@ PATH = "/metrics"
 #: prometheus-client adds it.
 _DESTINATION_SERIES = {
     "enqueued_total": ("stompd_destination_messages_enqueued", "Messages sent, moved or dead-lettered here."),
-    "dequeued_total": ("stompd_destination_messages_dequeued", "Messages acknowledged (consumed) from it."),
+    "dequeued_total": (
+        "stompd_destination_messages_dequeued",
+        "Messages that left it: acknowledged, expired, dead-lettered, moved or removed.",
+    ),
     "dispatched_total": ("stompd_destination_messages_dispatched", "Deliveries, redeliveries included."),
     "expired_total": ("stompd_destination_messages_expired", "Messages that expired."),
     "redelivered_total": ("stompd_destination_messages_redelivered", "Messages put back for redelivery."),

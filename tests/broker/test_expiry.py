@@ -59,6 +59,8 @@ def test_an_expired_non_persistent_message_is_dropped_and_counted() -> None:
     assert subscribe(engine, "/queue/e").messages() == []
     info = destination_info(engine, "/queue/e")
     assert (info.depth, info.expired) == (0, 1)
+    # It left the queue: dequeued too, as ActiveMQ counts an expired message.
+    assert (info.enqueued, info.dequeued) == (1, 1)
     assert "/queue/ActiveMQ.DLQ" not in destination_infos(engine)
     assert messages_in_memory(engine) == 0
 
@@ -74,7 +76,10 @@ def test_an_expired_persistent_message_goes_to_the_dlq(prefix: str | None, dlq: 
     p.send_frame("SEND", {"destination": "/queue/short", "ttl": "100"}, b"dropped")
     engine.clock.ms = NOW + 100
     assert subscribe(engine, "/queue/short").messages() == []
-    assert destination_info(engine, "/queue/short").expired == 2
+    short = destination_info(engine, "/queue/short")
+    # Each dequeued once, dead-lettered or dropped; the dead letter enqueued at the DLQ.
+    assert (short.enqueued, short.dequeued, short.expired, short.depth) == (2, 2, 2, 0)
+    assert destination_info(engine, dlq).enqueued == 1
     (dead,) = subscribe(engine, dlq).messages()
     assert dead.body == b"kept dead"
     assert dead.headers["dlqDeliveryFailureCause"] == "Message expired"
@@ -97,7 +102,8 @@ def test_with_process_expired_off_an_expired_persistent_message_is_dropped_from_
         c = subscribe(engine, "/queue/e")
         stored.settle()
         assert c.messages() == []
-        assert destination_info(engine, "/queue/e").expired == 1
+        info = destination_info(engine, "/queue/e")
+        assert (info.expired, info.dequeued) == (1, 1)
         assert "/queue/ActiveMQ.DLQ" not in destination_infos(engine)
         assert engine.usage.store.used == 0
     finally:
@@ -113,7 +119,7 @@ def test_a_message_that_expires_in_flight_is_not_redelivered() -> None:
     c.send_frame("NACK", {"id": frame.headers["ack"]})
     assert c.messages() == []
     info = destination_info(engine, "/queue/e")
-    assert (info.depth, info.in_flight, info.expired) == (0, 0, 1)
+    assert (info.depth, info.in_flight, info.expired, info.dequeued) == (0, 0, 1, 1)
 
 
 def test_an_expired_message_waiting_for_a_topic_subscriber_is_not_delivered() -> None:

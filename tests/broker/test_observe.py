@@ -46,6 +46,9 @@ class Recorder(EventSink):
     def moved(self, message: Message, source: str, target: str) -> None:
         self.calls.append(("move", message.headers["n"], source, target))
 
+    def removed(self, message: Message) -> None:
+        self.calls.append(("remove", message.headers["n"], message.destination))
+
     def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
         self.calls.append(("flow-block", destination, cause))
 
@@ -149,21 +152,40 @@ def test_latency_buckets_bound_their_values_inclusively() -> None:
     assert latency.sum_ms == 0 + 1 + 2 + 3 + 2 * LATENCY_BOUNDS_MS[-1] + 1
 
 
-def test_an_admin_move_is_one_move_event_a_message_and_a_copy_none() -> None:
+def test_an_admin_move_is_a_move_event_a_copy_an_enqueue_at_its_target_a_removal_a_remove() -> None:
+    """As the counters have them: a move a dequeue and an enqueue, a copy an enqueue, a
+    removal a dequeue (so the report, which counts events, agrees with /metrics)."""
     engine = new_engine()
     producer = Peer(engine)
     for i in range(6):
         producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i)}, b"x")
     events = engine.observer.events = Recorder()
     run(ops(engine).move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress()))
-    run(ops(engine).copy("/queue/src", "/queue/cpy", None, None, Progress()))
+    run(ops(engine).copy("/queue/src", "/queue/cpy", compile_selector("n = 0"), None, Progress()))
+    run(ops(engine).remove("/queue/src", compile_selector("n = 1"), None, Progress()))
+    run(ops(engine).purge("/queue/cpy", Progress()))
     assert events.calls == [
         ("move", "4", "/queue/src", "/queue/dst"),
         ("move", "5", "/queue/src", "/queue/dst"),
+        ("enqueue", "/queue/cpy"),
+        ("remove", "1", "/queue/src"),
+        ("remove", "0", "/queue/cpy"),
     ]
+    src, cpy = engine.queues["/queue/src"].stats, engine.queues["/queue/cpy"].stats
+    assert (src.enqueued, src.dequeued, cpy.enqueued, cpy.dequeued) == (6, 3, 1, 1)
     # A moved message keeps its arrival: its latency counts from the producer's SEND.
     arrivals = {m.headers["n"]: m.arrived for m in engine.queues["/queue/dst"].cursor}
     assert sorted(arrivals) == ["4", "5"] and all(arrivals.values())
+
+
+def test_an_advisory_is_an_enqueue_event_on_its_topic_as_the_topic_counts_it() -> None:
+    engine = new_engine()
+    advisory = "/topic/ActiveMQ.Advisory.Consumer.Queue.q"
+    Peer(engine).send_frame("SUBSCRIBE", {"destination": advisory, "id": "a"})
+    events = engine.observer.events = Recorder()
+    Peer(engine).send_frame("SUBSCRIBE", {"destination": "/queue/q", "id": "1"})
+    assert [call for call in events.calls if call[0] == "enqueue"] == [("enqueue", advisory)]
+    assert engine.router.topics[advisory].stats.enqueued == 1
 
 
 def test_a_destination_row_has_the_schema_s_fields_in_its_order() -> None:

@@ -110,6 +110,13 @@ def test_an_individual_dead_letter_strategy_names_a_dlq_per_queue_and_per_topic(
     # ActiveMQ's individualDeadLetterStrategy topicPrefix default.
     assert depths["/queue/ActiveMQ.DLQ.Topic.prices"] == 1
     assert "/queue/ActiveMQ.DLQ" not in depths
+    # A dead letter leaves where it was, a dequeue there as ActiveMQ's poison ack counts
+    # one, on a queue and on a topic; it is an enqueue at its dead-letter queue.
+    orders, prices = engine.queues["/queue/orders"].stats, engine.router.topics["/topic/prices"].stats
+    assert (orders.enqueued, orders.dequeued, orders.dead_lettered) == (1, 1, 1)
+    assert (prices.enqueued, prices.dequeued, prices.dead_lettered) == (1, 1, 1)
+    for name in ("/queue/ActiveMQ.DLQ.Queue.orders", "/queue/ActiveMQ.DLQ.Topic.prices"):
+        assert destination_info(engine, name).enqueued == 1
 
 
 def test_a_topic_nack_redelivers_to_that_subscriber_only() -> None:

@@ -54,6 +54,13 @@ def test_corrupt_lines_are_named(line: str, reason: str) -> None:
     assert any(reason in p for p in found), found
 
 
+def test_an_administrators_removal_is_a_message_event() -> None:
+    remove = enqueue(v=3, event="remove")
+    assert check_line("events", encode("events", remove)) == []
+    unnamed = {k: v for k, v in remove.items() if k != "message_id"}
+    assert problems("events", unnamed) == ["message_id: missing"]
+
+
 def test_required_fields_depend_on_the_event() -> None:
     ack = enqueue(event="ack", consumer="c1", latency_ms=5)
     assert problems("events", ack) == []

@@ -102,6 +102,9 @@ class EventSink:
     def moved(self, message: Message, source: str, target: str) -> None:
         """An admin operation moved ``message`` from ``source`` to ``target``."""
 
+    def removed(self, message: Message) -> None:
+        """An admin operation removed ``message`` from its queue (remove, purge, delete)."""
+
     def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
         """A producer's SEND to ``destination`` waits for space (``cause``: the full limit)."""
 

@@ -420,8 +420,15 @@ class Queue:
         message.drop()
 
     def _count_expired(self, message: Message) -> None:
-        """``message`` (held by the caller) expired; the caller drops its hold."""
-        self.stats.expired += 1
+        """``message`` (held by the caller) expired; the caller drops its hold.
+
+        It left the queue: expired and dequeued both, as ActiveMQ's Queue.messageExpired
+        counts it (so enqueued - dequeued is the depth), whether it is dropped or, once
+        settled, dead-lettered (which then counts it no second time).
+        """
+        stats = self.stats
+        stats.expired += 1
+        stats.dequeued += 1
         if message.persistent:
             message.hold()
             self.expired.append(message)
@@ -431,10 +438,14 @@ class Queue:
         if observer is not None and observer.events is not None:
             observer.events.expired(message, None)
 
-    def forget(self, message: Message) -> None:
+    def forget(self, message: Message, moved: bool) -> None:
         """An administrator moved or removed ``message`` (taken out of the cursor): counted as
-        dequeued, and its stored copy deleted with the next batch (``admin.Backlog``)."""
+        dequeued, and its stored copy deleted with the next batch (``admin.Backlog``).  A
+        removal is an event of its own (a move's is the operation's: it knows the target)."""
         self.stats.dequeued += 1
+        observer = self.observer
+        if not moved and observer is not None and observer.events is not None:
+            observer.events.removed(message)
         self.persistence.remove(message)
 
     def expire_in_memory(self) -> int:

@@ -75,7 +75,8 @@ class Routing:
         self, target: Destination, message: Message, sender: Session | None = None, *, sent: bool = False
     ) -> None:
         """``sender``'s later frames wait until what this stores is durable.  ``sent``: a
-        producer's message (an enqueue event), not a dead letter."""
+        new message (a producer's, an administrator's copy, an advisory), an enqueue event;
+        not a dead letter or a moved message (their events name where they came from)."""
         # Sequence numbers are handed out in routing order, never earlier: a SEND held
         # back by flow control or a transaction must not arrive at a cursor with a
         # sequence older than what that cursor already swapped out (keys sort by it).

@@ -116,7 +116,8 @@ class Advisories:
 
     def _publish(self, topic_name: str, message: Message) -> None:
         topic = self.destinations.topic(names.TOPIC, topic_name)
-        self.routing.route(topic, message)
+        # A new message (the broker's own send): an enqueue event, as the topic counts it.
+        self.routing.route(topic, message, sent=True)
 
     def _message(self, topic_name: str, sub: Subscription, name: str, kind: str, added: bool) -> Message:
         settings = self.settings

@@ -69,9 +69,9 @@ class Backlog(Protocol):
     name: str
     cursor: Cursor
 
-    def forget(self, message: Message) -> None:
-        """``message`` (taken out of the cursor) leaves for good: counted, and its stored
-        copy deleted with the next store batch."""
+    def forget(self, message: Message, moved: bool) -> None:
+        """``message`` (taken out of the cursor) leaves for good, ``moved`` or removed:
+        counted, and its stored copy deleted with the next store batch."""
 
 
 class DurableBacklog:
@@ -96,7 +96,9 @@ class DurableBacklog:
             owed = persistence.pending_of(durable.store_id)
             cursor.recovered(persistence.subscription_reader(durable.store_id), owed, last_seq)
 
-    def forget(self, message: Message) -> None:
+    def forget(self, message: Message, moved: bool) -> None:
+        # Not counted (the topic's counters are its subscribers' deliveries and acks), and
+        # so no event: a durable subscription's backlog is no destination of its own.
         if message.store_size:
             self.persistence.ack_shared(self.durable.store_id, message)
 
@@ -306,7 +308,7 @@ class QueueOperation:
     def _take(self, message: Message) -> None:
         """``message`` left the queue (moved or removed)."""
         # The delete is queued before the target's add: both land in one store batch.
-        self.backlog.forget(message)
+        self.backlog.forget(message, self.action is Action.MOVE)
         if self.action is Action.MOVE:
             self._send(message)
         self.applied += 1
@@ -331,7 +333,11 @@ class QueueOperation:
             events = self.routing.observer.events
             if events is not None:
                 events.moved(message, self.backlog.name, target.name)
-        self.routing.route(target, copy)
+            self.routing.route(target, copy)
+        else:
+            # A copy is a new message at the target (ActiveMQ's resend is a send): an
+            # enqueue there, as the target's counters have it.
+            self.routing.route(target, copy, sent=True)
 
 
 # -- browsing --------------------------------------------------------------------------

@@ -226,13 +226,17 @@ class Settlement:
             headers["dlqDeliveryFailureCause"],
         )
         original = self.destinations.queues.get(message.destination)
+        # It leaves where it was: dequeued there (ActiveMQ's poison ack counts a dequeue, on
+        # a queue and on a topic), unless it expired, which counted that already.
         if original is not None:
-            original.acked(1)
+            if not expired:
+                original.acked(1)
             original.stats.dead_lettered += 1
         else:
             topic = self.destinations.router.topics.get(message.destination)
             if topic is not None:
                 topic.stats.dead_lettered += 1
+                topic.stats.dequeued += 1
         events = self.observer.events
         if events is not None:
             if expired:
