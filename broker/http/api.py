@@ -18,12 +18,12 @@ from urllib.parse import quote
 from aiohttp import web
 
 from broker.core.admin.errors import AdminError, Invalid, NotFound
+from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination
 from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.core.admin.views import DestinationInfo
 from broker.http.ops import status_of
 
 if TYPE_CHECKING:
@@ -200,6 +200,29 @@ async def create_destination(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/destinations/{dest}")
 async def get_destination(request: web.Request) -> web.Response:
     return web.json_response(destination_json(_ops(request).destination(_dest(request))))
+
+
+@routes.get(PREFIX + "/destinations/{dest}/history")
+async def destination_history(request: web.Request) -> web.Response:
+    """The last hour at 10 s: each sample's depth, and its in and out as rates per second."""
+    history = _ops(request).history(_dest(request))
+    seconds = history.interval_ms / 1000
+    return web.json_response(
+        {
+            "name": history.name,
+            "interval_ms": history.interval_ms,
+            "now": history.now,
+            "samples": [
+                {
+                    "time": sample.time,
+                    "depth": sample.depth,
+                    "in_rate": round(sample.came / seconds, 3),
+                    "out_rate": round(sample.went / seconds, 3),
+                }
+                for sample in history.samples
+            ],
+        }
+    )
 
 
 @routes.delete(PREFIX + "/destinations/{dest}")

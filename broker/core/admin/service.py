@@ -24,8 +24,10 @@ from broker.core.admin.views import (
     BridgeInfo,
     BrowsePage,
     ConnectionInfo,
+    DestinationHistory,
     DestinationInfo,
     Health,
+    HistorySample,
     JobPage,
     Progress,
     SubscriptionInfo,
@@ -33,6 +35,7 @@ from broker.core.admin.views import (
 )
 from broker.core.base import names
 from broker.core.base.errors import BrokerError
+from broker.core.base.history import INTERVAL_MS
 from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
@@ -104,6 +107,19 @@ class AdminService:
         if topic is not None:
             return infos.topic_info(topic, self._engine.router.subscribers(topic))
         raise NotFound(f"no destination {name}")
+
+    def history(self, name: str) -> DestinationHistory:
+        """The destination's last hour of depth and traffic, a sample each ``INTERVAL_MS``."""
+        engine = self._engine
+        target = engine.queues.get(name) or engine.router.topics.get(name)
+        if target is None:
+            raise NotFound(f"no destination {name}")
+        kept = target.history
+        samples = [
+            HistorySample(period * INTERVAL_MS, depth, came, went)
+            for period, depth, came, went in (kept.samples() if kept is not None else ())
+        ]
+        return DestinationHistory(name, INTERVAL_MS, engine.clock.ms, samples)
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations
