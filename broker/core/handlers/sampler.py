@@ -31,22 +31,22 @@ SUBSCRIBERS_PER_UNIT: Final = 64
 
 
 class Sampler:
-    __slots__ = ("_passing", "_period", "chores", "clock", "destinations")
+    __slots__ = ("_passing", "chores", "clock", "destinations", "period")
 
     def __init__(self, clock: Clock, destinations: Destinations, chores: Chores) -> None:
         self.clock = clock
         self.destinations = destinations
         self.chores = chores
         #: The period last sampled (the first pass: at the next period's start).
-        self._period = clock.ms // INTERVAL_MS
+        self.period = clock.ms // INTERVAL_MS
         self._passing = False
 
     def tick(self) -> None:
         """Start a pass over every destination if a new period has begun (on the engine's tick)."""
         period = self.clock.ms // INTERVAL_MS
-        if period <= self._period or self._passing:
+        if period <= self.period or self._passing:
             return
-        self._period = period
+        self.period = period
         self._passing = True
         destinations = self.destinations
         every: list[Destination] = [*destinations.queues.values()]
