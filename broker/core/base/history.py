@@ -100,5 +100,6 @@ class History:
         return out
 
 
-#: What a ``History`` costs without its ring (its object, with the collector's head).
-HOLDER_BYTES: Final = 16 + History.__basicsize__
+#: What a ``History`` costs without its ring: its object, with the collector's head, and
+#: the three period numbers it holds (ints of their own, past the small ones Python shares).
+HOLDER_BYTES: Final = 16 + History.__basicsize__ + 3 * sys.getsizeof(1 << 40)
