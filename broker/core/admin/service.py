@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from broker.core.base.selector import Selector
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.session import Session
+    from broker.core.delivery.topic import Topic
     from broker.core.engine import Engine
     from broker.core.storage.jobs import Job
     from store.api import Outcome
@@ -111,7 +112,9 @@ class AdminService:
     def history(self, name: str) -> DestinationHistory:
         """The destination's last hour of depth and traffic, a sample each ``INTERVAL_MS``."""
         engine = self._engine
-        target = engine.queues.get(name) or engine.router.topics.get(name)
+        target: Queue | Topic | None = engine.queues.get(name)
+        if target is None:
+            target = engine.router.topics.get(name)
         if target is None:
             raise NotFound(f"no destination {name}")
         kept = target.history
