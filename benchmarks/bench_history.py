@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from broker.core.base.chores import Chores  # noqa: E402
 from broker.core.base.clock import Clock  # noqa: E402
-from broker.core.base.history import INTERVAL_MS, RING_BYTES, SLOTS  # noqa: E402
+from broker.core.base.history import INTERVAL_MS, NARROW_BYTES, SLOTS, WIDE_BYTES  # noqa: E402
 from broker.core.base.settings import CoreSettings  # noqa: E402
 from broker.core.engine import Engine  # noqa: E402
 from protocol.frames import Frame  # noqa: E402
@@ -161,7 +161,10 @@ def main() -> None:
     if args.rss_of:
         print_resident(args.rss_of)
         return
-    print(f"ring: {SLOTS} samples x 3 counts x 4 bytes = {RING_BYTES} bytes with its array header")
+    print(
+        f"ring: {SLOTS} samples x 3 counts x 2 bytes = {NARROW_BYTES} bytes with its array header "
+        f"({WIDE_BYTES} once a count needs 32 bits)"
+    )
     print(
         f"{'kind':<6} {'N':>8} {'ring B/dest':>11} {'charged B/dest':>14} {'total MB':>9} "
         f"{'RSS MB before -> after':>23} {'after K: kept, charged B/dest':>30} {'pass ms':>8} {'slices':>7} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from broker.core.admin.service import AdminService
 from broker.core.base.chores import Chores
-from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, RING_BYTES, SLOTS, History
+from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, NARROW_BYTES, SLOTS, WIDE_BYTES, History
 from broker.core.engine import Engine
 from tests.broker.harness import Peer, new_engine
 
@@ -121,10 +121,10 @@ def test_memory_is_charged_for_a_used_destination_only_and_given_back_with_it() 
     send(peer, "/queue/used", 1)
     made, used = engine.destinations.charged, engine.usage.memory.used
     next_period(engine)
-    assert engine.destinations.charged == made + HOLDER_BYTES + RING_BYTES
-    assert engine.usage.memory.used == used + HOLDER_BYTES + RING_BYTES
+    assert engine.destinations.charged == made + HOLDER_BYTES + NARROW_BYTES
+    assert engine.usage.memory.used == used + HOLDER_BYTES + NARROW_BYTES
     queue = engine.queues["/queue/used"]
-    assert queue.footprint == made - base_charged + HOLDER_BYTES + RING_BYTES
+    assert queue.footprint == made - base_charged + HOLDER_BYTES + NARROW_BYTES
     # Deleted: its ring and what it cost go with it; made again, it starts with none.
     peer.send_frame("SUBSCRIBE", {"destination": "/queue/used", "id": "2", "ack": "auto"})
     peer.send_frame("UNSUBSCRIBE", {"id": "2"})
@@ -153,7 +153,7 @@ def test_an_hour_of_nothing_gives_the_ring_back_until_the_next_message() -> None
     assert queue.history.ring is not None
     next_period(engine)
     assert queue.history.ring is None
-    assert engine.destinations.charged == with_ring - RING_BYTES
+    assert engine.destinations.charged == with_ring - NARROW_BYTES
     samples = history(engine, "/queue/quiet")
     assert len(samples) == SLOTS and all(s[1:] == (0, 0, 0) for s in samples)
     send(peer, "/queue/quiet", 3)
@@ -182,7 +182,7 @@ def test_a_pass_is_done_in_slices_and_skips_what_was_deleted_meanwhile() -> None
     peer.send_frame("SUBSCRIBE", {"destination": "/queue/many.999", "id": "1", "ack": "auto"})
     peer.send_frame("UNSUBSCRIBE", {"id": "1"})
     assert gone.history is None  # the pass has not come to it yet
-    before = engine.destinations.charged - len(sampled) * (HOLDER_BYTES + RING_BYTES) - gone.footprint
+    before = engine.destinations.charged - len(sampled) * (HOLDER_BYTES + NARROW_BYTES) - gone.footprint
     engine.destinations.remove(gone)
     slices = 1
     while chores.run():
@@ -191,12 +191,12 @@ def test_a_pass_is_done_in_slices_and_skips_what_was_deleted_meanwhile() -> None
     # Passed over once deleted: no ring made for it, nothing charged that stays.
     assert gone.history is None
     assert all(q.history is not None for q in engine.queues.values())
-    assert engine.destinations.charged == before + 999 * (HOLDER_BYTES + RING_BYTES)
+    assert engine.destinations.charged == before + 999 * (HOLDER_BYTES + NARROW_BYTES)
 
 
 def test_a_gap_longer_than_the_ring_keeps_its_last_hour_at_the_average_rate() -> None:
     kept = History(10)
-    assert kept.record(10, 1, 1, 0) == RING_BYTES
+    assert kept.record(10, 1, 1, 0) == NARROW_BYTES
     assert kept.record(10, 5, 5, 0) == 0  # the same period again: already sampled
     # Ten hours without a pass: what came and went is spread over them all.
     assert kept.record(10 + 10 * SLOTS, 2, 1 + 20 * SLOTS + 3, 10 * SLOTS) == 0
@@ -204,3 +204,19 @@ def test_a_gap_longer_than_the_ring_keeps_its_last_hour_at_the_average_rate() ->
     assert len(samples) == SLOTS
     assert samples[:-1] == [(p, 2, 2, 1) for p in range(11 + 9 * SLOTS, 10 + 10 * SLOTS)]
     assert samples[-1] == (10 + 10 * SLOTS, 2, 5, 1)
+
+
+def test_a_count_past_16_bits_widens_the_ring_once_and_keeps_its_samples() -> None:
+    kept = History(10)
+    assert kept.record(10, 5, 5, 0) == NARROW_BYTES
+    assert kept.ring is not None and kept.ring.itemsize == 2
+    assert kept.record(11, 70_000, 70_005, 3) == WIDE_BYTES - NARROW_BYTES
+    assert kept.ring is not None and kept.ring.itemsize == 4
+    # Past 32 bits a count stays at the most the ring holds.
+    assert kept.record(12, 1 << 33, 70_005 + (1 << 33), 3) == 0
+    assert kept.samples() == [(10, 5, 5, 0), (11, 70_000, 70_000, 3), (12, 0xFFFFFFFF, 0xFFFFFFFF, 0)]
+    # An hour of nothing gives back what it had grown to.
+    for period in range(13, 13 + SLOTS):
+        assert kept.record(period, 0, 70_005 + (1 << 33), 3) == 0
+    assert kept.record(13 + SLOTS, 0, 70_005 + (1 << 33), 3) == -WIDE_BYTES
+    assert kept.ring is None

@@ -1,13 +1,15 @@
 """A destination's last hour: depth, messages in and messages out, every 10 s, in a fixed ring.
 
 One ``History`` per destination that has had anything in it (a never-used one has none),
-its samples in one preallocated ``array('I')``: ``SLOTS`` samples of three 32-bit
-counts, so a destination's hour costs ``RING_BYTES`` whatever happens to it, and nothing
-is allocated per sample.  A sample is taken for a *period*, the clock's ms divided by
-``INTERVAL_MS``; it holds the depth then, and how many messages came in and went out
-since the sample before, so a rate is a count over the interval, never a difference of
-two readings taken at odd times.  After ``SLOTS`` periods of nothing (empty, no traffic)
-the ring goes (what it said is all zeros) and comes back, zeroed, with the next message.
+its samples in one preallocated array: ``SLOTS`` samples of three counts, 16-bit
+(``array('H')``, ``NARROW_BYTES``) until one does not fit, then 32-bit (``array('I')``,
+``WIDE_BYTES``, copied once), so a destination's hour costs one of those two sizes
+whatever happens to it, and nothing is allocated per sample.  A sample is taken for a
+*period*, the clock's ms divided by ``INTERVAL_MS``; it holds the depth then, and how
+many messages came in and went out since the sample before, so a rate is a count over
+the interval, never a difference of two readings taken at odd times.  After ``SLOTS``
+periods of nothing (empty, no traffic) the ring goes (what it said is all zeros) and
+comes back, zeroed and narrow, with the next message.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ SLOTS: Final = 360
 #: A sample's fields, in this order in the ring.
 DEPTH, CAME, WENT = 0, 1, 2
 _FIELDS: Final = 3
-#: A count is kept to 32 bits (past that it stays at the most the ring can hold).
+#: A count is kept to 32 bits (past that it stays at the most the ring can hold); a
+#: narrow ring holds 16.
 _MOST: Final = 0xFFFFFFFF
-_EMPTY: Final = array("I", [0]) * (SLOTS * _FIELDS)
-#: What a ring costs in RAM (charged to memory usage while it exists).
-RING_BYTES: Final = sys.getsizeof(_EMPTY)
+_NARROW_MOST: Final = 0xFFFF
+_EMPTY: Final = array("H", [0]) * (SLOTS * _FIELDS)
+#: What a ring costs in RAM (charged to memory usage while it exists), narrow and wide.
+NARROW_BYTES: Final = sys.getsizeof(_EMPTY)
+WIDE_BYTES: Final = sys.getsizeof(array("I", _EMPTY.tolist()))
 
 
 class History:
@@ -61,9 +66,10 @@ class History:
         busy = depth or came_now or went_now
         if not busy and period - self.quiet_since >= SLOTS:
             # An hour of nothing: every sample in the ring is zero.
-            if self.ring is not None:
+            ring = self.ring
+            if ring is not None:
                 self.ring = None
-                return -RING_BYTES
+                return -(NARROW_BYTES if ring.itemsize == 2 else WIDE_BYTES)
             return 0
         if busy:
             self.quiet_since = period + 1
@@ -71,10 +77,14 @@ class History:
         ring = self.ring
         if ring is None:
             ring = self.ring = _EMPTY[:]
-            grown = RING_BYTES
+            grown = NARROW_BYTES
         gap = period - newest
         depth = min(depth, _MOST)
         share_in, share_out = min(came_now // gap, _MOST), min(went_now // gap, _MOST)
+        if ring.itemsize == 2 and max(depth, came_now, went_now) > _NARROW_MOST:
+            # Too big for 16 bits: the ring is 32-bit from now on (a copy, once).
+            ring = self.ring = array("I", ring.tolist())
+            grown += WIDE_BYTES - NARROW_BYTES
         for missed in range(period - min(gap, SLOTS) + 1, period):
             at = (missed % SLOTS) * _FIELDS
             ring[at] = depth

@@ -14,6 +14,7 @@ const CHART = {
   minSpanMs: 5 * 60 * 1000, // the time axis shows at least 5 minutes
   maxSpanMs: 60 * 60 * 1000, // and at most the hour the broker keeps
   minLiveGapMs: 1000, // two polls closer than this make no rate (a page change polls at once)
+  reloadAfterMs: 15000, // not drawn for this long: the page was elsewhere, load the history again
 };
 const TIME_STEPS_MIN = [1, 2, 5, 10, 15, 30, 60];
 
@@ -25,6 +26,7 @@ const chart = {
   offset: 0, // the broker's clock less the page's (ms)
   loaded: false,
   error: null,
+  drawnAt: 0, // when the chart was last drawn from a poll (page clock)
 };
 
 // A topic's out is what it dispatched to subscribers (it dequeues nothing of its own).
@@ -66,10 +68,14 @@ function liveSample(d) {
 }
 
 function historyChart(d) {
-  if (chart.name !== d.name) {
+  const now = Date.now();
+  // Another destination, or this one again after the page was elsewhere: what the
+  // broker kept meanwhile comes first again.
+  if (chart.name !== d.name || now - chart.drawnAt > CHART.reloadAfterMs) {
     Object.assign(chart, { name: d.name, past: [], live: [], base: null, offset: 0, loaded: false, error: null });
     loadHistory(d.name);
   }
+  chart.drawnAt = now;
   liveSample(d);
   drawHistory(d);
 }
