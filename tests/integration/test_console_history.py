@@ -107,3 +107,27 @@ def check_the_chart(http_broker: BrokerThread, page: webdriver.Chrome) -> None:
     assert texts(page, "#dest-chart text.rate-tick")[-1] == "4/s"
     severe = [entry for entry in page.get_log("browser") if entry["level"] == "SEVERE"]
     assert severe == []
+
+
+def test_two_polls_a_moment_apart_make_no_rate_in_the_destinations_table(
+    http_broker: BrokerThread, browser: webdriver.Chrome
+) -> None:
+    """A page change polls at once, a moment after the last poll: 10 messages counted
+    50 ms apart would read as 200/s."""
+    browser.get(f"http://127.0.0.1:{http_broker.http_port}/console/")
+    WebDriverWait(browser, SEE_WITHIN).until(
+        lambda d: d.execute_script("return typeof record === 'function' && typeof latest === 'function'")
+    )
+    rates = browser.execute_script(
+        """
+        const d = (n) => ({ name: "/queue/spiky", kind: "queue", depth: 0, enqueued: n, dequeued: n });
+        record([d(0)], 100000);
+        record([d(20)], 102000);   // 20 in 2 s
+        const steady = latest("/queue/spiky").inRate;
+        record([d(30)], 102050);   // 10 more, 50 ms later
+        const after = latest("/queue/spiky").inRate;
+        record([d(30)], 104000);   // the next regular poll
+        return [steady, after, latest("/queue/spiky").inRate];
+        """
+    )
+    assert rates == [10, 10, 5]

@@ -109,6 +109,8 @@ function record(destinations, t) {
     let samples = state.history.get(d.name);
     if (!samples) state.history.set(d.name, (samples = []));
     const last = samples[samples.length - 1];
+    // A poll right after another (a page change polls at once) makes no rate of its own.
+    if (last && t - last.t < 1000) continue;
     let inRate = null;
     let outRate = null;
     if (last) {
