@@ -220,3 +220,44 @@ def test_a_count_past_16_bits_widens_the_ring_once_and_keeps_its_samples() -> No
         assert kept.record(period, 0, 70_005 + (1 << 33), 3) == 0
     assert kept.record(13 + SLOTS, 0, 70_005 + (1 << 33), 3) == -WIDE_BYTES
     assert kept.ring is None
+
+
+def test_history_gives_way_to_messages_when_memory_is_short() -> None:
+    engine = new_engine(START, memory_limit=400_000)
+    peer = Peer(engine)
+    send(peer, "/queue/early", 1)
+    next_period(engine)
+    assert engine.queues["/queue/early"].history is not None
+    # Messages in flight take memory past HISTORY_ROOM (70%) of the limit: no ring is made.
+    consumer = Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"destination": "/queue/big", "id": "1", "ack": "client"})
+    peer.send_frame("SEND", {"destination": "/queue/big"}, b"x" * 300_000)
+    (held,) = consumer.messages()
+    send(peer, "/queue/early", 1)
+    charged = engine.destinations.charged
+    next_period(engine)
+    assert engine.queues["/queue/big"].history is None
+    assert engine.destinations.charged == charged
+    # What already had one goes on.
+    assert history(engine, "/queue/early") == [(10, 1, 1, 0), (20, 2, 1, 0)]
+    # Acknowledged: there is room again, and the history starts there.
+    consumer.send_frame("ACK", {"id": held.headers["ack"]})
+    next_period(engine)
+    assert history(engine, "/queue/big") == [(30, 0, 1, 1)]
+
+
+def test_without_room_a_ring_is_not_widened_and_its_counts_stay_at_16_bits() -> None:
+    kept = History(10)
+    assert kept.record(10, 5, 5, 0) == NARROW_BYTES
+    assert kept.record(11, 70_000, 70_005, 3, room=False) == 0
+    assert kept.ring is not None and kept.ring.itemsize == 2
+    assert kept.samples() == [(10, 5, 5, 0), (11, 0xFFFF, 0xFFFF, 3)]
+    # A ring given back after a quiet hour is not made again without room: the history
+    # says nothing of the periods it could not keep.
+    for period in range(12, 12 + SLOTS + 1):
+        kept.record(period, 0, 70_005, 3)
+    assert kept.ring is None
+    assert kept.record(13 + SLOTS, 4, 70_009, 3, room=False) == 0
+    assert kept.samples() == []
+    assert kept.record(14 + SLOTS, 4, 70_009, 3) == NARROW_BYTES
+    assert kept.samples() == [(14 + SLOTS, 4, 0, 0)]

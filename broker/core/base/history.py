@@ -49,12 +49,16 @@ class History:
         #: The period since which every sample has been all zeros.
         self.quiet_since = period
 
-    def record(self, period: int, depth: int, came: int, went: int) -> int:
-        """Sample ``period``: ``depth`` now, the in and out counters as they are now.
-        Returns the bytes the ring took (positive) or gave back (negative).
+    def record(self, period: int, depth: int, came: int, went: int, room: bool = True) -> int:
+        """Sample ``period``: ``depth`` now, the in and out counters as they are now;
+        ``room``: whether memory has room to make or widen the ring now.  Returns the
+        bytes the ring took (positive) or gave back (negative).
 
         Periods no pass sampled (the loop held, the clock moved on) share what came and
-        went between them evenly, at today's depth: a missed sample makes no spike."""
+        went between them evenly, at today's depth: a missed sample makes no spike.
+        Without room for a ring, the history starts again once there is (what happened
+        meanwhile is not known, so nothing is said of it); without room to widen one,
+        its counts stay at the most 16 bits hold."""
         newest = self.newest
         if period <= newest:
             return 0
@@ -76,15 +80,21 @@ class History:
         grown = 0
         ring = self.ring
         if ring is None:
+            if not busy:
+                return 0  # zeros, as the missing ring says
+            if not room:
+                self.first = period + 1
+                return 0
             ring = self.ring = _EMPTY[:]
             grown = NARROW_BYTES
         gap = period - newest
-        depth = min(depth, _MOST)
-        share_in, share_out = min(came_now // gap, _MOST), min(went_now // gap, _MOST)
-        if ring.itemsize == 2 and max(depth, came_now, went_now) > _NARROW_MOST:
+        if ring.itemsize == 2 and room and max(depth, came_now, went_now) > _NARROW_MOST:
             # Too big for 16 bits: the ring is 32-bit from now on (a copy, once).
             ring = self.ring = array("I", ring.tolist())
             grown += WIDE_BYTES - NARROW_BYTES
+        most = _NARROW_MOST if ring.itemsize == 2 else _MOST
+        depth = min(depth, most)
+        share_in, share_out = min(came_now // gap, most), min(went_now // gap, most)
         for missed in range(period - min(gap, SLOTS) + 1, period):
             at = (missed % SLOTS) * _FIELDS
             ring[at] = depth
@@ -93,8 +103,8 @@ class History:
         # The newest period takes the remainder.
         at = (period % SLOTS) * _FIELDS
         ring[at] = depth
-        ring[at + CAME] = min(came_now - share_in * (gap - 1), _MOST)
-        ring[at + WENT] = min(went_now - share_out * (gap - 1), _MOST)
+        ring[at + CAME] = min(came_now - share_in * (gap - 1), most)
+        ring[at + WENT] = min(went_now - share_out * (gap - 1), most)
         return grown
 
     def samples(self) -> list[tuple[int, int, int, int]]:

@@ -8,14 +8,15 @@ pass is a chore (``chores``), a slice at a time between other clients' work, so 
 destinations never hold the loop for more than a slice; a destination deleted meanwhile
 is passed over.  A destination gets its history the first time a pass finds something
 in it, charged to memory usage with its footprint (``Destinations.grew``), and loses it
-with the destination.
+with the destination; while memory usage is past ``HISTORY_ROOM`` of its limit no ring
+is made or widened (history gives way to messages).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, History
+from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, WIDE_BYTES, History
 from broker.core.delivery.queue import Queue
 
 if TYPE_CHECKING:
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 
 #: A topic's subscribers looked at per unit of a chore's budget (a sum of cursor counts).
 SUBSCRIBERS_PER_UNIT: Final = 64
+#: A ring is made (or widened) only while memory usage stays under this share of its
+#: limit with it: history never takes the room messages need, nor blocks a producer.
+HISTORY_ROOM: Final = 0.7
 
 
 class Sampler:
@@ -73,14 +77,16 @@ class Sampler:
             depth, subscribers = self._waiting(target)
             out, cost = target.stats.dispatched, 1 + subscribers // SUBSCRIBERS_PER_UNIT
         came = target.stats.enqueued
+        room = destinations.usage.memory.fits(HOLDER_BYTES + WIDE_BYTES, HISTORY_ROOM)
         history = target.history
         if history is None:
-            if not (depth or came or out):
-                # Never used: it has no history to keep (most idle destinations never get one).
+            if not (depth or came or out) or not room:
+                # Never used (most idle destinations never get a history), or memory is
+                # short: its history starts at a sample with room for it.
                 return cost
             history = target.history = History(period)
             destinations.grew(target, HOLDER_BYTES)
-        grown = history.record(period, depth, came, out)
+        grown = history.record(period, depth, came, out, room)
         if grown:
             destinations.grew(target, grown)
         return cost
