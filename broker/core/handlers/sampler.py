@@ -80,10 +80,11 @@ class Sampler:
         room = destinations.usage.memory.fits(HOLDER_BYTES + WIDE_BYTES, HISTORY_ROOM)
         history = target.history
         if history is None:
-            if not (depth or came or out) or not room:
-                # Never used (most idle destinations never get a history), or memory is
-                # short: its history starts at a sample with room for it.
+            if not (depth or came or out):
+                # Never used: it has no history to keep (most idle destinations never get one).
                 return cost
+            # Without room, the holder alone: it keeps the counters, so the sample that
+            # finds room counts only its own period's messages.
             history = target.history = History(period)
             destinations.grew(target, HOLDER_BYTES)
         grown = history.record(period, depth, came, out, room)
