@@ -37,6 +37,7 @@ from broker.core.handlers.connect import Connect, next_phase
 from broker.core.handlers.flow import DEFERRED, NEVER_PARKED, Deferred, FlowControl
 from broker.core.handlers.gc import Housekeeping
 from broker.core.handlers.recovery import recover
+from broker.core.handlers.sampler import Sampler
 from broker.core.handlers.scheduler import Scheduler
 from broker.core.handlers.sending import Sending
 from broker.core.handlers.settlement import Settlement
@@ -114,6 +115,8 @@ class Engine:
         self.housekeeping = Housekeeping(
             clock, destinations, durables, settlement, transactions, flow, chores
         )
+        #: Every destination's last hour of depth and rates (``broker.core.base.history``).
+        self.sampler = Sampler(clock, destinations, chores)
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard, self.client_ids)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
@@ -222,6 +225,7 @@ class Engine:
         self.scheduler.tick()
         self.settlement.tick()
         self.housekeeping.sweep()
+        self.sampler.tick()
         flow = self.flow
         if flow:
             flow.expire_parked()

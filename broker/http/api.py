@@ -209,6 +209,29 @@ async def get_destination(request: web.Request) -> web.Response:
     return web.json_response(destination_json(_ops(request).destination(_dest(request))))
 
 
+@routes.get(PREFIX + "/destinations/{dest}/history")
+async def destination_history(request: web.Request) -> web.Response:
+    """The last hour at 10 s: each sample's depth, and its in and out as rates per second."""
+    history = _ops(request).history(_dest(request))
+    seconds = history.interval_ms / 1000
+    return web.json_response(
+        {
+            "name": history.name,
+            "interval_ms": history.interval_ms,
+            "now": history.now,
+            "samples": [
+                {
+                    "time": sample.time,
+                    "depth": sample.depth,
+                    "in_rate": round(sample.came / seconds, 3),
+                    "out_rate": round(sample.went / seconds, 3),
+                }
+                for sample in history.samples
+            ],
+        }
+    )
+
+
 @routes.delete(PREFIX + "/destinations/{dest}")
 async def delete_destination(request: web.Request) -> web.Response:
     name = _dest(request)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         BrowsedMessage,
         BrowsePage,
         ConnectionInfo,
+        DestinationHistory,
         DestinationInfo,
         Health,
         JobPage,
@@ -50,6 +51,9 @@ class EngineAdminOps:
 
     def destination(self, name: str) -> DestinationInfo:
         return self._service.destination(name)
+
+    def history(self, name: str) -> DestinationHistory:
+        return self._service.history(name)
 
     def create(self, name: str) -> DestinationInfo:
         return self._service.create(name)

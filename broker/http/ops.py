@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         BrowsedMessage,
         BrowsePage,
         ConnectionInfo,
+        DestinationHistory,
         DestinationInfo,
         Health,
         JobPage,
@@ -67,6 +68,9 @@ class AdminOps(Protocol):
 
     def destination(self, name: str) -> DestinationInfo:
         """Raises NotFound."""
+
+    def history(self, name: str) -> DestinationHistory:
+        """Its last hour of depth, in and out, a sample every 10 s.  Raises NotFound."""
 
     def create(self, name: str) -> DestinationInfo:
         """Create a queue or topic (nothing happens if it exists).  Raises Invalid."""

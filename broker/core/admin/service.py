@@ -26,8 +26,10 @@ from broker.core.admin.views import (
     BrowsedMessage,
     BrowsePage,
     ConnectionInfo,
+    DestinationHistory,
     DestinationInfo,
     Health,
+    HistorySample,
     JobPage,
     Progress,
     SubscriptionInfo,
@@ -35,6 +37,7 @@ from broker.core.admin.views import (
 )
 from broker.core.base import names
 from broker.core.base.errors import BrokerError
+from broker.core.base.history import INTERVAL_MS
 from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
@@ -121,6 +124,21 @@ class AdminService:
     def _producers(self, destination: Queue | Topic) -> int:
         """The open connections that have sent to ``destination`` (as /metrics counts them)."""
         return self._engine.sending.producers[destination.name]
+
+    def history(self, name: str) -> DestinationHistory:
+        """The destination's last hour of depth and traffic, a sample each ``INTERVAL_MS``."""
+        engine = self._engine
+        target: Queue | Topic | None = engine.queues.get(name)
+        if target is None:
+            target = engine.router.topics.get(name)
+        if target is None:
+            raise NotFound(f"no destination {name}")
+        kept = target.history
+        samples = [
+            HistorySample(period * INTERVAL_MS, depth, came, went)
+            for period, depth, came, went in (kept.samples() if kept is not None else ())
+        ]
+        return DestinationHistory(name, INTERVAL_MS, engine.clock.ms, samples)
 
     def create(self, name: str) -> DestinationInfo:
         destinations = self._engine.destinations

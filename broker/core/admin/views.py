@@ -200,3 +200,28 @@ class Progress:
     #: Set by the API when a client cancels; the operation stops after its current batch.
     cancelled: bool = False
     extra: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySample:
+    #: The end of the sample's interval (epoch ms): its depth then, what came in and went
+    #: out over the interval.
+    time: int
+    depth: int
+    came: int
+    went: int
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationHistory:
+    """A destination's last hour, oldest sample first (``broker.core.base.history``).
+
+    ``went`` is a queue's messages dequeued (acknowledged), a topic's dispatched to its
+    subscribers.  No sample before the broker first found something in the destination.
+    """
+
+    name: str
+    interval_ms: int
+    #: The broker's clock when this was read (epoch ms).
+    now: int
+    samples: list[HistorySample]

@@ -181,6 +181,16 @@ class Destinations:
         for grant in target.grant_keys or ():
             granted.discard(grant)
 
+    def grew(self, target: Destination, n: int) -> None:
+        """``target`` costs ``n`` bytes more (fewer, if negative) while it exists, as its
+        history ring comes and goes (``handlers.sampler``): charged with its footprint."""
+        target.footprint += n
+        self.charged += n
+        if n > 0:
+            self.usage.memory.charge(n)
+        else:
+            self.usage.memory.release(-n)
+
     def used(self, target: Destination) -> None:
         """An operator (or the store) made ``target`` on purpose: it is kept while idle,
         as any destination that held a message or a consumer (``gc``)."""

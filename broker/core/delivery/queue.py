@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from broker.core.base.clock import Clock
+    from broker.core.base.history import History
     from broker.core.base.message import Message
     from broker.core.base.observe import Observer
     from broker.core.base.usage import UsageMeter
@@ -72,6 +73,7 @@ class Queue:
         "expired",
         "footprint",
         "grant_keys",
+        "history",
         "idle_since",
         "meter",
         "name",
@@ -127,6 +129,8 @@ class Queue:
         #: Other names the route cache has it under, and the access decisions naming it.
         self.route_keys: list[str] | None = None
         self.grant_keys: list[tuple[str, str, str]] | None = None
+        #: Its last hour of depth and rates (``handlers.sampler``; None: never used yet).
+        self.history: History | None = None
         #: Where dispatch marks of its stored messages are written.
         self.persistence = persistence
         #: Its persistent messages are stored (not a temporary queue's: it dies with its connection).

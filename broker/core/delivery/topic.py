@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from broker.core.base.channel import Channel
     from broker.core.base.chores import Chores
+    from broker.core.base.history import History
     from broker.core.base.message import Message
     from broker.core.base.observe import EventSink
     from broker.core.base.usage import UsageMeter
@@ -49,6 +50,7 @@ class Topic:
         "bare",
         "footprint",
         "grant_keys",
+        "history",
         "idle_since",
         "kind",
         "log",
@@ -82,6 +84,8 @@ class Topic:
         #: Other names the route cache has it under, and the access decisions naming it.
         self.route_keys: list[str] | None = None
         self.grant_keys: list[tuple[str, str, str]] | None = None
+        #: Its last hour of depth and rates (``handlers.sampler``; None: never used yet).
+        self.history: History | None = None
         self._subscribers: tuple[Subscription, ...] = ()
         self._generation = -1
 

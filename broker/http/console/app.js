@@ -117,6 +117,8 @@ function record(destinations, t) {
     let samples = state.history.get(d.name);
     if (!samples) state.history.set(d.name, (samples = []));
     const last = samples[samples.length - 1];
+    // A poll right after another (a page change polls at once) makes no rate of its own.
+    if (last && t - last.t < 1000) continue;
     let inRate = null;
     let outRate = null;
     if (last) {
@@ -160,17 +162,9 @@ function sparkline(name) {
 }
 
 function drawChart(name) {
-  const chart = $("dest-chart");
-  chart.replaceChildren();
-  const samples = state.history.get(name) || [];
-  const width = 600;
-  const height = 160;
-  const maxDepth = Math.max(1, ...samples.map((s) => s.depth));
-  const maxRate = Math.max(1, ...samples.map((s) => Math.max(s.inRate || 0, s.outRate || 0)));
-  chart.append(polyline(samples, "depth", width, height, maxDepth, "depth"));
-  chart.append(polyline(samples, "inRate", width, height, maxRate, "in"));
-  chart.append(polyline(samples, "outRate", width, height, maxRate, "out"));
-  $("dest-chart-scale").textContent = `scale: depth ${num(maxDepth)}, rate ${maxRate.toFixed(1)}/s at the top`;
+  // history.js: the broker's last hour, then what this page polls.
+  const d = state.destinations.find((x) => x.name === name);
+  if (d) historyChart(d);
 }
 
 // -- overview ---------------------------------------------------------------------------
