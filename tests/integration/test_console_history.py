@@ -1,15 +1,10 @@
 """The destination page's chart in headless Chromium: the broker's history first (a time
 axis with labels and gridlines, depth and rates on axes of their own), then live samples.
-A screenshot of the page is kept when a check fails (``STOMPD_ARTIFACTS``, else the
-test's tmp_path)."""
+A failing test leaves a screenshot of the page (the ``browser`` fixture)."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -26,19 +21,6 @@ from tests.integration.test_http_history import sample_at
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 __all__ = ["browser"]  # the fixture, shared with test_console_browser
-
-
-@contextmanager
-def screenshot_on_failure(driver: webdriver.Chrome, name: str, tmp_path: Path) -> Iterator[None]:
-    try:
-        yield
-    except BaseException:
-        where = Path(os.environ.get("STOMPD_ARTIFACTS", tmp_path))
-        where.mkdir(parents=True, exist_ok=True)
-        shot = where / f"{name}.png"
-        driver.save_screenshot(str(shot))
-        print(f"screenshot: {shot}")
-        raise
 
 
 def texts(driver: webdriver.Chrome, css: str) -> list[str]:
@@ -58,10 +40,9 @@ def history_drawn(driver: webdriver.Chrome) -> int:
 
 
 def test_a_destination_page_draws_the_brokers_history_on_a_time_axis(
-    http_broker: BrokerThread, browser: webdriver.Chrome, tmp_path: Path
+    http_broker: BrokerThread, browser: webdriver.Chrome
 ) -> None:
-    with screenshot_on_failure(browser, "history-chart", tmp_path):
-        check_the_chart(http_broker, browser)
+    check_the_chart(http_broker, browser)
 
 
 def check_the_chart(http_broker: BrokerThread, page: webdriver.Chrome) -> None:
