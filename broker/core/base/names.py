@@ -50,3 +50,13 @@ def split_destination(destination: str) -> list[tuple[str, str]]:
 def temp_name(session_id: str, name: str) -> str:
     """The broker-wide name of a connection's temporary destination."""
     return f"{session_id}-{name}"
+
+
+def full_name(session_id: str, kind: str, name: str) -> str:
+    """The broker-wide name of ``kind`` + ``name`` as a connection names it (a temporary
+    destination's made its connection's own): what its policy is looked up by."""
+    if kind == TEMP_QUEUE:
+        return REMOTE_TEMP_QUEUE + temp_name(session_id, name)
+    if kind == TEMP_TOPIC:
+        return REMOTE_TEMP_TOPIC + temp_name(session_id, name)
+    return kind + name

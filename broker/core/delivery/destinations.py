@@ -264,7 +264,7 @@ class Destinations:
                 sendable(kind, name)
             if kind not in _MADE_HERE or self._exists(session, kind, name):
                 continue
-            full = self._full_name(session, kind, name)
+            full = names.full_name(session.id, kind, name)
             policy = self._resolve(full)
             if policy.max_destinations >= 0:
                 self._check_max(kind in names.QUEUE_KINDS, policy)
@@ -289,14 +289,6 @@ class Destinations:
                 f"The maximum number of destinations allowed ({policy.max_destinations}){where} "
                 "has already been reached."
             )
-
-    @staticmethod
-    def _full_name(session: Session, kind: str, name: str) -> str:
-        if kind == names.TEMP_QUEUE:
-            return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
-        if kind == names.TEMP_TOPIC:
-            return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
-        return kind + name
 
     # -- resolution --------------------------------------------------------------
 
@@ -371,7 +363,7 @@ class Destinations:
         return True
 
     def _existing(self, session: Session, kind: str, name: str) -> Destination | None:
-        full = self._full_name(session, kind, name)
+        full = names.full_name(session.id, kind, name)
         if kind in names.QUEUE_KINDS:
             return self.queues.get(full)
         return self.router.topics.get(full)

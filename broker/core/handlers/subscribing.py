@@ -101,7 +101,7 @@ class Subscribing:
         targets = names.split_destination(destination)
         any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
         # The first destination's policy entry (a wildcard pattern looked up as a name).
-        policy = self.destinations.policy_of(_full_name(session, *targets[0]))
+        policy = self.destinations.policy_of(names.full_name(session.id, *targets[0]))
         durable_name = durable_name_of(headers)
         if any_queue:
             prefetch = policy.queue_prefetch
@@ -438,15 +438,6 @@ def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
-
-
-def _full_name(session: Session, kind: str, name: str) -> str:
-    """The broker-wide name, as the destination's policy is looked up by."""
-    if kind == names.TEMP_QUEUE:
-        return names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
-    if kind == names.TEMP_TOPIC:
-        return names.REMOTE_TEMP_TOPIC + names.temp_name(session.id, name)
-    return kind + name
 
 
 def _readable(
