@@ -11,40 +11,32 @@ stop first).
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import sys
-import time
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from adminctl import format as fmt
 from adminctl.client import AdminClient, AdminClientError, destination_segment
+from adminctl.common import CommandFailed, dest_path, positive, print_message, queue_name
+from adminctl.messages import (
+    add_message_commands,
+    cmd_connection,
+    cmd_info,
+    cmd_move_message,
+    cmd_remove_message,
+    cmd_retry,
+    cmd_send,
+    cmd_show,
+)
+from adminctl.progress import APPLIED, run_operation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 DEFAULT_URL = "http://127.0.0.1:8161"
-#: Seconds each poll of a running operation waits on the server for it to finish.
-POLL_WAIT = 1.0
-APPLIED = {"move": "moved", "copy": "copied", "remove": "removed", "purge": "removed"}
-
-
-class CommandFailed(Exception):
-    def __init__(self, message: str, payload: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.payload = payload
-
-
-def queue_name(text: str) -> str:
-    """A bare name means a queue, as in ``activemq browse``."""
-    return text if text.startswith("/") else "/queue/" + text
-
-
-def dest_path(name: str) -> str:
-    return "/destinations/" + destination_segment(queue_name(name))
 
 
 # -- commands -------------------------------------------------------------------------
@@ -145,7 +137,7 @@ def _browse(
         )
         if not args.json:
             for message in page["messages"]:
-                _print_message(len(messages) + 1, message, out)
+                print_message(len(messages) + 1, message, out)
                 messages.append(message)
         else:
             messages.extend(page["messages"])
@@ -156,19 +148,6 @@ def _browse(
         more = " (more follow; raise --limit)" if cursor is not None else ""
         out.write(f"{len(messages)} message(s) browsed on {name}{more}\n")
     return {"destination": name, "messages": messages, "next": cursor}
-
-
-def _print_message(n: int | None, m: dict[str, Any], out: TextIO) -> None:
-    flags = [f"priority {m['priority']}", "persistent" if m["persistent"] else "non-persistent"]
-    if m["redelivered"]:
-        flags.append("redelivered")
-    number = f"{n}: " if n is not None else ""
-    out.write(f"--- {number}{m['id']}  {', '.join(flags)}  {fmt.since(m['timestamp'] / 1000)}\n")
-    for key, value in m["headers"].items():
-        out.write(f"{key}:{value}\n")
-    body = m["body"] if m["body_encoding"] == "utf-8" else f"(binary, base64) {m['body']}"
-    tail = f"... ({m['body_size']} bytes)" if m["truncated"] else ""
-    out.write(f"\n{body}{tail}\n")
 
 
 def cmd_count(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
@@ -369,214 +348,6 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
 # -- one message, sending, the broker ---------------------------------------------------
 
 
-def message_path(dest: str, message_id: str) -> str:
-    return dest_path(dest) + "/messages/" + quote(message_id, safe="")
-
-
-def cmd_send(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    """Send one message, as a producer would (authorized as the admin user)."""
-    name = queue_name(args.dest)
-    request: dict[str, Any] = {"headers": _header_pairs(args.header)}
-    if args.file is not None:
-        data = _read_body(args.file)
-        try:
-            request["body"] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            request.update(body=base64.b64encode(data).decode("ascii"), body_encoding="base64")
-    elif args.body is not None:
-        request["body"] = args.body
-    else:
-        raise CommandFailed("give the body, or --file PATH (- reads standard input)")
-    if args.persistent is not None:
-        request["persistent"] = args.persistent
-    for key in ("priority", "delay"):
-        if getattr(args, key) is not None:
-            request[key] = getattr(args, key)
-    result: dict[str, Any] = client.post(dest_path(name) + "/messages", request)
-    if not args.json:
-        later = f", due in {args.delay} ms" if args.delay else ""
-        out.write(f"sent {result['body_size']} byte(s) to {name}{later}\n")
-    return result
-
-
-def _header_pairs(pairs: list[str]) -> dict[str, str]:
-    headers = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CommandFailed(f"--header takes NAME=VALUE, not {pair!r}")
-        headers[key] = value
-    return headers
-
-
-def _read_body(path: str) -> bytes:
-    if path == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(path, "rb") as file:
-            return file.read()
-    except OSError as exc:
-        raise CommandFailed(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
-def cmd_show(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    """One message whole: its headers and its body."""
-    result: dict[str, Any] = client.get(message_path(args.dest, args.id))
-    if not args.json:
-        _print_message(None, result, out)
-    return result
-
-
-def cmd_remove_message(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    result: dict[str, Any] = client.delete(message_path(args.dest, args.id))
-    if not args.json:
-        out.write(f"removed {result['removed']} from {result['destination']}\n")
-    return result
-
-
-def cmd_move_message(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    path = message_path(args.dest, args.id) + "/move"
-    result: dict[str, Any] = client.post(path, {"to": queue_name(args.target)})
-    if not args.json:
-        out.write(f"moved {result['moved']} from {result['destination']} to {result['target']}\n")
-    return result
-
-
-def cmd_retry(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    """ActiveMQ's Retry: a dead-lettered message back to the destination it came from."""
-    result: dict[str, Any] = client.post(message_path(args.dest, args.id) + "/retry", {})
-    if not args.json:
-        out.write(f"retried {result['retried']}: moved from {result['destination']} to {result['target']}\n")
-    return result
-
-
-def cmd_info(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    result: dict[str, Any] = client.get("/broker")
-    if not args.json:
-        pairs = [
-            ("broker", result["name"]),
-            ("version", result["version"]),
-            ("started", fmt.since(result["started"])),
-            ("uptime", fmt.duration(result["uptime"])),
-        ]
-        out.write(fmt.key_values(pairs) + "\n")
-    return result
-
-
-def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
-    """One connection, with its producers and consumers (as ActiveMQ's connection page)."""
-    c: dict[str, Any] = client.get("/connections/" + destination_segment(args.id))
-    if not args.json:
-        pairs = [
-            ("id", c["id"]),
-            ("peer", c["peer"]),
-            ("login", c["login"]),
-            ("client id", c["client_id"]),
-            ("version", c["version"]),
-            ("connected since", fmt.since(c["connected_since"])),
-        ]
-        out.write(fmt.key_values(pairs) + "\n\nProducers\n")
-        out.write(fmt.table(["Destination"], [[name] for name in c["producer_list"]]) + "\n\nConsumers\n")
-        keys = ["id", "destination", "ack", "selector", "prefetch", "in_flight", "delivered"]
-        rows = [[s[k] for k in keys] for s in c["subscription_list"]]
-        headers = ["ID", "Destination", "Ack", "Selector", "Prefetch", "In flight", "Delivered"]
-        out.write(fmt.table(headers, rows) + "\n")
-    return c
-
-
-def add_message_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
-    p = command("send", "send a message, as a producer would (authorized as the admin user)")
-    p.add_argument("dest")
-    p.add_argument("body", nargs="?", help="the body (or --file)")
-    p.add_argument("--file", "-f", metavar="PATH", help="the body from a file (- : standard input)")
-    p.add_argument("--header", "-H", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
-    p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--priority", type=int, choices=range(10), metavar="0-9")
-    p.add_argument("--delay", type=_positive, metavar="MS", help="deliver after this many ms")
-    p = command("show", "one message whole: headers and body")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    p = command("remove-message", "remove one message by its id")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    p = command("move-message", "move one message by its id to a queue")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    p.add_argument("target")
-    p = command("retry", "move a dead-lettered message back to its original destination")
-    p.add_argument("dest", help="the dead-letter queue (as ActiveMQ.DLQ)")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    command("info", "the broker's name, version and uptime")
-    p = command("connection", "one connection, with its producers and consumers")
-    p.add_argument("id")
-
-
-# -- long operations ------------------------------------------------------------------
-
-
-def run_operation(
-    client: AdminClient, args: argparse.Namespace, path: str, body: dict[str, Any]
-) -> dict[str, Any]:
-    """Start an operation and follow it to the end, showing progress on stderr."""
-    op: dict[str, Any] = client.post(path, {**body, "wait": POLL_WAIT})
-    progress = ProgressLine(sys.stderr, quiet=args.quiet)
-    try:
-        while op["state"] == "running":
-            progress.show(op)
-            op = client.get("/operations/" + op["id"], wait=POLL_WAIT)
-    except KeyboardInterrupt:
-        progress.clear()
-        try:
-            client.delete("/operations/" + op["id"])
-        except AdminClientError:
-            pass
-        raise
-    progress.clear()
-    if op["state"] == "failed":
-        error = op.get("error") or {}
-        raise CommandFailed(f"{op['kind']} failed: {error.get('message', 'unknown error')}", op)
-    if op["state"] == "cancelled":
-        applied = APPLIED.get(op["kind"])
-        done = f" after {op[applied]} message(s) {applied}" if applied else ""
-        raise CommandFailed(f"{op['kind']} was cancelled{done}", op)
-    return op
-
-
-class ProgressLine:
-    """One status line on stderr: redrawn in place on a terminal, a line per update otherwise."""
-
-    def __init__(self, stream: TextIO, quiet: bool) -> None:
-        self._stream = stream
-        self._tty = stream.isatty()
-        self._quiet = quiet
-        self._shown = False
-        self._last = 0.0
-
-    def show(self, op: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if self._quiet or (not self._tty and now - self._last < 2.0):
-            return
-        self._last = now
-        total = op.get("total")
-        scanned = f"{op['scanned']}" + (f"/{total} ({100 * op['scanned'] // total}%)" if total else "")
-        parts = [f"{op['kind']} {op['destination']}", f"scanned {scanned}", f"matched {op['matched']}"]
-        applied = APPLIED.get(op["kind"])
-        if applied:
-            parts.append(f"{applied} {op[applied]}")
-        text = ", ".join(parts) + f" ({op['elapsed_ms'] / 1000:.0f} s)"
-        if self._tty:
-            self._stream.write("\r\x1b[K" + text)
-        else:
-            self._stream.write(text + "\n")
-        self._stream.flush()
-        self._shown = True
-
-    def clear(self) -> None:
-        if self._shown and self._tty:
-            self._stream.write("\r\x1b[K")
-            self._stream.flush()
-
-
 # -- arguments ------------------------------------------------------------------------
 
 COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str, Any]]] = {
@@ -606,16 +377,6 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "info": cmd_info,
     "connection": cmd_connection,
 }
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _seconds(text: str) -> float:
@@ -673,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("browse", "show messages without consuming them")
     p.add_argument("dest")
     p.add_argument("--selector", "-s")
-    p.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    p.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
     p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
     p = command("count", "count messages (matching a selector)")
     p.add_argument("dest")
@@ -683,11 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("source")
         p.add_argument("target")
         p.add_argument("--selector", "-s", required=True)
-        p.add_argument("--max", type=_positive, help="at most this many messages")
+        p.add_argument("--max", type=positive, help="at most this many messages")
     p = command("remove", "remove the messages that match a selector")
     p.add_argument("dest")
     p.add_argument("--selector", "-s", required=True)
-    p.add_argument("--max", type=_positive)
+    p.add_argument("--max", type=positive)
     p = command("purge", "remove every message that is not in flight")
     p.add_argument("dest")
     p = command("delete", "delete a destination and its messages")
@@ -700,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("client_id", metavar="CLIENT-ID")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--selector", "-s")
-    p.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    p.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
     p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
     p = command("purge-durable", "remove what a durable subscription is owed (not what is in flight)")
     p.add_argument("client_id", metavar="CLIENT-ID")
@@ -716,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(action="list")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="the jobs, soonest first (the default)", parents=[common])
-    listing.add_argument("--limit", "-n", type=_positive, default=100, help="at most this many (default 100)")
+    listing.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
     p.set_defaults(limit=100)
     removing = actions.add_parser(
         "remove", help="remove one job (a cron job too) by its id", parents=[common]

@@ -57,7 +57,7 @@ def json_error(status: int, code: str, message: str, **extra: Any) -> web.Respon
     return web.json_response(error_body(status, code, message, **extra), status=status)
 
 
-def _ops(request: web.Request) -> AdminOps:
+def ops_of(request: web.Request) -> AdminOps:
     ops: AdminOps = request.app[OPS_KEY]  # type: ignore[assignment]
     return ops
 
@@ -95,7 +95,7 @@ def parse_selector(text: Any) -> Selector | None:
     return selector
 
 
-def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
+def int_field(value: Any, name: str, lo: int, hi: int | None = None) -> int:
     if isinstance(value, str):
         try:
             value = int(value)
@@ -120,7 +120,7 @@ def _wait(value: Any) -> float:
     return min(seconds, WAIT_MAX)
 
 
-async def _body(request: web.Request, allowed: set[str]) -> dict[str, Any]:
+async def body_of(request: web.Request, allowed: set[str]) -> dict[str, Any]:
     """The request's JSON object.  Only ``application/json``: a cross-site HTML form
     cannot send that without a CORS preflight, which this server never grants."""
     if request.content_type != "application/json":
@@ -183,7 +183,7 @@ async def index(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/destinations")
 async def list_destinations(request: web.Request) -> web.StreamResponse:
     kind = request.query.get("kind")
-    infos = await _ops(request).list_destinations()
+    infos = await ops_of(request).list_destinations()
     if kind:
         infos = [info for info in infos if info.kind == kind]
     return await slices.json_list(request, "destinations", infos, destination_json)
@@ -191,14 +191,14 @@ async def list_destinations(request: web.Request) -> web.StreamResponse:
 
 @routes.post(PREFIX + "/destinations")
 async def create_destination(request: web.Request) -> web.Response:
-    body = await _body(request, {"name"})
+    body = await body_of(request, {"name"})
     raw = body.get("name")
     if not isinstance(raw, str):
         raise Invalid("name (a destination such as /queue/orders) is required")
     name = parse_destination(raw)
     if not name.startswith(_CREATABLE):
         raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
-    info = _ops(request).create(name)
+    info = ops_of(request).create(name)
     return web.json_response(
         destination_json(info), status=201, headers={"Location": f"{PREFIX}/destinations/{_quote(name)}"}
     )
@@ -206,13 +206,13 @@ async def create_destination(request: web.Request) -> web.Response:
 
 @routes.get(PREFIX + "/destinations/{dest}")
 async def get_destination(request: web.Request) -> web.Response:
-    return web.json_response(destination_json(_ops(request).destination(_dest(request))))
+    return web.json_response(destination_json(ops_of(request).destination(dest_of(request))))
 
 
 @routes.get(PREFIX + "/destinations/{dest}/history")
 async def destination_history(request: web.Request) -> web.Response:
     """The last hour at 10 s: each sample's depth, and its in and out as rates per second."""
-    history = _ops(request).history(_dest(request))
+    history = ops_of(request).history(dest_of(request))
     seconds = history.interval_ms / 1000
     return web.json_response(
         {
@@ -234,16 +234,16 @@ async def destination_history(request: web.Request) -> web.Response:
 
 @routes.delete(PREFIX + "/destinations/{dest}")
 async def delete_destination(request: web.Request) -> web.Response:
-    name = _dest(request)
-    removed = await _ops(request).delete(name)
+    name = dest_of(request)
+    removed = await ops_of(request).delete(name)
     return web.json_response({"deleted": name, "removed": removed})
 
 
 @routes.get(PREFIX + "/destinations/{dest}/messages")
 async def browse(request: web.Request) -> web.Response:
-    name = _dest(request)
+    name = dest_of(request)
     selector, limit, preview, cursor = _browse_query(request)
-    page = await _ops(request).browse(name, selector, limit, cursor, preview)
+    page = await ops_of(request).browse(name, selector, limit, cursor, preview)
     return _page_response(name, page)
 
 
@@ -251,17 +251,17 @@ def _browse_query(request: web.Request) -> tuple[Selector | None, int, int, str 
     """(selector, limit, preview, cursor) of a browse request."""
     query = request.query
     selector = parse_selector(query.get("selector"))
-    limit = _int(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
-    preview = _int(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
+    limit = int_field(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
+    preview = int_field(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
     return selector, limit, preview, query.get("cursor") or None
 
 
 def _page_response(name: str, page: BrowsePage) -> web.Response:
-    messages = [_message_json(message) for message in page.messages]
+    messages = [message_json(message) for message in page.messages]
     return web.json_response({"destination": name, "messages": messages, "next": page.next})
 
 
-def _message_json(message: BrowsedMessage) -> dict[str, Any]:
+def message_json(message: BrowsedMessage) -> dict[str, Any]:
     body, encoding = _preview(message.preview)
     return {
         "id": message.id,
@@ -287,10 +287,10 @@ def _preview(data: bytes) -> tuple[str, str]:
 
 @routes.post(PREFIX + "/destinations/{dest}/count")
 async def count(request: web.Request) -> web.Response:
-    name = _dest(request)
-    body = await _body(request, {"selector", "wait"})
+    name = dest_of(request)
+    body = await body_of(request, {"selector", "wait"})
     selector = parse_selector(body.get("selector"))
-    ops = _ops(request)
+    ops = ops_of(request)
     operation = Operation(_new_id(request), "count", name, selector=_text(selector))
     return await _start(request, operation, lambda p: ops.count(name, selector, p), body.get("wait"))
 
@@ -306,8 +306,8 @@ async def copy(request: web.Request) -> web.Response:
 
 
 async def _transfer(request: web.Request, kind: str) -> web.Response:
-    source = _dest(request)
-    body = await _body(request, {"to", "selector", "max", "wait"})
+    source = dest_of(request)
+    body = await body_of(request, {"to", "selector", "max", "wait"})
     raw_target = body.get("to")
     if not isinstance(raw_target, str):
         raise Invalid(f"to (the destination to {kind} messages to) is required")
@@ -317,7 +317,7 @@ async def _transfer(request: web.Request, kind: str) -> web.Response:
         raise Invalid(f"source and target are both {source}")
     selector = parse_selector(body.get("selector"))
     limit = _limit(body.get("max"))
-    ops = _ops(request)
+    ops = ops_of(request)
     method = ops.move if kind == "move" else ops.copy
     operation = Operation(
         _new_id(request), kind, source, target=target, selector=_text(selector), limit=limit
@@ -329,26 +329,26 @@ async def _transfer(request: web.Request, kind: str) -> web.Response:
 
 @routes.post(PREFIX + "/destinations/{dest}/remove")
 async def remove(request: web.Request) -> web.Response:
-    name = _dest(request)
-    body = await _body(request, {"selector", "max", "wait"})
+    name = dest_of(request)
+    body = await body_of(request, {"selector", "max", "wait"})
     selector = parse_selector(body.get("selector"))
     limit = _limit(body.get("max"))
-    ops = _ops(request)
+    ops = ops_of(request)
     operation = Operation(_new_id(request), "remove", name, selector=_text(selector), limit=limit)
     return await _start(request, operation, lambda p: ops.remove(name, selector, limit, p), body.get("wait"))
 
 
 @routes.post(PREFIX + "/destinations/{dest}/purge")
 async def purge(request: web.Request) -> web.Response:
-    name = _dest(request)
-    body = await _body(request, {"wait"})
-    ops = _ops(request)
+    name = dest_of(request)
+    body = await body_of(request, {"wait"})
+    ops = ops_of(request)
     operation = Operation(_new_id(request), "purge", name)
     return await _start(request, operation, lambda p: ops.purge(name, p), body.get("wait"))
 
 
 def _limit(value: Any) -> int | None:
-    return None if value is None else _int(value, "max", 1)
+    return None if value is None else int_field(value, "max", 1)
 
 
 def _text(selector: Selector | None) -> str | None:
@@ -410,7 +410,7 @@ def _operation(request: web.Request) -> Operation:
 
 @routes.get(PREFIX + "/connections")
 async def list_connections(request: web.Request) -> web.StreamResponse:
-    infos = await slices.ordered(await _ops(request).connections(), _connected_since)
+    infos = await slices.ordered(await ops_of(request).connections(), _connected_since)
     return await slices.json_list(request, "connections", infos, asdict)
 
 
@@ -420,38 +420,38 @@ def _connected_since(info: ConnectionInfo) -> float:
 
 @routes.get(PREFIX + "/connections/{id}")
 async def get_connection(request: web.Request) -> web.Response:
-    info, subs = _ops(request).connection(request.match_info["id"])
+    info, subs = ops_of(request).connection(request.match_info["id"])
     out = asdict(info)
     out["subscription_list"] = [asdict(sub) for sub in subs]
-    out["producer_list"] = _ops(request).producers(info.id)
+    out["producer_list"] = ops_of(request).producers(info.id)
     return web.json_response(out)
 
 
 @routes.delete(PREFIX + "/connections/{id}")
 async def close_connection(request: web.Request) -> web.Response:
     connection_id = request.match_info["id"]
-    _ops(request).close_connection(connection_id)
+    ops_of(request).close_connection(connection_id)
     return web.json_response({"closed": connection_id})
 
 
 @routes.get(PREFIX + "/subscriptions")
 async def list_subscriptions(request: web.Request) -> web.StreamResponse:
-    return await slices.json_list(request, "subscriptions", await _ops(request).subscriptions(), asdict)
+    return await slices.json_list(request, "subscriptions", await ops_of(request).subscriptions(), asdict)
 
 
 @routes.get(PREFIX + "/subscriptions/{client}/{name}/messages")
 async def browse_subscription(request: web.Request) -> web.Response:
     client_id, name = request.match_info["client"], request.match_info["name"]
     selector, limit, preview, cursor = _browse_query(request)
-    page = await _ops(request).browse_subscription(client_id, name, selector, limit, cursor, preview)
+    page = await ops_of(request).browse_subscription(client_id, name, selector, limit, cursor, preview)
     return _page_response(f"{client_id}/{name}", page)
 
 
 @routes.post(PREFIX + "/subscriptions/{client}/{name}/purge")
 async def purge_subscription(request: web.Request) -> web.Response:
     client_id, name = request.match_info["client"], request.match_info["name"]
-    body = await _body(request, {"wait"})
-    ops = _ops(request)
+    body = await body_of(request, {"wait"})
+    ops = ops_of(request)
     operation = Operation(_new_id(request), "purge", f"{client_id}/{name}")
     return await _start(
         request, operation, lambda p: ops.purge_subscription(client_id, name, p), body.get("wait")
@@ -461,29 +461,29 @@ async def purge_subscription(request: web.Request) -> web.Response:
 @routes.delete(PREFIX + "/subscriptions/{client}/{name}")
 async def delete_subscription(request: web.Request) -> web.Response:
     client_id, name = request.match_info["client"], request.match_info["name"]
-    removed = _ops(request).delete_subscription(client_id, name)
+    removed = ops_of(request).delete_subscription(client_id, name)
     return web.json_response({"deleted": {"client_id": client_id, "name": name}, "removed": removed})
 
 
 @routes.get(PREFIX + "/destinations/{dest}/subscribers")
 async def topic_subscribers(request: web.Request) -> web.StreamResponse:
-    name = _dest(request)
-    limit = _int(request.query.get("limit", SUBSCRIBERS_MAX), "limit", 1, SUBSCRIBERS_MAX)
-    rows, total = await _ops(request).topic_subscribers(name, limit)
+    name = dest_of(request)
+    limit = int_field(request.query.get("limit", SUBSCRIBERS_MAX), "limit", 1, SUBSCRIBERS_MAX)
+    rows, total = await ops_of(request).topic_subscribers(name, limit)
     return await slices.json_list(request, "subscribers", rows, asdict, {"total": total})
 
 
 @routes.get(PREFIX + "/network")
 async def network(request: web.Request) -> web.Response:
-    return web.json_response({"bridges": [asdict(info) for info in _ops(request).network()]})
+    return web.json_response({"bridges": [asdict(info) for info in ops_of(request).network()]})
 
 
 @routes.get(PREFIX + "/scheduled")
 async def list_scheduled(request: web.Request) -> web.Response:
     query = request.query
-    limit = _int(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
-    preview = _int(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
-    page = await _ops(request).scheduled(limit, query.get("cursor") or None, preview)
+    limit = int_field(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
+    preview = int_field(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
+    page = await ops_of(request).scheduled(limit, query.get("cursor") or None, preview)
     jobs = []
     for job in page.jobs:
         body, encoding = _preview(job.preview)
@@ -502,15 +502,15 @@ async def remove_all_scheduled(request: web.Request) -> web.Response:
         raise Invalid("start and end go together: a window of due times needs both ends")
     window = None
     if start is not None and end is not None:
-        window = _int(start, "start", 0), _int(end, "end", 0)
-    removed = await _ops(request).remove_scheduled(None, window)
+        window = int_field(start, "start", 0), int_field(end, "end", 0)
+    removed = await ops_of(request).remove_scheduled(None, window)
     return web.json_response({"removed": removed})
 
 
 @routes.delete(PREFIX + "/scheduled/{id}")
 async def remove_scheduled(request: web.Request) -> web.Response:
     job_id = request.match_info["id"]
-    removed = await _ops(request).remove_scheduled(job_id, None)
+    removed = await ops_of(request).remove_scheduled(job_id, None)
     if not removed:
         raise NotFound(f"no scheduled job {job_id}")
     return web.json_response({"removed": removed, "id": job_id})
@@ -518,7 +518,7 @@ async def remove_scheduled(request: web.Request) -> web.Response:
 
 @routes.get(PREFIX + "/usage")
 async def usage(request: web.Request) -> web.Response:
-    info = _ops(request).usage()
+    info = ops_of(request).usage()
     return web.json_response(
         {
             "memory": {**_meter_json(info.memory), "destinations": info.destinations_bytes},
@@ -532,7 +532,7 @@ async def usage(request: web.Request) -> web.Response:
 
 
 async def health(request: web.Request) -> web.Response:
-    info = _ops(request).health()
+    info = ops_of(request).health()
     body = {
         "status": "ok" if info.ok else "failing",
         "problems": list(info.problems),
@@ -542,109 +542,12 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response(body, status=200 if info.ok else 503)
 
 
-def _dest(request: web.Request) -> str:
+def dest_of(request: web.Request) -> str:
     return parse_destination(request.match_info["dest"])
 
 
 def _quote(name: str) -> str:
     return quote(name, safe="")
-
-
-# -- one message, sending, the broker (ActiveMQ's console: Send, a message's page) -----------
-
-#: The request key the admin server's guard puts the authenticated user under.
-USER: web.RequestKey[str | None] = web.RequestKey("user")
-#: Headers an admin SEND takes from the request's own fields, or that are the session's.
-_NOT_HEADERS = frozenset({"destination", "receipt", "transaction", "content-length"})
-_SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "delay"}
-
-
-@routes.post(PREFIX + "/destinations/{dest}/messages")
-async def send(request: web.Request) -> web.Response:
-    name = _dest(request)
-    body = await _body(request, _SEND_FIELDS)
-    headers = _send_headers(body)
-    payload = _send_body(body.get("body", ""), body.get("body_encoding", "utf-8"))
-    await _ops(request).send(request.get(USER), name, headers, payload)
-    out: dict[str, Any] = {"sent": name, "body_size": len(payload), "headers": headers}
-    return web.json_response(out, status=201)
-
-
-def _send_headers(body: dict[str, Any]) -> dict[str, str]:
-    raw = body.get("headers") or {}
-    if not isinstance(raw, dict):
-        raise Invalid("headers must be a JSON object of header names to values")
-    headers: dict[str, str] = {}
-    for key, value in raw.items():
-        if not key or not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise Invalid(f"header {key!r} needs a name and a string or number value")
-        if key in _NOT_HEADERS:
-            raise Invalid(f"header {key!r} is not the sender's to set here")
-        headers[key] = str(value)
-    persistent = body.get("persistent")
-    if persistent is not None:
-        if not isinstance(persistent, bool):
-            raise Invalid("persistent must be true or false")
-        headers["persistent"] = "true" if persistent else "false"
-    if body.get("priority") is not None:
-        headers["priority"] = str(_int(body["priority"], "priority", 0, 9))
-    delay = _int(body.get("delay") or 0, "delay", 0)
-    if delay:
-        headers["AMQ_SCHEDULED_DELAY"] = str(delay)
-    return headers
-
-
-def _send_body(text: Any, encoding: Any) -> bytes:
-    if not isinstance(text, str):
-        raise Invalid("body must be a string")
-    if encoding == "utf-8":
-        return text.encode()
-    if encoding == "base64":
-        try:
-            return base64.b64decode(text, validate=True)
-        except ValueError:
-            raise Invalid("body is not valid base64") from None
-    raise Invalid(f"body_encoding must be utf-8 or base64, not {encoding!r}")
-
-
-@routes.get(PREFIX + "/destinations/{dest}/messages/{id}")
-async def get_message(request: web.Request) -> web.Response:
-    name = _dest(request)
-    message = await _ops(request).message(name, request.match_info["id"])
-    return web.json_response({"destination": name, **_message_json(message)})
-
-
-@routes.delete(PREFIX + "/destinations/{dest}/messages/{id}")
-async def remove_message(request: web.Request) -> web.Response:
-    name, message_id = _dest(request), request.match_info["id"]
-    await _ops(request).remove_message(name, message_id)
-    return web.json_response({"removed": message_id, "destination": name})
-
-
-@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/move")
-async def move_message(request: web.Request) -> web.Response:
-    name, message_id = _dest(request), request.match_info["id"]
-    raw = (await _body(request, {"to"})).get("to")
-    if not isinstance(raw, str):
-        raise Invalid("to (the queue to move the message to) is required")
-    target = parse_destination(raw)
-    if target == name:
-        raise Invalid(f"the message is on {name} already")
-    await _ops(request).move_message(name, message_id, target)
-    return web.json_response({"moved": message_id, "destination": name, "target": target})
-
-
-@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/retry")
-async def retry_message(request: web.Request) -> web.Response:
-    name, message_id = _dest(request), request.match_info["id"]
-    await _body(request, set())
-    target = await _ops(request).retry(name, message_id)
-    return web.json_response({"retried": message_id, "destination": name, "target": target})
-
-
-@routes.get(PREFIX + "/broker")
-async def broker_info(request: web.Request) -> web.Response:
-    return web.json_response(asdict(_ops(request).broker()))
 
 
 # -- errors ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
-from broker.http import AdminPortError, api
+from broker.http import AdminPortError, api, api_messages
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 
@@ -64,6 +64,7 @@ class HttpServer:
         self.app[api.OPS_KEY] = ops
         self.app[api.OPERATIONS_KEY] = self.operations
         self.app.add_routes(api.routes)
+        self.app.add_routes(api_messages.routes)
         self.app.router.add_get("/health", api.health)
         self.app.router.add_get("/", _to_console)
         self.app.router.add_get("/console", _to_console)
@@ -121,7 +122,7 @@ class HttpServer:
         )
         if denied is None:
             # Who an admin SEND is authorized as (None: no users are configured).
-            request[api.USER] = user
+            request[api_messages.USER] = user
             if request.method not in ("GET", "HEAD"):
                 # Who changed what, for the operator's log (moves, purges, closed connections).
                 log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)

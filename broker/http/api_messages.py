@@ -1,0 +1,110 @@
+"""The admin API's routes on one message, sending, and the broker itself (what ActiveMQ's
+console has: Send, a message's page with Delete, Move and Retry, the broker's name,
+version and uptime).  Registered beside ``api.routes`` (``server``)."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict
+from typing import Any
+
+from aiohttp import web
+
+from broker.core.admin.errors import Invalid
+from broker.http.api import PREFIX, body_of, dest_of, int_field, message_json, ops_of, parse_destination
+
+routes = web.RouteTableDef()
+
+#: The request key the admin server's guard puts the authenticated user under.
+USER: web.RequestKey[str | None] = web.RequestKey("user")
+#: Headers an admin SEND takes from the request's own fields, or that are the session's.
+_NOT_HEADERS = frozenset({"destination", "receipt", "transaction", "content-length"})
+_SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "delay"}
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages")
+async def send(request: web.Request) -> web.Response:
+    name = dest_of(request)
+    body = await body_of(request, _SEND_FIELDS)
+    headers = _send_headers(body)
+    payload = _send_body(body.get("body", ""), body.get("body_encoding", "utf-8"))
+    await ops_of(request).send(request.get(USER), name, headers, payload)
+    out: dict[str, Any] = {"sent": name, "body_size": len(payload), "headers": headers}
+    return web.json_response(out, status=201)
+
+
+def _send_headers(body: dict[str, Any]) -> dict[str, str]:
+    raw = body.get("headers") or {}
+    if not isinstance(raw, dict):
+        raise Invalid("headers must be a JSON object of header names to values")
+    headers: dict[str, str] = {}
+    for key, value in raw.items():
+        if not key or not isinstance(value, str | int | float) or isinstance(value, bool):
+            raise Invalid(f"header {key!r} needs a name and a string or number value")
+        if key in _NOT_HEADERS:
+            raise Invalid(f"header {key!r} is not the sender's to set here")
+        headers[key] = str(value)
+    persistent = body.get("persistent")
+    if persistent is not None:
+        if not isinstance(persistent, bool):
+            raise Invalid("persistent must be true or false")
+        headers["persistent"] = "true" if persistent else "false"
+    if body.get("priority") is not None:
+        headers["priority"] = str(int_field(body["priority"], "priority", 0, 9))
+    delay = int_field(body.get("delay") or 0, "delay", 0)
+    if delay:
+        headers["AMQ_SCHEDULED_DELAY"] = str(delay)
+    return headers
+
+
+def _send_body(text: Any, encoding: Any) -> bytes:
+    if not isinstance(text, str):
+        raise Invalid("body must be a string")
+    if encoding == "utf-8":
+        return text.encode()
+    if encoding == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            raise Invalid("body is not valid base64") from None
+    raise Invalid(f"body_encoding must be utf-8 or base64, not {encoding!r}")
+
+
+@routes.get(PREFIX + "/destinations/{dest}/messages/{id}")
+async def get_message(request: web.Request) -> web.Response:
+    name = dest_of(request)
+    message = await ops_of(request).message(name, request.match_info["id"])
+    return web.json_response({"destination": name, **message_json(message)})
+
+
+@routes.delete(PREFIX + "/destinations/{dest}/messages/{id}")
+async def remove_message(request: web.Request) -> web.Response:
+    name, message_id = dest_of(request), request.match_info["id"]
+    await ops_of(request).remove_message(name, message_id)
+    return web.json_response({"removed": message_id, "destination": name})
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/move")
+async def move_message(request: web.Request) -> web.Response:
+    name, message_id = dest_of(request), request.match_info["id"]
+    raw = (await body_of(request, {"to"})).get("to")
+    if not isinstance(raw, str):
+        raise Invalid("to (the queue to move the message to) is required")
+    target = parse_destination(raw)
+    if target == name:
+        raise Invalid(f"the message is on {name} already")
+    await ops_of(request).move_message(name, message_id, target)
+    return web.json_response({"moved": message_id, "destination": name, "target": target})
+
+
+@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/retry")
+async def retry_message(request: web.Request) -> web.Response:
+    name, message_id = dest_of(request), request.match_info["id"]
+    await body_of(request, set())
+    target = await ops_of(request).retry(name, message_id)
+    return web.json_response({"retried": message_id, "destination": name, "target": target})
+
+
+@routes.get(PREFIX + "/broker")
+async def broker_info(request: web.Request) -> web.Response:
+    return web.json_response(asdict(ops_of(request).broker()))
