@@ -18,7 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from broker.core.admin.errors import AdminError, Invalid, NotFound
-from broker.core.admin.service import check_target
+from broker.core.admin.requests import check_target
 from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.core.admin import actions, infos, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
+from broker.core.admin.requests import check_target, cursor_position, job_position, no_message
 from broker.core.admin.steps import Wait, collect, ordered
 from broker.core.admin.views import (
     BridgeInfo,
@@ -41,7 +42,7 @@ from broker.core.base.history import INTERVAL_MS
 from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
-from store.api import LEVELS, Failed
+from store.api import Failed
 from wildcards import has_wildcard_element
 
 if TYPE_CHECKING:
@@ -323,7 +324,7 @@ class AdminService:
     ) -> Steps[BrowsePage]:
         """Up to ``limit`` messages after ``cursor`` (None: from the head), without consuming."""
         queue = self._queue(name)
-        return self._browse(Browse(queue, selector, limit, _position(cursor)), preview)
+        return self._browse(Browse(queue, selector, limit, cursor_position(cursor)), preview)
 
     def _browse(self, browse: Browse, preview: int) -> Steps[BrowsePage]:
         yield from self._run(browse, None)
@@ -418,7 +419,7 @@ class AdminService:
         preview: int,
     ) -> Steps[BrowsePage]:
         """As ``browse``, over what durable subscription ``name`` of ``client_id`` is owed."""
-        position = _position(cursor)
+        position = cursor_position(cursor)
         backlog = self._durable(client_id, name)
         return self._closing(backlog, self._browse(Browse(backlog, selector, limit, position), preview))
 
@@ -460,7 +461,7 @@ class AdminService:
 
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Steps[JobPage]:
         """Up to ``limit`` scheduled jobs after ``cursor`` (None: the soonest first)."""
-        return self._jobs_page(_job_position(cursor), limit, preview)
+        return self._jobs_page(job_position(cursor), limit, preview)
 
     def _jobs_page(self, after: tuple[int, int] | None, limit: int, preview: int) -> Steps[JobPage]:
         wait = Wait()
@@ -525,7 +526,7 @@ class AdminService:
         browse = Browse(queue, lambda message: message.id == message_id, 1)
         yield from self._run(browse, None)
         if not browse.messages:
-            raise _no_message(queue.name, message_id)
+            raise no_message(queue.name, message_id)
         found = browse.messages[0]
         return infos.browsed(found, len(found.body))
 
@@ -571,29 +572,7 @@ class AdminService:
         """``work`` on one message: NotFound if it was not there (any more)."""
         yield from work
         if not progress.applied:
-            raise _no_message(name, message_id)
-
-
-def _no_message(name: str, message_id: str) -> NotFound:
-    return NotFound(
-        f"no message {message_id} waiting on {name} (one dispatched to a consumer and not "
-        "acknowledged yet is not there to act on)"
-    )
-
-
-def check_target(kind: str, target: str) -> None:
-    """Raise ``Invalid`` unless messages may be moved or copied (``kind``) to ``target``: a
-    queue only, as ActiveMQ's ``moveMatchingMessagesTo``.  A topic keeps nothing for a
-    subscriber that is not there, so what went to one with none would be lost."""
-    if target.startswith(names.QUEUE):
-        return
-    done = "moved" if kind == Action.MOVE.value else "copied"
-    if target.startswith(names.TOPIC):
-        raise Invalid(
-            f"{target} is a topic: messages are {done} only to a queue "
-            "(a topic keeps nothing for absent subscribers, so they would be lost)"
-        )
-    raise Invalid(f"messages are {done} only to a /queue/ destination, not {target}")
+            raise no_message(name, message_id)
 
 
 def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:
@@ -604,26 +583,3 @@ def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:
         wait.resume()
 
     return answer
-
-
-def _position(cursor: str | None) -> tuple[int, int] | None:
-    if cursor is None:
-        return None
-    level, _, after = cursor.partition(":")
-    try:
-        position = int(level), int(after)
-    except ValueError:
-        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None
-    if not 0 <= position[0] < LEVELS:
-        raise Invalid(f"cursor {cursor!r} is not one this broker handed out")
-    return position
-
-
-def _job_position(cursor: str | None) -> tuple[int, int] | None:
-    if cursor is None:
-        return None
-    due, _, seq = cursor.partition(":")
-    try:
-        return int(due), int(seq)
-    except ValueError:
-        raise Invalid(f"cursor {cursor!r} is not one this broker handed out") from None
