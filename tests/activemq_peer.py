@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_crash import free_port
+from tests.ports import free_port
 
 HOME = Path("/usr/share/activemq")
 JAR = HOME / "bin" / "activemq.jar"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -47,13 +46,6 @@ def drop_link(thread: BrokerThread) -> int:
 
     thread.call(attempt)
     return dropped.result(timeout=15)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def connector(

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.docker.image import Dockerfile, HostMap, seconds
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 from tests.ws_support import ws_round_trip
 
@@ -147,13 +148,6 @@ def started() -> Iterator[list[ImageProcess]]:
     yield runs
     for run in runs:
         run.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def start(runs: list[ImageProcess], data_dir: Path) -> ImageProcess:

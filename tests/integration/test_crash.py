@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from protocol.frames import Frame
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -39,13 +39,6 @@ SEED = int(os.environ.get("STOMPD_CRASH_SEED", "20240607"))
 #: The kill -9 test: its queue, and how many SENDs each producer makes at most.
 QUEUE = "/queue/crash"
 PER_ROUND = 1000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class BrokerProcess:

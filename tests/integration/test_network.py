@@ -27,13 +27,13 @@ from tests.network_support import (
     depth,
     drop_link,
     eventually,
-    free_port,
     nodes,
     on_loop,
     produce,
     wait_connected,
     wait_forwarding,
 )
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.network_support import Nodes, eventually, forward_outbound, free_port, migrate, nodes
+from tests.network_support import Nodes, eventually, forward_outbound, migrate, nodes
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration

@@ -36,7 +36,7 @@ from perf import cli as perf_cli
 from protocol.frames import Frame
 from store.lock import LOCK_FILE
 from tests.clients import Collector
-from tests.integration.test_crash import free_port
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration

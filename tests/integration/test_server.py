@@ -14,18 +14,12 @@ import pytest
 
 from tests.clients import client
 from tests.conftest import BrokerServer
+from tests.ports import free_port
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def wait_for_port(port: int, timeout: float = 10) -> None:

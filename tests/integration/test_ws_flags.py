@@ -14,7 +14,8 @@ import pytest
 import trustme
 
 from tests.http_support import call
-from tests.integration.test_server import ROOT, free_port, wait_for_port
+from tests.integration.test_server import ROOT, wait_for_port
+from tests.ports import free_port
 from tests.ws_support import WsSession
 
 pytestmark = pytest.mark.integration
