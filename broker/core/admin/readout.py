@@ -12,18 +12,16 @@ over the destinations and sessions per read.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from broker.core.base.clock import Clock
     from broker.core.base.observe import EventSink
     from broker.core.base.usage import UsageMeter
     from broker.core.delivery.queue import Queue, QueueStats
-    from broker.core.delivery.session import Session
     from broker.core.delivery.subscription import Subscription
     from broker.core.delivery.topic import Topic, TopicStats
     from broker.core.engine import Engine
@@ -91,13 +89,9 @@ class Readout:
         """The rows of the destinations that exist now, ``size`` at a time: between two
         slices the caller may let the event loop run (one deleted meanwhile is left out)."""
         engine = self._engine
-        producers: Counter[str] = Counter()
-        # Producers first, their connections a slice at a time too (each knows what it sent to).
-        sessions = list(engine.sessions.values())
-        for start in range(0, len(sessions), size):
-            for session in sessions[start : start + size]:
-                _count_producer(session, producers)
-            yield []
+        # Per destination name, the open connections that have sent to it: kept by the
+        # send path as connections send and close, so a row looks it up.
+        producers = engine.sending.producers
         queues = engine.queues
         every = list(queues.values())
         for start in range(0, len(every), size):
@@ -147,13 +141,6 @@ class Readout:
         }
 
 
-def _count_producer(session: Session, counts: Counter[str]) -> None:
-    """Count ``session`` once for each destination name it has sent to (``counts``: per
-    destination name, the open connections that have)."""
-    if session.sent_to:
-        counts.update({target.name for targets in session.sent_to for target in targets})
-
-
 def _inflight_here(sub: Subscription, name: str, only_here: bool) -> int:
     if only_here:
         return len(sub.inflight)
@@ -190,7 +177,7 @@ def _row(
     )
 
 
-def _queue_row(queue: Queue, producers: Counter[str]) -> DestinationRow:
+def _queue_row(queue: Queue, producers: Mapping[str, int]) -> DestinationRow:
     name = queue.name
     inflight = 0
     for sub in queue.consumers:
@@ -211,7 +198,7 @@ def _queue_row(queue: Queue, producers: Counter[str]) -> DestinationRow:
 
 
 def _topic_row(
-    topic: Topic, subscribers: tuple[Subscription, ...], producers: Counter[str]
+    topic: Topic, subscribers: tuple[Subscription, ...], producers: Mapping[str, int]
 ) -> DestinationRow:
     name = topic.name
     pending = inflight = disk = 0
