@@ -285,9 +285,19 @@ PERF = [sys.executable, "-m", "perf", "--json", "--quiet", "--login", "guest", "
 
 
 def perf(args: list[str], timeout: float) -> dict[str, Any]:
-    argv = [*PERF, "--destination", QUEUE, *args]
-    proc = subprocess.Popen(
-        argv,
+    proc = start_perf(args)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    return perf_summary(out, err)
+
+
+def start_perf(args: list[str]) -> subprocess.Popen[str]:
+    """stompd-perf on the benchmark's queue, in a session of its own (stopped as a group)."""
+    return subprocess.Popen(
+        [*PERF, "--destination", QUEUE, *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -295,11 +305,10 @@ def perf(args: list[str], timeout: float) -> dict[str, Any]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         start_new_session=True,
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+
+
+def perf_summary(out: str, err: str) -> dict[str, Any]:
+    """The JSON summary stompd-perf prints last."""
     lines = out.strip().splitlines()
     if not lines:
         raise RuntimeError(f"stompd-perf printed no summary: {err.strip()[-400:]}")
@@ -397,15 +406,7 @@ def kills(name: str, work: Path, st: Settings) -> Result:
         # Each kill comes --kill-every seconds after the pair is whole again; the load lasts
         # long enough for all of them (a broker's cycle: its takeover, then its relaunch).
         duration = st.load or st.kills * (st.kill_every + CYCLE_S[name]) + st.kill_every
-        proc = subprocess.Popen(
-            [*PERF, "--destination", QUEUE, *load, "--duration", f"{duration:g}"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            start_new_session=True,
-        )
+        proc = start_perf([*load, "--duration", f"{duration:g}"])
         takeovers = []
         try:
             for n in range(st.kills):
@@ -422,10 +423,7 @@ def kills(name: str, work: Path, st: Settings) -> Result:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.communicate(timeout=60)
-        lines = out.strip().splitlines()
-        if not lines:
-            raise RuntimeError(f"stompd-perf printed no summary: {err.strip()[-400:]}")
-        during: dict[str, Any] = json.loads(lines[-1])
+        during = perf_summary(out, err)
         result.figures["during"] = {**_brief(during), "failover": during.get("failover")}
         result.figures["takeover_s_median"] = round(statistics.median(takeovers), 3) if takeovers else None
         result.figures["takeover_s_max"] = round(max(takeovers), 3) if takeovers else None
