@@ -63,6 +63,7 @@ BROKER_HEADERS: Final = (
 # Where the message store keeps a field (``message_codecs``; ``Field.stored``).
 #: In the record's key, not its value (the priority: its level, the key's order; the
 #: priority of one kept in arrival order is in the head's flags byte, beside ``fifo``).
+#: (What such an integer holds: ``errors.LONG_MIN`` .. ``LONG_MAX``.)
 IN_KEY: Final = "key"
 #: A signed 64-bit integer in the record's fixed head, in field order.
 IN_HEAD: Final = "head"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging, names
 from broker.core.base.audit import ProducerAudit
-from broker.core.base.errors import InvalidHeader, StoreFailed, int_header
+from broker.core.base.errors import LONG_MAX, InvalidHeader, StoreFailed, int_header
 from broker.core.base.guard import WRITE
 from broker.core.base.message import DEFAULT_PRIORITY, Message
 from broker.core.delivery.routing import copies
@@ -282,7 +282,8 @@ class Sending:
             expires = int_header("expires", text)
         text = pop("ttl", None)
         if text is not None:
-            ttl = int_header("ttl", text)
+            # What now + ttl can be: an expiry the store holds.
+            ttl = int_header("ttl", text, hi=LONG_MAX - now)
             if ttl > 0:
                 expires = now + ttl
         timestamp = now
