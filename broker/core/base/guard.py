@@ -25,6 +25,9 @@ from broker.core.base.errors import AccessDenied
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+#: The broker's administrators (the admin server's group too): with users configured,
+#: only they may connect as another broker's network bridge (``Guard.may_bridge``).
+ADMINS: Final = "admins"
 READ: Final = "read"
 WRITE: Final = "write"
 ADMIN: Final = "admin"
@@ -79,6 +82,10 @@ class Guard(Protocol):
         """Whether ``principal`` may ``op`` the destination ``kind`` + ``name``
         (kind is one of broker.core.base.names' prefixes, name has no wildcard meaning here)."""
 
+    def may_bridge(self, principal: Principal) -> bool:
+        """Whether ``principal`` may connect as another broker's network bridge, whose
+        SENDs say what a message's id is and where it has been (``bridging``)."""
+
 
 class OpenGuard:
     """No security configured: any login is accepted, everything is allowed."""
@@ -97,6 +104,9 @@ class OpenGuard:
         return Principal(login or "", anonymous=not login)
 
     def allows(self, principal: Principal, op: str, kind: str, name: str) -> bool:
+        return True
+
+    def may_bridge(self, principal: Principal) -> bool:
         return True
 
 

@@ -36,6 +36,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from broker.core.base import bridging
 from broker.core.base.cron import BadCron, Cron
 from broker.core.base.errors import LONG_MAX, InvalidHeader, shown
 from broker.core.storage import jobs
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import tzinfo
 
+    from broker.core.base.audit import ProducerAudit
     from broker.core.base.clock import Clock
     from broker.core.base.message import Message
     from broker.core.delivery.destinations import Destination, Destinations
@@ -230,6 +232,7 @@ class Scheduler:
         "_added_min",
         "_busy",
         "_walks",
+        "audit",
         "clock",
         "destinations",
         "next_due",
@@ -238,9 +241,16 @@ class Scheduler:
     )
 
     def __init__(
-        self, clock: Clock, persistence: Persistence, destinations: Destinations, routing: Routing
+        self,
+        clock: Clock,
+        persistence: Persistence,
+        destinations: Destinations,
+        routing: Routing,
+        audit: ProducerAudit,
     ) -> None:
         self.clock = clock
+        #: The ids of the forwarded messages stored here (``deliver`` records them).
+        self.audit = audit
         self.persistence = persistence
         self.destinations = destinations
         self.routing = routing
@@ -261,6 +271,10 @@ class Scheduler:
     ) -> None:
         """Route a SEND now, or keep it until its scheduling headers say it is due;
         ``sender``'s later frames wait until what it stored is durable."""
+        if message.id_prefix:
+            # Forwarded by a bridge (it came with its id; any other SEND gets one when
+            # routed): stored now, so a copy of it is one from now on, and not before.
+            self.audit.record(bridging.origin_of(message), message.id_prefix)
         # Every scheduling header's name starts so: one C-level find over the header
         # block, and no dict built, for the SENDs (nearly all) that have none.
         if PREFIX in message.header_block and not HEADERS.isdisjoint(headers := message.headers):
