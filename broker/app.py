@@ -24,7 +24,7 @@ from broker.io.server import StompServer
 from broker.io.space import DiskWatch
 from broker.role import Role
 from store.api import Stores
-from store.errors import StoreFull
+from store.errors import StoreFenced, StoreFull
 from store.persistent import MessageStore
 from store.space import Ballast
 from store.temp import TempStore
@@ -98,13 +98,27 @@ class BrokerOptions:
     network: NetworkSettings | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class StoreFence:
+    """A pair's master writes its store only while it holds the store's lock (broker/ha.py)."""
+
+    #: None while the lock is ours, else why not; asked by the store's writer thread
+    #: before each batch and before the batch's receipts.
+    check: Callable[[], str | None]
+    #: Told on the loop when ``check`` found the lock lost (the store is fenced off by then).
+    lost: Callable[[str], None]
+
+
 class Broker:
     """One broker: temp store, engine and listener.  ``start``/``stop`` run on the event loop."""
 
-    def __init__(self, options: BrokerOptions, role: Role | None = None) -> None:
+    def __init__(
+        self, options: BrokerOptions, role: Role | None = None, fence: StoreFence | None = None
+    ) -> None:
         self.options = options
         #: What /health and /metrics say of this broker's part in a pair.
         self.role = role or Role()
+        self.fence = fence
         #: The ports the listeners are bound to, in ``options.listeners`` order.
         self.ports: list[int] = []
         #: The first STOMP (TCP or TLS) listener's port (0: there is none).
@@ -161,7 +175,12 @@ class Broker:
             loop.call_soon_threadsafe(self._io_done, fn)
 
         self.worker = IOWorker(post, name="stompd-temp")
-        self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
+        self.message_store.start_committer(
+            post,
+            self._store_failed,
+            on_stall=self._store_stalled,
+            guard=self.fence.check if self.fence is not None else None,
+        )
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
         self.engine = Engine(options.core, stores=stores, guard=options.guard)
         self.engine.chores.wake = functools.partial(loop.call_soon, self._run_chores)
@@ -263,6 +282,10 @@ class Broker:
         engine.flush()
 
     def _store_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, StoreFenced) and self.fence is not None:
+            # The pair abandons this broker at once; nothing waiting is receipted meanwhile.
+            self.fence.lost(str(exc))
+            return
         self.engine.persistence.store_failed(exc)
 
     def _store_stalled(self, exc: BaseException | None) -> None:
