@@ -11,6 +11,7 @@ the owner gets what it was owed."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,12 +69,14 @@ class Broker:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[Broker]:
+def broker(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Broker]:
     handle = Broker(tmp_path)
     try:
         yield handle
     finally:
         handle.stop()
+    # Each refusal is the client's ERROR: the broker's log shows no traceback for any.
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
 
 
 def away(port: int, who: dict[str, str], client_id: str, name: dict[str, str]) -> None:
