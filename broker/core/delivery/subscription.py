@@ -265,12 +265,20 @@ class Subscription:
         """Deliver what this subscription can take: its topic cursor, then its queues."""
         cursor = self.cursor
         if cursor.count:
+            durable = self.durable
+            # A wildcard durable subscription's owner may have lost the right to read what
+            # waited for it (a reload): that is not delivered, its share let go.
+            readable = durable.readable if durable is not None else None
             while self.ready:
                 message = cursor.pop()
                 if message is None:
                     break
                 if not (message.expires and message.expires <= self.session.clock.ms):
-                    self.deliver(message, True, TOPIC)
+                    if readable is None or readable(message):
+                        self.deliver(message, True, TOPIC)
+                    elif message.store_size:
+                        assert durable is not None
+                        self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
         for queue in self.queues:
             if not self.ready:

@@ -22,7 +22,7 @@ from broker.core.base.errors import (
 )
 from broker.core.base.guard import READ, denied
 from broker.core.base.selector import compile_selector
-from broker.core.delivery.durable import DurableSubscription
+from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
 from broker.core.handlers.browsing import QueueBrowser
@@ -34,12 +34,11 @@ from wildcards import is_wildcard
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from broker.core.base.guard import Guard, Principal
     from broker.core.base.message import Message
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
     from broker.core.delivery.destinations import Destinations
-    from broker.core.delivery.durable import DurableSubscriptions
+    from broker.core.delivery.durable import DurableSubscription, DurableSubscriptions
     from broker.core.delivery.routing import Routing
     from broker.core.delivery.session import Session
     from broker.core.handlers.advisory import Advisories
@@ -113,12 +112,12 @@ class Subscribing:
             compile_selector(selector_text).matches if selector_text else None
         )
         guard = self.destinations.guard
-        filtered = False
         if guard.authorizing and not session.principal.system:
             self.destinations.authorize(session, READ, destination)
-            if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
-                selector = _readable(guard, session.principal, selector)
-                filtered = True
+            wildcard = any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets)
+            if wildcard and durable_name is None:
+                # (A durable subscription's filter is its owner's: ``new_durable``.)
+                selector = readable_by(guard, session.principal, selector)
         priority = 0
         text = headers.get(bridging.PRIORITY)
         if text is not None:
@@ -126,8 +125,6 @@ class Subscribing:
             if not -128 <= priority <= 127:
                 raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
         network = _network(headers)
-        if network is not None:
-            selector = bridging.network_filter(network, selector)
         # Before anything is made: a SUBSCRIBE that would make a destination there is no
         # room for yet waits for it, as a SEND does (NoRoomToCreate).
         self.destinations.make_room(session, destination)
@@ -135,9 +132,11 @@ class Subscribing:
         durable = None
         if durable_name is not None:
             durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
-            if filtered:
-                # What it keeps while its subscriber is away is filtered the same way.
-                durable.selector = selector
+            # Its subscriber gets what it keeps: what its selector and (a wildcard one) its
+            # owner's read rights let through, whoever attaches (``_may_claim``).
+            selector = durable.selector
+        if network is not None:
+            selector = bridging.network_filter(network, selector)
         sub = Subscription(
             session,
             sub_id,
@@ -247,26 +246,21 @@ class Subscribing:
             raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
         durable = self.durables.get(client_id, name)
         if durable is not None:
+            same = durable.same_as(destination, selector_text, no_local)
+            # As ActiveMQ: another destination or selector makes it a new subscription.
+            self._may_claim(session, durable, "take over" if same else "remove")
             self._let_go(durable)
             if durable.subscriber is not None:
                 raise DuplicateSubscription(
                     f"durable subscription {name!r} of client {client_id!r} is already active"
                 )
-            if not durable.same_as(destination, selector_text, no_local):
-                # As ActiveMQ: another destination or selector makes it a new subscription.
-                self._may_remove(session, durable)
+            if not same:
                 self._remove_durable(durable)
                 durable = None
         if durable is None:
-            durable = DurableSubscription(
-                0,
-                client_id,
-                name,
-                destination,
-                selector_text,
-                no_local,
-                compile_selector(selector_text).matches if selector_text else None,
-            )
+            guard = self.destinations.guard
+            owner = session.principal
+            durable = new_durable(guard, 0, client_id, name, destination, selector_text, no_local, owner)
             durable.store_id = self.persistence.put_subscription(client_id, name, durable.encode())
             self.durables.add(durable)
         return durable
@@ -296,21 +290,26 @@ class Subscribing:
         if attached is not None and attached.session.closing:
             self.unsubscribe(cast("Session", attached.session), cast("Subscription", attached))
 
-    def _may_remove(self, session: Session, durable: DurableSubscription) -> None:
-        """Raise ``AccessDenied`` unless ``session``'s user may read what ``durable``
-        subscribes to.  Ending a durable subscription deletes what it is owed, and a
-        client-id is anyone's to claim while its connection is away; so, stricter than
-        ActiveMQ (which checks nothing here), only a user who could have made it may
-        remove it, or remake it elsewhere."""
+    def _may_claim(self, session: Session, durable: DurableSubscription, what: str) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s user may ``what`` (take over, remove)
+        ``durable``: its owner may, and so may a user who may read every topic it covers,
+        so whatever it holds.  A client-id is anyone's to claim while its connection is
+        away, and taking a durable subscription over hands its subscriber what it kept,
+        ending it deletes that; ActiveMQ checks nothing here (its SUBSCRIBE to a wildcard
+        needs read on the wildcard itself, stompd's on any topic it covers)."""
         guard = self.destinations.guard
-        if not guard.authorizing:
-            return
         principal = session.principal
+        if not guard.authorizing or principal.system or durable.owned_by(principal):
+            return
         for kind, name in names.split_destination(durable.destination):
-            if not guard.allows(principal, READ, kind, name):
+            if not guard.allows_every(principal, READ, kind, name):
+                whole = "every topic of it, " if is_wildcard(name) else ""
+                maker = (
+                    "another user" if durable.owner is not None else "an earlier version, keeping no owner,"
+                )
                 raise AccessDenied(
-                    f"{denied(principal, READ, kind + name)} (needed to remove durable subscription "
-                    f"{durable.name!r} of client {durable.client_id!r})"
+                    f"{denied(principal, READ, kind + name)} ({whole}needed to {what} durable "
+                    f"subscription {durable.name!r} of client {durable.client_id!r}, which {maker} made)"
                 )
 
     def remove_away(self, durable: DurableSubscription) -> None:
@@ -350,7 +349,7 @@ class Subscribing:
             durable = self.durables.get(session.client_id or "", durable_name)
             if durable is not None:
                 # Before anything ends: a refusal leaves the subscriber subscribed too.
-                self._may_remove(session, durable)
+                self._may_claim(session, durable, "remove")
         if sub is not None:
             self.unsubscribe(session, sub)
         elif durable_name is None:
@@ -438,19 +437,3 @@ def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
-
-
-def _readable(
-    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
-) -> Callable[[Message], bool]:
-    """A wildcard subscription's filter: only messages of topics its user may read
-    (the guard caches each decision, so this is a dict lookup per message)."""
-    prefix = len(names.TOPIC)
-
-    def accepts(message: Message) -> bool:
-        name = message.destination
-        if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
-            return False
-        return selector is None or selector(message)
-
-    return accepts
