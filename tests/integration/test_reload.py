@@ -5,8 +5,6 @@ The file is read off the event loop: clients are served while it is read."""
 from __future__ import annotations
 
 import os
-import queue
-import re
 import signal
 import subprocess
 import sys
@@ -22,6 +20,7 @@ from broker.security.reload import Reloader
 from broker.settings_bridge import broker_options
 from config.loader import Loaded, load
 from tests.broker_thread import BrokerThread
+from tests.cli_broker import Log
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient
@@ -45,36 +44,6 @@ FILE = """<beans xmlns="http://www.springframework.org/schema/beans">
   </broker>
 </beans>
 """
-
-
-class Log:
-    """The broker's stderr, line by line, waited on without blocking forever."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        assert process.stderr is not None
-        self.stream = stream = process.stderr
-        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
-        self.reader.start()
-
-    def close(self) -> None:
-        """Once the process has exited: the rest of its output, and the pipe closed."""
-        self.reader.join(timeout=10)
-        self.stream.close()
-        while not self.lines.empty():
-            self.seen.append(self.lines.get())
-
-    def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no log line like {pattern!r} in:\n{''.join(self.seen)}") from None
-            self.seen.append(line)
-            match = re.search(pattern, line)
-            if match:
-                return match
 
 
 def refused(port: int, login: str, passcode: str) -> bool:
