@@ -132,6 +132,13 @@ async def body_of(request: web.Request, allowed: set[str]) -> dict[str, Any]:
         raise Invalid(f"request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise Invalid("request body must be a JSON object")
+    try:
+        # JSON's \ud800 escapes can make a lone surrogate, which no destination, header
+        # or body can hold (every encode of it fails).
+        json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError as exc:
+        lone = exc.object[exc.start : exc.end]
+        raise Invalid(f"request body has text that is not Unicode (a lone surrogate, {lone!a})") from None
     unknown = set(body) - allowed
     if unknown:
         raise Invalid(f"unknown field(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(allowed))}")

@@ -14,7 +14,6 @@ and a container's HEALTHCHECK has no credentials.
 from __future__ import annotations
 
 import base64
-import binascii
 import hmac
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -69,8 +68,9 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
     if scheme.lower() != "basic" or not token:
         return None
     try:
+        # ValueError: a token that is not ASCII (binascii.Error is one too).
         decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return None
     user, sep, password = decoded.partition(":")
     return (user, password) if sep else None

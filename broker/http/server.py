@@ -9,6 +9,7 @@ security middleware covers them too (``open_paths`` lists what it lets through).
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -17,6 +18,7 @@ from aiohttp import web
 from broker.http import AdminPortError, api, api_messages
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
+from broker.io.http_site import RequestLog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -38,6 +40,9 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 
+
+#: What a byte that is not UTF-8 decodes to (``_not_utf8``).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: Where ``static_dir`` is served.
 STATIC_PREFIX = "/static/"
@@ -89,7 +94,9 @@ class HttpServer:
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
         # Requests still running at shutdown get a few seconds, not aiohttp's default minute.
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        self._runner = web.AppRunner(
+            self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0, logger=RequestLog()
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)
         try:
@@ -113,6 +120,11 @@ class HttpServer:
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        garbled = _not_utf8(request)
+        if garbled is not None:
+            return web.json_response(
+                api.error_body(400, "bad_request", f"the {garbled} header is not UTF-8"), status=400
+            )
         if request.path in self.open_paths or request.path.startswith(self.open_prefixes):
             return await handler(request)
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
@@ -143,6 +155,18 @@ class HttpServer:
             return check(security, address, host, authorization)
         verdict = await self.verifier.run(lambda: check(security, address, host, authorization), lambda: True)
         return cast("tuple[str | None, Denied | None]", verdict)
+
+
+def _not_utf8(request: web.Request) -> str | None:
+    """The name of a header that is not UTF-8, if one is (None: all are).
+
+    aiohttp decodes header bytes with ``surrogateescape``: a byte that is not UTF-8 becomes
+    a lone surrogate, which no str operation minds but every encode refuses (a credential's
+    base64, a name sent on, a log line).  Refused here, before anything reads them."""
+    for name, value in request.headers.items():
+        if _SURROGATE.search(value) is not None or _SURROGATE.search(name) is not None:
+            return name
+    return None
 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, cast
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from broker.core.base.errors import to_error_frame
+from broker.io.http_site import RequestLog
 from broker.io.listener import Acceptor
 from broker.io.loopback import is_loopback
 from broker.ws.origin import check_origin, normalize_origin
@@ -201,6 +202,7 @@ class WebSocketListener:
             handle_signals=False,
             shutdown_timeout=5.0,
             keepalive_timeout=self.listener.limits.connect_timeout,
+            logger=RequestLog(),
         )
         await self._runner.setup()
         site = _GatedSite(self._runner, self.listener)
