@@ -50,12 +50,23 @@ class Log:
                 return match
 
 
+#: ``python -m broker`` under a limit of open files.
+_LIMITED = (
+    "import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_NOFILE, ({files}, {files})); "
+    "sys.argv[0] = 'stompd'; runpy.run_module('broker', run_name='__main__', alter_sys=True)"
+)
+
+
 class CliBroker:
     """``python -m broker --config FILE ARGS``; ``port`` is its first STOMP listener's and
-    ``http_port`` its admin server's (0 if it has none)."""
+    ``http_port`` its admin server's (0 if it has none); ``files``: its RLIMIT_NOFILE."""
 
-    def __init__(self, config: Path, *args: str, http: bool = True) -> None:
+    def __init__(self, config: Path, *args: str, http: bool = True, files: int | None = None) -> None:
         command = [sys.executable, "-m", "broker", "--config", str(config), *args]
+        if files is not None:
+            # At most ``files`` descriptors, soft and hard alike (stompd raises its soft limit
+            # to the hard one), set by the child itself (no preexec_fn in a threaded parent).
+            command[1:3] = ["-c", _LIMITED.format(files=files)]
         self.process = subprocess.Popen(
             command,
             cwd=config.parent,

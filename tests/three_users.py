@@ -22,15 +22,15 @@ ENTRIES = """
 """
 
 
-def three_users_file(tmp_path: Path, *, http: bool = False, more: str = "") -> Path:
+def three_users_file(tmp_path: Path, *, http: str | None = None, more: str = "") -> Path:
     """The file: one STOMP listener on a free port, the users and entries, ``more`` elements
-    of ``<broker>``; with ``http``, its admin server on a free port (for ``stompd`` run as
-    a process: in one, port 0 turns it off)."""
+    of ``<broker>``; with ``http`` (attributes, or ""), an ``<httpServer>`` on a free port
+    (for ``stompd`` run as a process: in one, port 0 turns it off)."""
     listed = "".join(
         f'<authenticationUser username="{name}" password="{name}-pw" groups="{groups}"/>\n'
         for name, groups in USERS.items()
     )
-    server = f'<httpServer port="{free_port()}"/>\n' if http else ""
+    server = f'<httpServer port="{free_port()}" {http}/>\n' if http is not None else ""
     return broker_file(
         tmp_path,
         f'<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/>'

@@ -7,6 +7,7 @@ A destination in a path is one URL-encoded segment written as in STOMP
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -40,6 +41,8 @@ log = logging.getLogger("stompd.http")
 PREFIX = "/api/v1"
 OPS_KEY = web.AppKey("ops", object)
 OPERATIONS_KEY = web.AppKey("operations", Operations)
+#: Seconds a request's body may take to come in (the listeners' connect timeout).
+BODY_TIMEOUT_KEY = web.AppKey("body_timeout", float)
 
 BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
 SUBSCRIBERS_MAX = 100_000
@@ -125,7 +128,12 @@ async def body_of(request: web.Request, allowed: set[str]) -> dict[str, Any]:
     cannot send that without a CORS preflight, which this server never grants."""
     if request.content_type != "application/json":
         raise Invalid("send the request body as JSON (Content-Type: application/json)")
-    raw = await request.read()
+    try:
+        # A body sent a byte at a time must not hold a connection (and its handler) forever.
+        async with asyncio.timeout(request.app.get(BODY_TIMEOUT_KEY, WAIT_MAX)):
+            raw = await request.read()
+    except TimeoutError:
+        raise web.HTTPRequestTimeout() from None
     try:
         body = json.loads(raw or b"{}")
     except ValueError as exc:

@@ -8,7 +8,9 @@ security middleware covers them too (``open_paths`` lists what it lets through).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -18,12 +20,16 @@ from aiohttp import web
 from broker.http import AdminPortError, api, api_messages
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
-from broker.io.http_site import RequestLog
+from broker.io.http_site import GatedSite, RequestLog, unavailable
+from broker.io.limits import ConnectionLimits
+from broker.io.listener import OUT_OF_DESCRIPTORS, Listener, ListenError
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Awaitable, Callable
 
     from broker.http.ops import AdminOps
+    from broker.io.descriptors import Descriptors
     from broker.io.verifier import Verifier
 
 log = logging.getLogger("stompd.http")
@@ -44,6 +50,19 @@ SECURITY_HEADERS = {
 #: What a byte that is not UTF-8 decodes to (``_not_utf8``).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+#: What a socket past maximumConnections reads, and one refused for want of descriptors.
+_TOO_MANY = unavailable(
+    "application/json",
+    json.dumps(
+        api.error_body(
+            503, "too_many_connections", "too many connections (the admin server's maximumConnections)"
+        )
+    ).encode(),
+)
+_OUT_OF_ROOM = unavailable(
+    "application/json", json.dumps(api.error_body(503, "too_many_connections", OUT_OF_DESCRIPTORS)).encode()
+)
+
 #: Where ``static_dir`` is served.
 STATIC_PREFIX = "/static/"
 
@@ -55,8 +74,19 @@ class HttpServer:
         security: HttpSecurity | None = None,
         static_dir: Path | None = None,
         verifier: Verifier | None = None,
+        *,
+        limits: ConnectionLimits | None = None,
+        max_connections: int | None = None,
+        descriptors: Descriptors | None = None,
     ) -> None:
         self.security = security or HttpSecurity()
+        #: <transportDefaults>: a request whose headers are not in by its connect timeout
+        #: (and a body not in by as long again) is closed, as a silent STOMP client is.
+        self.limits = limits or ConnectionLimits()
+        #: <httpServer maximumConnections> (None: no limit), and the broker's descriptors.
+        self.max_connections = max_connections
+        self.descriptors = descriptors
+        self._site: GatedSite | None = None
         #: Where credentials are checked when users are configured: a hashed password
         #: costs a tenth of a second of CPU, which must not stop the loop (None: inline).
         self.verifier = verifier
@@ -68,6 +98,7 @@ class HttpServer:
         self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
         self.app[api.OPS_KEY] = ops
         self.app[api.OPERATIONS_KEY] = self.operations
+        self.app[api.BODY_TIMEOUT_KEY] = self.limits.connect_timeout
         self.app.add_routes(api.routes)
         self.app.add_routes(api_messages.routes)
         self.app.router.add_get("/health", api.health)
@@ -93,22 +124,36 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
+        timeout = self.limits.connect_timeout
         # Requests still running at shutdown get a few seconds, not aiohttp's default minute.
+        # keepalive_timeout: aiohttp closes a connection that has not sent a whole request's
+        # headers by then (its default is an hour), and an idle one as long after its last.
         self._runner = web.AppRunner(
-            self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0, logger=RequestLog()
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=5.0,
+            keepalive_timeout=timeout,
+            logger=RequestLog(),
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        listener = Listener("http", host, port, self.limits, self.max_connections)
+        self._site = site = GatedSite(self._runner, listener, _TOO_MANY, self.descriptors, _OUT_OF_ROOM)
         try:
             await site.start()
-        except OSError as exc:
+        except ListenError as exc:
             await self._runner.cleanup()
             self._runner = None
-            raise AdminPortError(
-                exc.errno, f"cannot listen on {host}:{port} (admin HTTP): {exc.strerror or exc}"
-            ) from None
-        self.port = int(self._runner.addresses[0][1])
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise AdminPortError(exc.errno, f"cannot listen on {host}:{port} (admin HTTP): {why}") from None
+        self.port = site.acceptor.port
         return self.port
+
+    def hand_over(self, transport: asyncio.BaseTransport) -> None:
+        """A /stomp WebSocket is a STOMP connection from now on: no longer one of the
+        HTTP connections ``max_connections`` counts (its descriptor still is)."""
+        if self._site is not None:
+            self._site.hand_over(transport)
 
     async def stop(self) -> None:
         await self.operations.close()

@@ -100,11 +100,13 @@ class StompConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast("asyncio.Transport", transport)
-        if self._gate is not None and not self._gate.admit():
-            self._gate.refuse(transport)
-            self._gate = None
-            self._closed = True
-            return
+        if self._gate is not None:
+            refusal = self._gate.admit()
+            if refusal is not None:
+                self._gate.refuse(transport, refusal)
+                self._gate = None
+                self._closed = True
+                return
         self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):

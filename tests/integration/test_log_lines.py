@@ -21,7 +21,7 @@ FORGED = "FORGED 2026-12-01 00:00:00.000 ERROR stompd.store: the store is corrup
 
 
 def test_what_clients_name_stays_on_its_line(tmp_path: Path) -> None:
-    broker = CliBroker(three_users_file(tmp_path, http=True), "--data-dir", str(tmp_path / "data"))
+    broker = CliBroker(three_users_file(tmp_path, http=""), "--data-dir", str(tmp_path / "data"))
     try:
         # A destination with an escaped newline (STOMP 1.2 unescapes \n in a SEND's headers):
         # guest may not write there, and the refusal is logged with the name in it.
