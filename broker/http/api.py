@@ -41,6 +41,9 @@ log = logging.getLogger("stompd.http")
 PREFIX = "/api/v1"
 OPS_KEY = web.AppKey("ops", object)
 OPERATIONS_KEY = web.AppKey("operations", Operations)
+#: The request key the admin server's guard puts the authenticated user under (None: no
+#: users are configured).
+USER: web.RequestKey[str | None] = web.RequestKey("user")
 #: Seconds a request's body may take to come in (the listeners' connect timeout).
 BODY_TIMEOUT_KEY = web.AppKey("body_timeout", float)
 
@@ -61,8 +64,10 @@ def json_error(status: int, code: str, message: str, **extra: Any) -> web.Respon
 
 
 def ops_of(request: web.Request) -> AdminOps:
+    """The broker's admin operations, acting as the request's user: what it may do to
+    destinations is what its authorization entries allow (broker/core/admin/rights.py)."""
     ops: AdminOps = request.app[OPS_KEY]  # type: ignore[assignment]
-    return ops
+    return ops.acting_as(request.get(USER))
 
 
 # -- parsing --------------------------------------------------------------------------

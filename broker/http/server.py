@@ -179,7 +179,7 @@ class HttpServer:
         )
         if denied is None:
             # Who an admin SEND is authorized as (None: no users are configured).
-            request[api_messages.USER] = user
+            request[api.USER] = user
             if request.method not in ("GET", "HEAD"):
                 # Who changed what, for the operator's log (moves, purges, closed connections).
                 log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)
