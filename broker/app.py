@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from broker.core.base.guard import Guard
     from broker.http.server import HttpServer
+    from broker.io.logins import FailedLogins
     from broker.network import Network, NetworkSettings
     from broker.ws.endpoint import WebSocketListener
 
@@ -102,6 +103,9 @@ class BrokerOptions:
     #: connections may take of them is that less ``DESCRIPTOR_RESERVE`` and what was open
     #: at start (broker/io/descriptors.py).
     descriptor_limit: int | None = None
+    #: Failed logins of every listener and the admin server, answered late past a few
+    #: (None: the broker's own; a test's may hold the answers).
+    failed_logins: FailedLogins | None = field(default=None, compare=False)
     #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
     export: ExportSettings | None = None
     #: Who may connect and what each may do (None: anyone, everything).
@@ -197,7 +201,7 @@ class Broker:
         descriptors = Descriptors(DESCRIPTOR_RESERVE, options.descriptor_limit)
         # Once the stores are open: what they hold now is counted as open already.
         descriptors.start()
-        self.server = StompServer(self.engine, descriptors)
+        self.server = StompServer(self.engine, descriptors, options.failed_logins)
         try:
             await self._listen()
         except BaseException:
@@ -234,6 +238,7 @@ class Broker:
                 limits=options.http_stomp_limits,
                 max_connections=options.http_max_connections,
                 descriptors=self.server.descriptors,
+                logins=self.server.logins,
             )
             endpoint = StompWebSocketEndpoint(
                 self.server,

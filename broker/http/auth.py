@@ -58,6 +58,8 @@ class Denied:
     status: int
     reason: str
     challenge: bool = False
+    #: The user name of credentials that were wrong (a failed login, answered late).
+    failed_login: str | None = None
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | None:
@@ -99,7 +101,7 @@ def check(
     user, password = credentials
     groups = authenticator.authenticate(user, password)
     if groups is None:
-        return None, Denied(401, "wrong user name or password", challenge=True)
+        return None, Denied(401, "wrong user name or password", challenge=True, failed_login=user)
     if not groups & security.admin_groups:
         return user, Denied(
             403, f"user {user!r} is not in an admin group ({', '.join(sorted(security.admin_groups))})"

@@ -23,6 +23,7 @@ from broker.http.operations import Operations
 from broker.io.http_site import GatedSite, RequestLog, unavailable
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import OUT_OF_DESCRIPTORS, Listener, ListenError
+from broker.io.logins import FailedLogins
 
 if TYPE_CHECKING:
     import asyncio
@@ -78,6 +79,7 @@ class HttpServer:
         limits: ConnectionLimits | None = None,
         max_connections: int | None = None,
         descriptors: Descriptors | None = None,
+        logins: FailedLogins | None = None,
     ) -> None:
         self.security = security or HttpSecurity()
         #: <transportDefaults>: a request whose headers are not in by its connect timeout
@@ -86,6 +88,9 @@ class HttpServer:
         #: <httpServer maximumConnections> (None: no limit), and the broker's descriptors.
         self.max_connections = max_connections
         self.descriptors = descriptors
+        #: Wrong credentials, counted with the STOMP listeners' failed logins: past a few,
+        #: the 401 waits (broker/io/logins.py).
+        self.logins = logins if logins is not None else FailedLogins()
         self._site: GatedSite | None = None
         #: Where credentials are checked when users are configured: a hashed password
         #: costs a tenth of a second of CPU, which must not stop the loop (None: inline).
@@ -184,6 +189,11 @@ class HttpServer:
                 # Who changed what, for the operator's log (moves, purges, closed connections).
                 log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)
             return await handler(request)
+        if denied.failed_login is not None:
+            delay = self.logins.failed(address, denied.failed_login)
+            if delay > 0:
+                # On the loop's timer: the request waits, the server serves the others.
+                await self.logins.wait(delay)
         headers = {"WWW-Authenticate": 'Basic realm="stompd", charset="UTF-8"'} if denied.challenge else {}
         code = "unauthorized" if denied.status == 401 else "forbidden"
         return web.json_response(
