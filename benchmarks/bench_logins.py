@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from peers import free_port  # noqa: E402
 
 CONFIG = """<beans xmlns="http://www.springframework.org/schema/beans">
 <broker xmlns="http://activemq.apache.org/schema/core" dataDirectory="{data}">
@@ -47,13 +50,6 @@ CONFIG = """<beans xmlns="http://www.springframework.org/schema/beans">
 </broker>
 </beans>
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def stomp_login(port: int, login: str, passcode: str) -> bool:

@@ -7,9 +7,7 @@ A destination in a path is one URL-encoded segment written as in STOMP
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import json
 import logging
 import math
 from dataclasses import asdict, fields
@@ -28,6 +26,7 @@ from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
 from broker.http.ops import status_of
+from broker.http.request_body import body_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -44,8 +43,6 @@ OPERATIONS_KEY = web.AppKey("operations", Operations)
 #: The request key the admin server's guard puts the authenticated user under (None: no
 #: users are configured).
 USER: web.RequestKey[str | None] = web.RequestKey("user")
-#: Seconds a request's body may take to come in (the listeners' connect timeout).
-BODY_TIMEOUT_KEY = web.AppKey("body_timeout", float)
 
 BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
 SUBSCRIBERS_MAX = 100_000
@@ -126,36 +123,6 @@ def _wait(value: Any) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise Invalid("wait must be 0 or more seconds")
     return min(seconds, WAIT_MAX)
-
-
-async def body_of(request: web.Request, allowed: set[str]) -> dict[str, Any]:
-    """The request's JSON object.  Only ``application/json``: a cross-site HTML form
-    cannot send that without a CORS preflight, which this server never grants."""
-    if request.content_type != "application/json":
-        raise Invalid("send the request body as JSON (Content-Type: application/json)")
-    try:
-        # A body sent a byte at a time must not hold a connection (and its handler) forever.
-        async with asyncio.timeout(request.app.get(BODY_TIMEOUT_KEY, WAIT_MAX)):
-            raw = await request.read()
-    except TimeoutError:
-        raise web.HTTPRequestTimeout() from None
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError as exc:
-        raise Invalid(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise Invalid("request body must be a JSON object")
-    try:
-        # JSON's \ud800 escapes can make a lone surrogate, which no destination, header
-        # or body can hold (every encode of it fails).
-        json.dumps(body, ensure_ascii=False).encode()
-    except UnicodeEncodeError as exc:
-        lone = exc.object[exc.start : exc.end]
-        raise Invalid(f"request body has text that is not Unicode (a lone surrogate, {lone!a})") from None
-    unknown = set(body) - allowed
-    if unknown:
-        raise Invalid(f"unknown field(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(allowed))}")
-    return body
 
 
 # -- JSON views -----------------------------------------------------------------------

@@ -11,7 +11,8 @@ from typing import Any
 from aiohttp import web
 
 from broker.core.admin.errors import Invalid
-from broker.http.api import PREFIX, USER, body_of, dest_of, int_field, message_json, ops_of, parse_destination
+from broker.http.api import PREFIX, USER, dest_of, int_field, message_json, ops_of, parse_destination
+from broker.http.request_body import body_of
 
 routes = web.RouteTableDef()
 

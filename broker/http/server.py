@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
-from broker.http import AdminPortError, api, api_messages
+from broker.http import AdminPortError, api, api_messages, request_body
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 from broker.io.http_site import GatedSite, RequestLog, unavailable
@@ -103,7 +103,7 @@ class HttpServer:
         self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
         self.app[api.OPS_KEY] = ops
         self.app[api.OPERATIONS_KEY] = self.operations
-        self.app[api.BODY_TIMEOUT_KEY] = self.limits.connect_timeout
+        self.app[request_body.BODY_TIMEOUT_KEY] = self.limits.connect_timeout
         self.app.add_routes(api.routes)
         self.app.add_routes(api_messages.routes)
         self.app.router.add_get("/health", api.health)

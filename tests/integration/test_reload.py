@@ -7,8 +7,6 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Mapping
 from concurrent.futures import Future
@@ -21,14 +19,13 @@ from broker.security.reload import Reloader
 from broker.settings_bridge import broker_options
 from config.loader import Loaded, load
 from tests.broker_thread import BrokerThread
-from tests.cli_broker import Log
+from tests.cli_broker import CliBroker
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 
 FILE = """<beans xmlns="http://www.springframework.org/schema/beans">
   <broker xmlns="http://activemq.apache.org/schema/core" dataDirectory="{data}">
@@ -58,16 +55,9 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
     path = tmp_path / "activemq.xml"
     data = tmp_path / "data"
     path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--config", str(path)],
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    log = Log(process)
+    broker = CliBroker(path, http=False)
+    process, log, port = broker.process, broker.log, broker.port
     try:
-        port = int(log.wait_for(r"stompd listening on 127\.0\.0\.1:(\d+)").group(1))
         with client(port, username="app", passcode="old-pw") as c:
             c.send("/queue/q", "x", sync=True)
 
@@ -104,11 +94,9 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
         with client(port, username="app", passcode="new-pw") as c:
             c.subscribe("/queue/q")
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
-    assert process.returncode == 0, "".join(log.seen)
-    assert "Traceback" not in "".join(log.seen)
+        code = broker.stop()
+    assert code == 0, broker.text
+    assert "Traceback" not in broker.text
 
 
 class GatedLoad:
@@ -207,16 +195,9 @@ def test_a_reload_of_many_users_says_what_changed_in_one_short_line(tmp_path: Pa
     path = tmp_path / "activemq.xml"
     data = tmp_path / "data"
     path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--config", str(path)],
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    log = Log(process)
+    broker = CliBroker(path, http=False)
+    process, log, port = broker.process, broker.log, broker.port
     try:
-        port = int(log.wait_for(r"stompd listening on 127\.0\.0\.1:(\d+)").group(1))
         many_users(path, data, 20_000)
         process.send_signal(signal.SIGHUP)
         line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
@@ -231,11 +212,9 @@ def test_a_reload_of_many_users_says_what_changed_in_one_short_line(tmp_path: Pa
         assert "20,000 users removed (user0, user1, user2, user3, user4 and 19,995 more)" in line
         assert "password changed for 1 user (app)" in line and len(line) < 300, line
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
-    assert process.returncode == 0
-    assert "Traceback" not in "".join(log.seen)
+        code = broker.stop()
+    assert code == 0, broker.text
+    assert "Traceback" not in broker.text
 
 
 def test_no_full_collection_runs_while_a_reload_reads(tmp_path: Path) -> None:
