@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Collection
 from enum import Enum
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -22,7 +23,7 @@ from config.model import Authentication, Password
 from config.passwords import verify
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 
 class _Slow(Enum):
@@ -31,6 +32,13 @@ class _Slow(Enum):
 
 #: ``quick``'s answer when only the slow check (``verify``) can tell.
 SLOW: Final = _Slow.SLOW
+
+
+#: A user as a reload's reader sends it: name, password scheme and text ("" and "": it
+#: has none), groups.
+Row = tuple[str, str, str, Collection[str]]
+#: anonymousAccessAllowed, anonymousUser, anonymousGroup.
+Anonymous = tuple[bool, str, str]
 
 
 class Users:
@@ -55,37 +63,55 @@ class Users:
     )
 
     def __init__(
-        self, authentication: Authentication, verify: Callable[[Password, str], bool] = verify
+        self,
+        rows: Iterable[Row],
+        anonymous: Anonymous = (False, "anonymous", "anonymous"),
+        verify: Callable[[Password, str], bool] = verify,
     ) -> None:
+        """``rows``: (name, password scheme, password text, groups) for each user (scheme
+        and text "": no password), as a reload's reader sends them or ``of`` makes them."""
         #: config.passwords.verify, or a test's stand-in.
         self._verify = verify
         #: (password scheme, groups) of each kind of user ("": it has no password, and cannot
         #: log in), and each user's kind by name.
         self.kinds: list[tuple[str, frozenset[str]]] = []
-        known: dict[tuple[str, frozenset[str]], int] = {}
+        known: dict[tuple[str, Collection[str]], int] = {}
         self._kinds: dict[str, int] = {}
         self._passwords: dict[str, str] = {}
-        for user in authentication.users:
-            password = user.password
-            kind = (password.scheme if password is not None else "", user.groups)
-            index = known.get(kind)
-            if index is None:
-                index = known[kind] = len(self.kinds)
-                self.kinds.append(kind)
-            self._kinds[user.username] = index
-            if password is not None:
-                self._passwords[user.username] = password.text
-        self.anonymous_allowed = authentication.anonymous_access_allowed
-        self.anonymous_user = authentication.anonymous_user
-        self.anonymous_group = authentication.anonymous_group
         #: An unknown user's password is checked against this, so that the time taken
         #: does not tell which user names exist.
-        self._dummy = next(
-            (user.password for user in authentication.users if user.password is not None),
-            Password("plain", ""),
-        )
+        self._dummy = Password("plain", "")
+        dummy = False
+        for name, scheme, text, groups in rows:
+            index = known.get((scheme, groups))
+            if index is None:
+                index = known[scheme, groups] = len(self.kinds)
+                self.kinds.append((scheme, frozenset(groups)))
+            self._kinds[name] = index
+            if scheme:
+                self._passwords[name] = text
+                if not dummy:
+                    self._dummy = Password(scheme, text)  # type: ignore[arg-type]
+                    dummy = True
+        self.anonymous_allowed, self.anonymous_user, self.anonymous_group = anonymous
         self._key = os.urandom(32)
         self._verified: dict[str, bytes] = {}
+
+    @classmethod
+    def of(cls, authentication: Authentication, verify: Callable[[Password, str], bool] = verify) -> Users:
+        """The users of a loaded configuration."""
+        rows = (
+            (user.username, user.password.scheme, user.password.text, user.groups)
+            if user.password is not None
+            else (user.username, "", "", user.groups)
+            for user in authentication.users
+        )
+        anonymous = (
+            authentication.anonymous_access_allowed,
+            authentication.anonymous_user,
+            authentication.anonymous_group,
+        )
+        return cls(rows, anonymous, verify)
 
     def password_of(self, user: str) -> Password | None:
         """``user``'s password (None: unknown, or it has none)."""

@@ -8,16 +8,17 @@ import gc
 import os
 import signal
 import threading
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.security.guard import Security
-from broker.security.reload import Reloader
+from broker.security.reload import Reloader, read_in_process
 from broker.settings_bridge import broker_options
-from config.loader import Loaded, load
+from config.loader import load
 from tests.broker_thread import BrokerThread
 from tests.cli_broker import CliBroker
 from tests.clients import client
@@ -99,8 +100,8 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
     assert "Traceback" not in broker.text
 
 
-class GatedLoad:
-    """config.loader.load that, in the reload thread, says it has started and then waits
+class GatedRead:
+    """The reload's reader that, in the reload thread, says it has started and then waits
     for the test's go: a file whose read takes as long as the test wants."""
 
     def __init__(self) -> None:
@@ -108,11 +109,11 @@ class GatedLoad:
         self.go = threading.Semaphore(0)
         self.calls = 0
 
-    def __call__(self, path: Path, defines: Mapping[str, str]) -> Loaded:
+    def __call__(self, path: Path, defines: Mapping[str, str]) -> Generator[tuple[Any, ...], None, None]:
         self.calls += 1
         self.entered.release()
         assert self.go.acquire(timeout=30), "the test never let the read finish"
-        return load(path, defines)
+        yield from read_in_process(path, defines)
 
 
 def start_reload(thread: BrokerThread, reloader: Reloader) -> Future[bool]:
@@ -134,8 +135,8 @@ def test_clients_are_served_while_a_reload_reads_the_file(tmp_path: Path) -> Non
     thread = BrokerThread(options).start()
     try:
         assert isinstance(options.guard, Security)
-        gate = GatedLoad()
-        reloader = Reloader(options.guard, path, {}, load=gate)
+        gate = GatedRead()
+        reloader = Reloader(options.guard, path, {}, read=gate)
         path.write_text(FILE.format(data=data, password="new-pw", groups="writers"))
         taken = start_reload(thread, reloader)
         assert gate.entered.acquire(timeout=10)
@@ -225,8 +226,8 @@ def test_no_full_collection_runs_while_a_reload_reads(tmp_path: Path) -> None:
     before = gc.get_threshold()
     try:
         assert isinstance(options.guard, Security)
-        gate = GatedLoad()
-        taken = start_reload(thread, Reloader(options.guard, path, {}, load=gate))
+        gate = GatedRead()
+        taken = start_reload(thread, Reloader(options.guard, path, {}, read=gate))
         assert gate.entered.acquire(timeout=10)
         # The file is being read: young passes only, the middle generation at every other
         # one, and the whole heap never (a full collection held the GIL for 365 ms).
