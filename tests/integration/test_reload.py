@@ -24,6 +24,7 @@ from tests.cli_broker import CliBroker
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient
+from tests.three_users import three_users_file
 
 pytestmark = pytest.mark.integration
 
@@ -182,36 +183,41 @@ def test_a_reload_that_fails_keeps_the_old_rules(tmp_path: Path) -> None:
         thread.stop()
 
 
-def many_users(path: Path, data: Path, users: int) -> None:
-    """The file with ``users`` users more than ``app`` (user0, user1, ...)."""
+def with_many_users(path: Path, original: str, users: int) -> None:
+    """``original`` (the tester's file) with ``users`` users more (user0, user1, ...),
+    readers of what app reads."""
     listed = "".join(
-        f'<authenticationUser username="user{n}" password="pw-{n}" groups="writers,g{n % 50}"/>\n'
+        f'<authenticationUser username="user{n}" password="pw-{n}" groups="apps,g{n % 50}"/>\n'
         for n in range(users)
     )
-    text = FILE.format(data=data, password="old-pw", groups="writers")
-    path.write_text(text.replace("</users>", listed + "</users>"))
+    path.write_text(original.replace("</users>", listed + "</users>"))
 
 
 def test_a_reload_of_many_users_says_what_changed_in_one_short_line(tmp_path: Path) -> None:
-    path = tmp_path / "activemq.xml"
-    data = tmp_path / "data"
-    path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
-    broker = CliBroker(path, http=False)
+    path = three_users_file(tmp_path)
+    original = path.read_text()
+    broker = CliBroker(path, "--data-dir", str(tmp_path / "data"), http=False)
     process, log, port = broker.process, broker.log, broker.port
     try:
-        many_users(path, data, 20_000)
-        process.send_signal(signal.SIGHUP)
-        line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
-        # Counts and the first few names, not a line per user (148,000 made 3 MB).
-        assert "20,000 users added (user0, user1, user2, user3, user4 and 19,995 more)" in line
-        assert len(line) < 300, line
-        with client(port, username="user19999", passcode="pw-19999") as c:
-            c.send("/queue/q", "in", sync=True)
-        path.write_text(FILE.format(data=data, password="new-pw", groups="writers"))
+        with client(port, username="app", passcode="app-pw") as app:
+            with_many_users(path, original, 20_000)
+            process.send_signal(signal.SIGHUP)
+            line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
+            # Counts and the first few names, not a line per user (148,000 made 3 MB).
+            assert "20,000 users added (user0, user1, user2, user3, user4 and 19,995 more)" in line
+            assert len(line) < 300, line
+            # The connection open meanwhile is served as before; the new users are in.
+            app.send("/queue/ORDERS.IN", "before", sync=True)
+        with client(port, username="user19999", passcode="pw-19999") as new:
+            new.send("/queue/ORDERS.IN", "in", sync=True)
+        path.write_text(
+            original.replace('username="guest" password="guest-pw"', 'username="guest" password="new-pw"')
+        )
         process.send_signal(signal.SIGHUP)
         line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
         assert "20,000 users removed (user0, user1, user2, user3, user4 and 19,995 more)" in line
-        assert "password changed for 1 user (app)" in line and len(line) < 300, line
+        assert "password changed for 1 user (guest)" in line and len(line) < 300, line
+        assert refused(port, "user0", "pw-0") and refused(port, "guest", "guest-pw")
     finally:
         code = broker.stop()
     assert code == 0, broker.text
