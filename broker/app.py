@@ -18,6 +18,7 @@ from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
 from broker.export.exporter import Exporter, ExportSettings
 from broker.http.auth import HttpSecurity
+from broker.io.descriptors import Descriptors
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
@@ -25,6 +26,7 @@ from broker.io.space import DiskWatch
 from broker.role import Role
 from store.api import Stores
 from store.errors import StoreFenced, StoreFull
+from store.leveldb import DESCRIPTORS
 from store.persistent import MessageStore
 from store.space import Ballast
 from store.temp import TempStore
@@ -35,8 +37,14 @@ if TYPE_CHECKING:
 
     from broker.core.base.guard import Guard
     from broker.http.server import HttpServer
+    from broker.io.logins import FailedLogins
     from broker.network import Network, NetworkSettings
     from broker.ws.endpoint import WebSocketListener
+
+#: Descriptors no connection may take: the message and temp stores' (``DESCRIPTORS``
+#: each), and the broker's own files beside them (the store's lock, the export's, a
+#: reload's read, the network bridges' sockets, the loop's).
+DESCRIPTOR_RESERVE: Final = 2 * DESCRIPTORS + 64
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -88,6 +96,16 @@ class BrokerOptions:
     #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
     http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     http_allowed_origins: tuple[str, ...] = ()
+    #: ``<httpServer maximumConnections>``: HTTP connections open at once (a /stomp
+    #: WebSocket leaves the count once upgraded).
+    http_max_connections: int = 256
+    #: The descriptors the process may have open (None: its soft RLIMIT_NOFILE); what
+    #: connections may take of them is that less ``DESCRIPTOR_RESERVE`` and what was open
+    #: at start (broker/io/descriptors.py).
+    descriptor_limit: int | None = None
+    #: Failed logins of every listener and the admin server, answered late past a few
+    #: (None: the broker's own; a test's may hold the answers).
+    failed_logins: FailedLogins | None = field(default=None, compare=False)
     #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
     export: ExportSettings | None = None
     #: Who may connect and what each may do (None: anyone, everything).
@@ -199,7 +217,10 @@ class Broker:
         if options.export is not None:
             self.exporter = Exporter(options.export, self.readout)
             self.exporter.start()
-        self.server = StompServer(self.engine)
+        descriptors = Descriptors(DESCRIPTOR_RESERVE, options.descriptor_limit)
+        # Once the stores are open: what they hold now is counted as open already.
+        descriptors.start()
+        self.server = StompServer(self.engine, descriptors, options.failed_logins)
         try:
             await self._listen()
         except BaseException:
@@ -233,9 +254,16 @@ class Broker:
                 options.http_security,
                 options.http_static_dir,
                 self.server.verifier,
+                limits=options.http_stomp_limits,
+                max_connections=options.http_max_connections,
+                descriptors=self.server.descriptors,
+                logins=self.server.logins,
             )
             endpoint = StompWebSocketEndpoint(
-                self.server, options.http_stomp_limits, options.http_allowed_origins
+                self.server,
+                options.http_stomp_limits,
+                options.http_allowed_origins,
+                on_upgraded=self.http.hand_over,
             )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(
