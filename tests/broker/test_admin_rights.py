@@ -82,3 +82,41 @@ def test_a_user_s_rights_are_read_at_each_call() -> None:
     promoted = Authentication(users=(User("ops", Password("plain", "pw"), frozenset({"everything"})),))
     guard.replace(promoted, RULES)
     assert len(run(as_ops.browse("/queue/SECRET", None, 10, None, 0)).messages) == 1
+
+
+def test_a_wildcard_durable_subscription_takes_every_topic_it_covers_as_over_stomp() -> None:
+    """A member of the admin group who may read some topics is not owed admin's ``/topic/>``
+    durable subscription: it may browse, purge or end it only as a STOMP client of the same
+    user may take it over or end it (its owner, or one who may read every topic it covers)."""
+    rules = Authorization(
+        entries=(
+            entry("topic", ">", "everything", "everything", "everything"),
+            entry("topic", "PUBLIC.>", "guests"),
+        )
+    )
+    users = Authentication(
+        users=(
+            User("admin", Password("plain", "pw"), frozenset({"admins", "everything"})),
+            User("watcher", Password("plain", "pw"), frozenset({"admins", "guests"})),
+        )
+    )
+    engine = Engine(
+        CoreSettings(), clock=Clock(1_000_000), stores=memory_stores(), guard=Security(users, rules)
+    )
+    owner = Peer(engine, login="admin", passcode="pw", **{"client-id": "admin-1"})
+    owner.send_frame("SUBSCRIBE", {"destination": "/topic/>", "id": "s", "activemq.subscriptionName": "all"})
+    owner.send_frame("UNSUBSCRIBE", {"id": "s"})  # away: what it is owed waits
+    owner.send_frame("SEND", {"destination": "/topic/SECRET.T"}, b"secret")
+    said = (
+        r"User watcher is not authorized to read from: /topic/> \(every topic of it, "
+        r"needed for durable subscription 'all' of client 'admin-1'\)"
+    )
+    as_watcher = ops(engine).acting_as("watcher")
+    with pytest.raises(Forbidden, match=said):
+        as_watcher.browse_subscription("admin-1", "all", None, 10, None, 0)
+    with pytest.raises(Forbidden, match=said):
+        as_watcher.purge_subscription("admin-1", "all", Progress())
+    with pytest.raises(Forbidden, match=said):
+        as_watcher.delete_subscription("admin-1", "all")
+    assert engine.durables.get("admin-1", "all") is not None
+    assert ops(engine).acting_as("admin").delete_subscription("admin-1", "all") == 1

@@ -14,8 +14,9 @@ produces; ``admin`` creates and removes a destination):
   the target, and ``admin`` there too when it does not exist yet, as for a SEND; a
   retry is a move from the dead-letter queue back to the original destination;
 - make a destination, delete one: ``admin``;
-- a durable subscription's browse, purge and delete: ``read`` on what it subscribes to,
-  as ending it over STOMP needs (broker/core/handlers/subscribing.py);
+- a durable subscription's browse, purge and delete: its owner, or a user who may read
+  every topic it covers, as taking it over or ending it over STOMP needs
+  (``DurableSubscription.unclaimable_part``);
 - scheduled jobs: ``write`` on ``ActiveMQ.Scheduler.Management``, as a STOMP request
   to it needs (that request, too, sees and removes every job);
 - a SEND: ``write``, as the user's own SEND (``actions.send``).
@@ -32,6 +33,7 @@ from broker.core.admin.errors import Forbidden
 from broker.core.base import names
 from broker.core.base.guard import ADMIN, READ, WRITE, Principal, denied
 from broker.core.storage.jobs import MANAGEMENT
+from wildcards import is_wildcard
 
 if TYPE_CHECKING:
     from broker.core.delivery.durable import DurableSubscription
@@ -81,11 +83,18 @@ class Rights:
         self._check(ADMIN, name, verb="remove")
 
     def durable(self, durable: DurableSubscription) -> None:
-        self._check(
-            READ,
-            durable.destination,
-            f" (needed for durable subscription {durable.name!r} of client {durable.client_id!r})",
-        )
+        """As over STOMP: its owner, or a user who may read every topic it covers."""
+        principal = self._principal
+        if principal is None:
+            return
+        part = durable.unclaimable_part(self._engine.guard, principal)
+        if part is not None:
+            kind, name = part
+            whole = "every topic of it, " if is_wildcard(name) else ""
+            raise Forbidden(
+                f"{denied(principal, READ, kind + name)} ({whole}needed for durable subscription "
+                f"{durable.name!r} of client {durable.client_id!r})"
+            )
 
     def scheduler(self) -> None:
         self._check(WRITE, SCHEDULER, " (needed for the scheduled messages)")

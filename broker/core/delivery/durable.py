@@ -106,6 +106,18 @@ class DurableSubscription:
     def owned_by(self, principal: Principal) -> bool:
         return self.owner is not None and self.owner.key == principal.key
 
+    def unclaimable_part(self, guard: Guard, principal: Principal) -> tuple[str, str] | None:
+        """The part of its destination that keeps ``principal`` from taking this subscription
+        over, remaking, ending, browsing or purging it, as (kind, name) (None: nothing does).  Its owner may;
+        so may a user who may read every topic it covers, so whatever it holds.  One rule
+        for STOMP (handlers/subscribing.py) and the admin API (admin/rights.py)."""
+        if not guard.authorizing or principal.system or self.owned_by(principal):
+            return None
+        for kind, name in names.split_destination(self.destination):
+            if not guard.allows_every(principal, READ, kind, name):
+                return kind, name
+        return None
+
     def encode(self) -> bytes:
         """What the store keeps beside the name (JSON: readable by any later version, and an
         earlier one reads it too, without the owner)."""

@@ -297,20 +297,16 @@ class Subscribing:
         away, and taking a durable subscription over hands its subscriber what it kept,
         ending it deletes that; ActiveMQ checks nothing here (its SUBSCRIBE to a wildcard
         needs read on the wildcard itself, stompd's on any topic it covers)."""
-        guard = self.destinations.guard
         principal = session.principal
-        if not guard.authorizing or principal.system or durable.owned_by(principal):
-            return
-        for kind, name in names.split_destination(durable.destination):
-            if not guard.allows_every(principal, READ, kind, name):
-                whole = "every topic of it, " if is_wildcard(name) else ""
-                maker = (
-                    "another user" if durable.owner is not None else "an earlier version, keeping no owner,"
-                )
-                raise AccessDenied(
-                    f"{denied(principal, READ, kind + name)} ({whole}needed to {what} durable "
-                    f"subscription {durable.name!r} of client {durable.client_id!r}, which {maker} made)"
-                )
+        part = durable.unclaimable_part(self.destinations.guard, principal)
+        if part is not None:
+            kind, name = part
+            whole = "every topic of it, " if is_wildcard(name) else ""
+            maker = "another user" if durable.owner is not None else "an earlier version, keeping no owner,"
+            raise AccessDenied(
+                f"{denied(principal, READ, kind + name)} ({whole}needed to {what} durable "
+                f"subscription {durable.name!r} of client {durable.client_id!r}, which {maker} made)"
+            )
 
     def remove_away(self, durable: DurableSubscription) -> None:
         """End ``durable``, whose subscriber is away, for an administrator: what it was
