@@ -275,7 +275,10 @@ class Bench(many.Bench):
                 case.figures["tx_note"] = reply.get("note", "")
             self._usage_figures(case, run)
             other = w.call(
-                "send_one", args.stop_after + self.cap, group="other", destination=f"/queue/{PREFIX}.other",
+                "send_one",
+                args.stop_after + self.cap,
+                group="other",
+                destination=f"/queue/{PREFIX}.other",
                 timeout=args.stop_after,
             )
             case.figures["other_producer_receipted"] = bool(other["receipted"])

@@ -245,7 +245,12 @@ class ConnectionPeer:
     ``MockLoop``: bytes in through ``data_received``, writes recorded, timers run only
     when the test moves the loop's time."""
 
-    def __init__(self, engine: Engine, limits: ConnectionLimits | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        limits: ConnectionLimits | None = None,
+        turn_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.engine = engine
         self.loop = MockLoop()
         self.transport = MockTransport()
@@ -253,7 +258,13 @@ class ConnectionPeer:
         # StompConnection takes the loop it runs on from asyncio, as under a real server.
         asyncio.events._set_running_loop(self.loop)  # type: ignore[arg-type]
         try:
-            self.connection = StompConnection(engine, limits or ConnectionLimits(), self.registry, Verifier())
+            self.connection = StompConnection(
+                engine,
+                limits or ConnectionLimits(),
+                self.registry,
+                Verifier(),
+                turn_clock=turn_clock or self.loop.time,
+            )
         finally:
             asyncio.events._set_running_loop(None)
         self.connection.connection_made(self.transport)  # type: ignore[arg-type]
