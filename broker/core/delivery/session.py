@@ -10,7 +10,7 @@ transactions are ``transactions.Transactions``' to keep.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.core.base.guard import Principal
 from protocol.encoder import encode_frame
@@ -32,19 +32,37 @@ CONNECTED = "CONNECTED"
 CLOSING = "CLOSING"
 
 
-class ParkedSend:
-    """A SEND accepted from the wire but not yet routed (its destination had no room)."""
+class Held(Protocol):
+    """An open transaction, as a SEND of it that waits for room knows it
+    (``handlers.transactions.Transaction``)."""
 
-    __slots__ = ("deadline", "message", "receipt", "size", "targets")
+    #: Its ABORT has come: what waits for it needs no room (it will never be routed).
+    abandoned: bool
+
+    def add(self, message: Message, targets: tuple[Queue | Topic, ...]) -> None:
+        """Hold ``message`` (charged to memory) until COMMIT routes it to ``targets``."""
+
+
+class ParkedSend:
+    """A SEND accepted from the wire but not yet routed (its destination had no room);
+    ``tx``: the transaction it goes into once there is room to hold it in memory."""
+
+    __slots__ = ("deadline", "message", "receipt", "size", "targets", "tx")
 
     def __init__(
-        self, message: Message, targets: tuple[Queue | Topic, ...], receipt: str | None, deadline: float
+        self,
+        message: Message,
+        targets: tuple[Queue | Topic, ...],
+        receipt: str | None,
+        deadline: float,
+        tx: Held | None = None,
     ) -> None:
         self.message = message
         self.targets = targets
         self.receipt = receipt
         self.deadline = deadline
         self.size = message.size
+        self.tx = tx
 
 
 class ParkedCreate:

@@ -176,6 +176,15 @@ class FlowControl:
                     return False
         return True
 
+    def room_in_memory(self, message: Message, targets: tuple[Destination, ...]) -> bool:
+        """Room to hold ``message`` in RAM for each of ``targets`` (a SEND in a transaction,
+        held until COMMIT and never swapped): within each destination's memory limit and,
+        all the copies together, the broker's."""
+        size = message.size
+        if not self.usage.memory.fits(size * len(targets)):
+            return False
+        return all(target.meter is None or target.meter.fits(size) for target in targets)
+
     def _kept_fits(self, topic: Topic, message: Message) -> bool:
         """Room in the cursors of the durable subscriptions that keep ``message`` while away
         (they take it on disk, below the memory high-water mark too).  A stored message
@@ -316,11 +325,18 @@ class FlowControl:
                     return
                 parked.popleft()
             elif isinstance(item, ParkedSend):
-                if not self.fits(item.message, item.targets):
+                tx = item.tx
+                if tx is None:
+                    if not self.fits(item.message, item.targets):
+                        return
+                elif not tx.abandoned and not self.room_in_memory(item.message, item.targets):
                     return
                 parked.popleft()
                 session.parked_bytes -= item.size
-                self.scheduler.deliver(item.message, item.targets, session)
+                if tx is None:
+                    self.scheduler.deliver(item.message, item.targets, session)
+                elif not tx.abandoned:
+                    tx.add(item.message, item.targets)
                 if item.receipt is not None:
                     session.send_receipt(item.receipt)
                 if session.fanning:

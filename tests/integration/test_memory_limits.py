@@ -1,0 +1,164 @@
+"""Memory no limit counted (issue 35 item 3), from outside, over TCP with issue 35's three
+users (``admin`` every right, ``app`` read/write on queue ``ORDERS.>`` only, ``guest`` read
+on topic ``PUBLIC.>`` only) and a small ``memoryUsage``: an open transaction's messages,
+subscriptions and destinations count against it; what does not fit waits, or under
+``sendFailIfNoSpace`` gets an ERROR, and nothing receipted is lost.  The core's side:
+tests/broker/test_limits.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.settings_bridge import broker_options
+from config.loader import load
+from protocol.frames import Frame
+from tests.broker_thread import BrokerThread
+from tests.clients import eventually
+from tests.security_support import ADMIN, APP, THREE_USERS, THREE_USERS_ENTRIES, entries_file
+from tests.stomp_raw import RawClient
+
+pytestmark = pytest.mark.integration
+
+KB = 1024
+LIMIT = 512 * KB
+BODY = b"o" * (64 * KB)
+#: How many such messages the limit holds (each is charged its body and a few hundred bytes).
+FIT = LIMIT // (len(BODY) + 2 * KB)
+
+
+def start(tmp_path: Path, **core: Any) -> BrokerThread:
+    """The three users' broker, its memory limit ``LIMIT``, ``core`` other CoreSettings."""
+    options = broker_options(load(entries_file(tmp_path, THREE_USERS, THREE_USERS_ENTRIES)).config)
+    settings = dataclasses.replace(options.core, memory_limit=LIMIT, **core)
+    options = dataclasses.replace(options, data_dir=tmp_path / "data", http_port=None, core=settings)
+    return BrokerThread(options).start()
+
+
+def on_loop(thread: BrokerThread, ask: Callable[[], Any]) -> Any:
+    answer: Future[Any] = Future()
+    thread.call(lambda: answer.set_result(ask()))
+    return answer.result(timeout=10)
+
+
+def memory_used(thread: BrokerThread) -> int:
+    def ask() -> int:
+        assert thread.broker is not None
+        return thread.broker.engine.usage.memory.used
+
+    return int(on_loop(thread, ask))
+
+
+def blocked(thread: BrokerThread) -> int:
+    """How many producers wait for room (flow control)."""
+
+    def ask() -> int:
+        assert thread.broker is not None
+        return thread.broker.engine.flow.stats.blocked_now
+
+    return int(on_loop(thread, ask))
+
+
+def user(thread: BrokerThread, who: dict[str, str]) -> RawClient:
+    c = RawClient(thread.port)
+    c.connect(login=who["username"], passcode=who["passcode"])
+    return c
+
+
+def receipts(c: RawClient, until: str) -> list[str]:
+    """The receipt ids that come up to ``until``'s (an ERROR fails the test)."""
+    got = []
+    while True:
+        frame = c.recv()
+        assert frame.command == "RECEIPT", frame
+        got.append(frame.headers["receipt-id"])
+        if got[-1] == until:
+            return got
+
+
+def nothing_more(c: RawClient) -> list[Frame]:
+    """A barrier: what arrives before the RECEIPT of a round trip sent now."""
+    return [frame for frame in c.sync() if frame.command != "RECEIPT"]
+
+
+@pytest.fixture
+def no_traceback(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    yield
+    # Each refusal is the client's ERROR: the broker's log shows no traceback for any.
+    assert [r.getMessage() for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []
+
+
+# -- an open transaction ---------------------------------------------------------------------
+
+
+def fill_transaction(app: RawClient, n: int, destination: str = "/queue/ORDERS.tx") -> None:
+    app.send("BEGIN", {"transaction": "t"})
+    for i in range(n):
+        app.send("SEND", {"destination": destination, "transaction": "t", "receipt": str(i)}, BODY)
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_an_open_transaction_counts_against_memory_usage_and_waits_past_it(tmp_path: Path) -> None:
+    """BEGIN and 64 KiB SENDs, no COMMIT: past the limit the next SEND waits (its RECEIPT
+    held); memory usage stays within the limit; an ABORT still goes through and gives
+    the room back."""
+    thread = start(tmp_path)
+    try:
+        app = user(thread, APP)
+        fill_transaction(app, FIT + 5)
+        assert receipts(app, str(FIT - 1)) == [str(i) for i in range(FIT)]
+        eventually(lambda: blocked(thread) == 1)
+        assert LIMIT - len(BODY) < memory_used(thread) <= LIMIT
+        app.send("ABORT", {"transaction": "t", "receipt": "aborted"})
+        # The SENDs that waited are dropped with the transaction, their RECEIPTs in order.
+        assert receipts(app, "aborted") == [*(str(i) for i in range(FIT, FIT + 5)), "aborted"]
+        assert memory_used(thread) < 16 * KB
+        admin = user(thread, ADMIN)
+        admin.send("SUBSCRIBE", {"destination": "/queue/ORDERS.tx", "id": "1"})
+        assert nothing_more(admin) == []
+    finally:
+        thread.stop()
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_a_transaction_that_fits_commits_whole_and_loses_nothing(tmp_path: Path) -> None:
+    thread = start(tmp_path)
+    try:
+        app = user(thread, APP)
+        fill_transaction(app, FIT)
+        app.send("COMMIT", {"transaction": "t", "receipt": "committed"})
+        assert receipts(app, "committed") == [*(str(i) for i in range(FIT)), "committed"]
+        consumer = user(thread, APP)
+        consumer.send("SUBSCRIBE", {"destination": "/queue/ORDERS.tx", "id": "1"})
+        assert [f.command for f in consumer.recv_all(FIT)] == ["MESSAGE"] * FIT
+    finally:
+        thread.stop()
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_under_send_fail_if_no_space_a_transacted_send_past_the_limit_gets_an_error(
+    tmp_path: Path,
+) -> None:
+    thread = start(tmp_path, send_fail_if_no_space=True)
+    try:
+        app = user(thread, APP)
+        fill_transaction(app, FIT + 1)
+        assert receipts(app, str(FIT - 1)) == [str(i) for i in range(FIT)]
+        error = app.recv()
+        assert error.command == "ERROR"
+        assert error.headers["receipt-id"] == str(FIT)
+        assert "sendFailIfNoSpace" in error.body.decode()
+        assert app.closed_by_peer()
+        # The connection's transaction went with it: its room is back, nothing was routed.
+        admin = user(thread, ADMIN)
+        admin.send("SUBSCRIBE", {"destination": "/queue/ORDERS.tx", "id": "1"})
+        assert nothing_more(admin) == []
+        assert memory_used(thread) < 16 * KB
+    finally:
+        thread.stop()
