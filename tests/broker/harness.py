@@ -84,8 +84,8 @@ class Peer:
 
 def messages_in_memory(engine: Engine) -> int:
     """Bytes the memory meter holds for messages: what it holds less what the destinations
-    that exist cost (charged to it too, ``Destinations.footprint``)."""
-    return engine.usage.memory.used - engine.destinations.charged
+    and subscriptions that exist cost (charged to it too, ``Destinations.footprint``)."""
+    return engine.usage.memory.used - engine.destinations.charged - engine.subscribing.charged
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:

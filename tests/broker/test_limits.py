@@ -5,13 +5,17 @@ with users: tests/integration/test_memory_limits.py."""
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 import pytest
 
-from broker.core.base.errors import NoSpace
+from broker.core.base.errors import NoRoomToCreate, NoSpace, to_error_frame
 from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter
 from broker.core.engine import Engine
-from tests.broker.harness import Peer, new_engine
+from protocol.frames import Frame
+from tests.broker.harness import Peer, messages_in_memory, new_engine
 
 ADVISORIES = "/topic/ActiveMQ.Advisory.Consumer.>"
 
@@ -71,10 +75,6 @@ def test_a_topics_count_is_the_number_of_subscribers_it_feeds() -> None:
 KB = 1024
 
 
-def memory_used(engine: Engine) -> int:
-    return engine.usage.memory.used - engine.destinations.charged
-
-
 def begin(peer: Peer, tx: str = "t") -> None:
     peer.send_frame("BEGIN", {"transaction": tx})
 
@@ -94,12 +94,12 @@ def test_a_transactions_messages_are_charged_from_their_send_to_commit() -> None
     one = queue.meter.used
     assert one >= 10 * KB
     # Each destination's meter, and the broker's for all three copies.
-    assert memory_used(engine) == 3 * one
+    assert messages_in_memory(engine) == 3 * one
     assert engine.queues["/queue/a"].meter.used == one  # type: ignore[union-attr]
     assert engine.router.topics["/topic/b"].meter.used == one  # type: ignore[union-attr]
     peer.send_frame("COMMIT", {"transaction": "t"})
     # Routed: the queues hold them now (the topic had no subscriber: dropped).
-    assert memory_used(engine) == 2 * one
+    assert messages_in_memory(engine) == 2 * one
     assert queue.cursor.count == 1
 
 
@@ -110,12 +110,12 @@ def test_an_aborted_transaction_gives_its_charge_back(end: str) -> None:
     begin(peer)
     for _ in range(5):
         send_in(peer, b"x" * 10 * KB)
-    assert memory_used(engine) > 50 * KB
+    assert messages_in_memory(engine) > 50 * KB
     if end == "closed":
         engine.close_session(peer.session)
     else:
         peer.send_frame("ABORT", {"transaction": "t"})
-    assert memory_used(engine) == 0
+    assert messages_in_memory(engine) == 0
     assert engine.queues["/queue/q"].cursor.count == 0
 
 
@@ -133,7 +133,7 @@ def test_a_transacted_send_that_does_not_fit_waits_for_room_then_goes_in() -> No
     send_in(peer, b"y" * 40 * KB, receipt="2")
     peer.send_frame("COMMIT", {"transaction": "t", "receipt": "3"})
     assert [f.headers["receipt-id"] for f in peer.received()] == ["1"]
-    assert memory_used(engine) <= 100 * KB
+    assert messages_in_memory(engine) <= 100 * KB
     consumer.send_frame("ACK", {"id": held.headers["ack"]})
     assert [f.headers["receipt-id"] for f in peer.received()] == ["2", "3"]
     assert engine.queues["/queue/q"].cursor.count == 2
@@ -148,7 +148,7 @@ def test_under_send_fail_if_no_space_a_transacted_send_that_does_not_fit_is_refu
         send_in(peer, b"y" * 60 * KB, receipt="r")
     assert "sendFailIfNoSpace" in str(refused.value)
     engine.close_session(peer.session)
-    assert memory_used(engine) == 0
+    assert messages_in_memory(engine) == 0
 
 
 def test_a_destinations_own_limit_holds_a_transaction_back_too() -> None:
@@ -162,7 +162,7 @@ def test_a_destinations_own_limit_holds_a_transaction_back_too() -> None:
     peer.send_frame("ABORT", {"transaction": "t", "receipt": "a"})
     # The ABORT lets go at once: the SENDs waiting behind go (dropped with it), in order.
     assert [f.headers["receipt-id"] for f in peer.received()] == ["2", "3", "a"]
-    assert memory_used(engine) == 0
+    assert messages_in_memory(engine) == 0
 
 
 def test_an_abort_is_not_stuck_behind_its_own_transactions_send_waiting_for_room() -> None:
@@ -179,8 +179,102 @@ def test_an_abort_is_not_stuck_behind_its_own_transactions_send_waiting_for_room
     assert [f.headers["receipt-id"] for f in peer.received()] == ["0", "1", "2"]
     peer.send_frame("ABORT", {"transaction": "t", "receipt": "aborted"})
     assert [f.headers["receipt-id"] for f in peer.received()] == ["waits", "behind", "aborted"]
-    assert memory_used(engine) == 0
+    assert messages_in_memory(engine) == 0
     # The connection goes on, and nothing of the transaction was routed.
     peer.send_frame("SEND", {"destination": "/queue/q", "receipt": "after"}, b"plain")
     assert [f.headers["receipt-id"] for f in peer.received()] == ["after"]
     assert engine.queues["/queue/q"].cursor.count == 1
+
+
+# -- subscriptions ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "destination", ["/queue/orders", "/topic/prices", "/topic/PRICES.>", "/queue/a,/topic/b"]
+)
+def test_what_a_subscription_is_charged_is_what_it_costs(destination: str) -> None:
+    """Charged within a quarter of what tracemalloc sees it allocate (the route, cursor,
+    dict entries...), so that the memory limit bounds what subscriptions take."""
+    engine = new_engine()
+    peer = Peer(engine)
+    peer.send_frame("SUBSCRIBE", {"id": "warm", "destination": destination})
+    n = 2000
+    gc.collect()
+    tracemalloc.start()
+    before, charged = tracemalloc.get_traced_memory()[0], engine.subscribing.charged
+    for i in range(n):
+        engine.handle(peer.session, Frame("SUBSCRIBE", {"id": f"sub-{i:06d}", "destination": destination}))
+    engine.flush()
+    peer.received()
+    gc.collect()
+    traced = (tracemalloc.get_traced_memory()[0] - before) / n
+    tracemalloc.stop()
+    each = (engine.subscribing.charged - charged) / n
+    assert 0.8 * traced <= each <= 1.25 * traced
+
+
+def test_a_subscription_is_charged_while_it_exists() -> None:
+    engine = new_engine()
+    peer = Peer(engine)
+    used = engine.usage.memory.used
+    peer.send_frame("SUBSCRIBE", {"id": "1", "destination": "/topic/prices"})
+    made = engine.destinations.charged
+    peer.send_frame("SUBSCRIBE", {"id": "2", "destination": "/queue/orders"})
+    charged = engine.subscribing.charged
+    assert charged > 2000
+    assert engine.usage.memory.used == used + engine.destinations.charged + charged
+    peer.send_frame("UNSUBSCRIBE", {"id": "2"})
+    assert 0 < engine.subscribing.charged < charged
+    engine.close_session(peer.session)
+    engine.chores.run_all()  # the subscriptions end in slices
+    assert engine.subscribing.charged == 0
+    assert engine.usage.memory.used <= used + made + engine.destinations.charged
+
+
+def full_of_subscriptions(engine: Engine) -> tuple[Peer, int]:
+    """A connection SUBSCRIBEs (with receipts) until one has no room; (it, how many got in)."""
+    peer = Peer(engine)
+    for i in range(10_000):
+        peer.send_frame("SUBSCRIBE", {"id": str(i), "destination": "/queue/orders", "receipt": str(i)})
+        if not peer.received():
+            return peer, i
+    raise AssertionError("the memory limit never filled")
+
+
+def test_a_subscribe_there_is_no_room_for_waits_until_there_is() -> None:
+    engine = new_engine(memory_limit=200 * KB)
+    spare = Peer(engine)
+    for i in range(5):
+        spare.send_frame("SUBSCRIBE", {"id": str(i), "destination": "/queue/orders"})
+    peer, made = full_of_subscriptions(engine)
+    assert made > 50
+    assert engine.usage.memory.used <= engine.usage.memory.limit
+    assert str(made) not in peer.session.subscriptions
+    # Frames behind it wait too, in order.
+    peer.send_frame("UNSUBSCRIBE", {"id": "0", "receipt": "after"})
+    assert peer.received() == []
+    # Another connection's first subscription gets in even so (a consumer can always
+    # come and drain what fills memory); its second waits.
+    drain = Peer(engine)
+    drain.send_frame("SUBSCRIBE", {"id": "d", "destination": "/queue/orders", "receipt": "d"})
+    assert [f.headers["receipt-id"] for f in drain.received()] == ["d"]
+    drain.send_frame("SUBSCRIBE", {"id": "e", "destination": "/queue/orders", "receipt": "e"})
+    assert drain.received() == []
+    # Room comes back as connections go: what waited goes, in order.
+    for gone in (drain, spare):
+        engine.close_session(gone.session)
+        engine.chores.run_all()
+    assert [f.headers["receipt-id"] for f in peer.received()] == [str(made), "after"]
+    assert engine.usage.memory.used <= engine.usage.memory.limit
+
+
+def test_under_send_fail_if_no_space_a_subscribe_there_is_no_room_for_is_refused() -> None:
+    engine = new_engine(memory_limit=200 * KB, send_fail_if_no_space=True)
+    peer = Peer(engine)
+    with pytest.raises(NoRoomToCreate) as refused:
+        for i in range(10_000):
+            peer.send_frame("SUBSCRIBE", {"id": str(i), "destination": "/queue/orders", "receipt": str(i)})
+    error = to_error_frame(refused.value, refused.value.receipt_id)
+    assert error.headers["message"] == "resource limit reached"
+    assert b"no room for a subscription to /queue/orders" in error.body
+    assert engine.usage.memory.used <= engine.usage.memory.limit

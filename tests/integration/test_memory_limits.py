@@ -21,7 +21,7 @@ from config.loader import load
 from protocol.frames import Frame
 from tests.broker_thread import BrokerThread
 from tests.clients import eventually
-from tests.security_support import ADMIN, APP, THREE_USERS, THREE_USERS_ENTRIES, entries_file
+from tests.security_support import ADMIN, APP, GUEST, THREE_USERS, THREE_USERS_ENTRIES, entries_file
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -61,6 +61,16 @@ def blocked(thread: BrokerThread) -> int:
     def ask() -> int:
         assert thread.broker is not None
         return thread.broker.engine.flow.stats.blocked_now
+
+    return int(on_loop(thread, ask))
+
+
+def subscriptions(thread: BrokerThread) -> int:
+    """How many subscriptions there are."""
+
+    def ask() -> int:
+        assert thread.broker is not None
+        return sum(len(session.subscriptions) for session in thread.broker.engine.sessions.values())
 
     return int(on_loop(thread, ask))
 
@@ -160,5 +170,64 @@ def test_under_send_fail_if_no_space_a_transacted_send_past_the_limit_gets_an_er
         admin.send("SUBSCRIBE", {"destination": "/queue/ORDERS.tx", "id": "1"})
         assert nothing_more(admin) == []
         assert memory_used(thread) < 16 * KB
+    finally:
+        thread.stop()
+
+
+# -- subscriptions -------------------------------------------------------------------------------
+
+MANY = 1000  # more subscriptions than the limit holds (each costs about a kilobyte)
+
+
+def subscribe_many(c: RawClient, destination: str, n: int = MANY) -> None:
+    c.send_bytes(
+        b"".join(
+            b"SUBSCRIBE\nid:%d\ndestination:%s\nreceipt:%d\n\n\0" % (i, destination.encode(), i)
+            for i in range(n)
+        )
+    )
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_subscriptions_count_against_memory_usage_and_one_past_it_waits(tmp_path: Path) -> None:
+    thread = start(tmp_path)
+    try:
+        admin = user(thread, ADMIN)
+        admin.send("SEND", {"destination": "/topic/PUBLIC.news", "receipt": "made"})
+        assert receipts(admin, "made") == ["made"]
+        app = user(thread, APP)
+        subscribe_many(app, "/queue/ORDERS.subs")
+        eventually(lambda: blocked(thread) == 1)
+        got = subscriptions(thread)
+        assert 100 < got < MANY
+        # Each that got in was receipted, in order; the next waits.
+        assert receipts(app, str(got - 1)) == [str(i) for i in range(got)]
+        assert LIMIT - 4 * KB < memory_used(thread) <= LIMIT
+        # Another connection's first subscription still gets in: a consumer can always come.
+        guest = user(thread, GUEST)
+        guest.send("SUBSCRIBE", {"id": "news", "destination": "/topic/PUBLIC.news", "receipt": "news"})
+        assert receipts(guest, "news") == ["news"]
+        # The client goes: what it held is given back.
+        app.close()
+        eventually(lambda: memory_used(thread) < 16 * KB)
+    finally:
+        thread.stop()
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_under_send_fail_if_no_space_a_subscribe_past_the_limit_gets_an_error(tmp_path: Path) -> None:
+    thread = start(tmp_path, send_fail_if_no_space=True)
+    try:
+        app = user(thread, APP)
+        subscribe_many(app, "/queue/ORDERS.subs")
+        frames = []
+        while not frames or frames[-1].command != "ERROR":
+            frames.append(app.recv())
+        error = frames[-1]
+        assert error.headers["message"] == "resource limit reached"
+        assert "no room for a subscription to /queue/ORDERS.subs" in error.body.decode()
+        assert error.headers["receipt-id"] == str(len(frames) - 1)
+        assert app.closed_by_peer()
+        eventually(lambda: memory_used(thread) < 16 * KB)
     finally:
         thread.stop()
