@@ -83,9 +83,22 @@ class Peer:
 
 
 def messages_in_memory(engine: Engine) -> int:
-    """Bytes the memory meter holds for messages: what it holds less what the destinations
-    and subscriptions that exist cost (charged to it too, ``Destinations.footprint``)."""
-    return engine.usage.memory.used - engine.destinations.charged - engine.subscribing.charged
+    """Bytes the memory meter holds for messages: what it holds less what the destinations,
+    subscriptions and their cursors' levels cost (charged to it too, ``Destinations.footprint``)."""
+    return engine.usage.memory.used - structures_in_memory(engine)
+
+
+def structures_in_memory(engine: Engine) -> int:
+    """What the memory meter holds that is not messages: what the destinations and
+    subscriptions that exist cost, and the levels their cursors made (``Cursor.levels_bytes``)."""
+    cursors = {id(queue.cursor): queue.cursor for queue in engine.queues.values()}
+    for session in engine.sessions.values():
+        cursors.update((id(sub.cursor), sub.cursor) for sub in session.subscriptions.values())
+    for durable in engine.durables.records.values():
+        if durable.cursor is not None:
+            cursors[id(durable.cursor)] = durable.cursor
+    levels = sum(cursor.levels_bytes for cursor in cursors.values() if cursor.meter is not None)
+    return engine.destinations.charged + engine.subscribing.charged + levels
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:

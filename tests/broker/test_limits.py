@@ -10,12 +10,14 @@ import tracemalloc
 
 import pytest
 
+from broker.core.admin.service import AdminService
 from broker.core.base.errors import NoRoomToCreate, NoSpace, to_error_frame
+from broker.core.base.history import INTERVAL_MS
 from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter
 from broker.core.engine import Engine
 from protocol.frames import Frame
-from tests.broker.harness import Peer, messages_in_memory, new_engine
+from tests.broker.harness import Peer, WirePeer, messages_in_memory, new_engine
 
 ADVISORIES = "/topic/ActiveMQ.Advisory.Consumer.>"
 
@@ -278,3 +280,84 @@ def test_under_send_fail_if_no_space_a_subscribe_there_is_no_room_for_is_refused
     assert error.headers["message"] == "resource limit reached"
     assert b"no room for a subscription to /queue/orders" in error.body
     assert engine.usage.memory.used <= engine.usage.memory.limit
+
+
+# -- many destinations -------------------------------------------------------------------------
+
+
+def test_history_never_takes_memory_usage_past_its_limit() -> None:
+    """Destinations made (and each sent one message) until the limit is full: the next
+    10 s sample would give each a history holder.  None is made without room (before,
+    usage went to 109 % of a 64 MB limit); with room again, a history starts afresh,
+    without counting what came before as its first period's."""
+    start = 100_000 * INTERVAL_MS
+    engine = new_engine(start, memory_limit=300 * KB)
+    producer = Peer(engine)
+    made = 0
+    while True:
+        producer.send_frame("SEND", {"destination": f"/queue/q.{made}", "receipt": "r"}, b"y")
+        if not producer.received():
+            break
+        made += 1
+    memory = engine.usage.memory
+    assert memory.used <= memory.limit
+    for period in (1, 2):
+        engine.clock.ms = start + period * INTERVAL_MS
+        engine.tick()
+        assert memory.used <= memory.limit
+    assert memory.peak <= memory.limit
+    # (The first queues the pass came to may have found room for a holder: not the last.)
+    last = f"/queue/q.{made - 1}"
+    assert AdminService(engine, dict).history(last).samples == []
+    # Room again (as if the limit were raised): the history starts at the next sample.
+    memory.limit *= 10
+    for period in (3, 4):
+        engine.clock.ms = start + period * INTERVAL_MS
+        engine.tick()
+    samples = AdminService(engine, dict).history(last).samples
+    assert [(s.depth, s.came, s.went) for s in samples] == [(1, 0, 0)]
+
+
+@pytest.mark.parametrize("kind", ["queue", "topic"])
+def test_what_a_used_destination_is_charged_is_what_it_costs(kind: str) -> None:
+    """A destination made by a SEND (a queue keeps its message; a topic's goes to its one
+    wildcard subscriber, who does not ack: it waits in that one's cursor) is charged within
+    a quarter of what tracemalloc sees made: its footprint, its message and the levels its
+    cursor made (760 bytes a deque, uncharged before)."""
+    engine = new_engine()
+    peer = Peer(engine)
+    subscriber = Peer(engine)
+    if kind == "topic":
+        subscriber.send_frame("SUBSCRIBE", {"id": "all", "destination": "/topic/t.>", "ack": "client"})
+    n = 2000
+    gc.collect()
+    tracemalloc.start()
+    before, used = tracemalloc.get_traced_memory()[0], engine.usage.memory.used
+    for i in range(n):
+        engine.handle(
+            peer.session, Frame("SEND", {"destination": f"/{kind}/t.{i}", "content-length": "1"}, b"x")
+        )
+        engine.flush()
+        # (What reaches the test's client is the client's, not the broker's.)
+        subscriber.received()
+    peer.received()
+    gc.collect()
+    traced = (tracemalloc.get_traced_memory()[0] - before) / n
+    tracemalloc.stop()
+    each = (engine.usage.memory.used - used) / n
+    assert 0.75 * traced <= each <= 1.25 * traced
+
+
+def test_header_only_frames_parked_behind_a_wait_count_towards_the_cap_on_parked_bytes() -> None:
+    """A client that pipelines SENDs with no body to new destinations once memory is full:
+    each waits, parked, holding its headers in RAM; past ``max_parked_bytes`` of them
+    the connection is no longer read (before, they counted 0 bytes: never)."""
+    engine = new_engine(memory_limit=20 * KB, max_parked_bytes=64 * KB)
+    client = WirePeer(engine)
+    made = 0
+    while client.transport.reading and made < 10_000:
+        client.send_frame("SEND", {"destination": f"/queue/new.{made}", "receipt": f"r{made}"})
+        made += 1
+    assert not client.transport.reading
+    assert made < 64 * KB // 400
+    assert client.session.parked_bytes > 64 * KB

@@ -51,8 +51,9 @@ _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 # objects (each with the collector's head, 16 bytes, where it has one), its queue's
 # message groups (an empty dict), its route (a tuple), and its entries in the broker's
 # dicts (the destinations by name, the route cache: about 64 bytes each, with the tables'
-# slack).  What a destination makes only once it is used (a cursor's levels, a log's
-# records waiting) is charged with the messages that need it.
+# slack); a topic also keeps its name without its prefix and a tuple of its subscribers.
+# What a destination makes only once it is used (a cursor's levels, a log's records
+# waiting) is charged as it is made.
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
 QUEUE_FOOTPRINT: Final = (
@@ -63,15 +64,16 @@ QUEUE_FOOTPRINT: Final = (
 )
 TOPIC_FOOTPRINT: Final = (
     sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
-    + sys.getsizeof((None,))
+    + 2 * sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )
 
 
 def footprint(kind: str, name: str) -> int:
     """What a destination of ``kind`` named ``name`` costs while it exists (charged to memory)."""
-    base = QUEUE_FOOTPRINT if kind in names.QUEUE_KINDS else TOPIC_FOOTPRINT
-    return base + sys.getsizeof(name)
+    if kind in names.QUEUE_KINDS:
+        return QUEUE_FOOTPRINT + sys.getsizeof(name)
+    return TOPIC_FOOTPRINT + sys.getsizeof(name) + sys.getsizeof(name[len(kind) :])
 
 
 # What a subscription costs in RAM while it exists, measured the same way: its object and

@@ -9,8 +9,9 @@ transactions are ``transactions.Transactions``' to keep.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base.guard import Principal
 from protocol.encoder import encode_frame
@@ -77,7 +78,21 @@ class ParkedCreate:
         self.cost = cost
         self.deadline = deadline
         self.receipt = frame.headers.get("receipt")
-        self.size = len(frame.body)
+        self.size = frame_size(frame)
+
+
+#: What a frame held in RAM costs besides its body and the text of its headers: itself,
+#: its dict (room for a few headers), and a str object for each header's name and value.
+_FRAME_BYTES: Final = 16 + Frame.__basicsize__ + sys.getsizeof(dict.fromkeys("abcd", ""))
+_STR_BYTES: Final = sys.getsizeof("")
+
+
+def frame_size(frame: Frame) -> int:
+    """What a parked frame holds in RAM, so that the cap on a connection's parked bytes
+    bounds header-only frames too (a SEND with an empty body is 500 bytes)."""
+    headers = frame.headers
+    text = sum(len(name) + len(value) for name, value in headers.items())
+    return len(frame.body) + _FRAME_BYTES + text + 2 * _STR_BYTES * len(headers)
 
 
 class FanningOut:

@@ -24,7 +24,14 @@ from broker.core.base.errors import NoSpace, StoreFull
 from broker.core.base.message import FIFO_LEVEL
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
-from broker.core.delivery.session import CLOSING, FANNING_OUT, FanningOut, ParkedCreate, ParkedSend
+from broker.core.delivery.session import (
+    CLOSING,
+    FANNING_OUT,
+    FanningOut,
+    ParkedCreate,
+    ParkedSend,
+    frame_size,
+)
 from broker.core.delivery.topic import Topic
 from protocol import frames as f
 
@@ -350,7 +357,7 @@ class FlowControl:
             else:
                 assert isinstance(item, f.Frame)
                 parked.popleft()
-                session.parked_bytes -= len(item.body)
+                session.parked_bytes -= frame_size(item)
                 self._run_unparked(session, item)
             if session.phase is CLOSING:
                 break
@@ -398,7 +405,7 @@ class FlowControl:
 
 
 def _size(item: Parked) -> int:
-    return len(item.body) if isinstance(item, f.Frame) else item.size
+    return frame_size(item) if isinstance(item, f.Frame) else item.size
 
 
 def _level(target: Destination, message: Message) -> int:
