@@ -911,8 +911,10 @@ class Stompd(Target):
     name = "stompd"
     label = "stompd"
 
-    def __init__(self, memory_limit: str | None) -> None:
+    def __init__(self, memory_limit: str | None, root: Path = ROOT) -> None:
         self.memory_limit = memory_limit
+        #: The checkout the broker runs from (another one's code: a BEFORE figure).
+        self.root = root
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._argv: list[str] = []
@@ -943,11 +945,11 @@ class Stompd(Target):
         with open(log_path, "ab") as out:
             self._proc = subprocess.Popen(
                 [*self._argv, "--port", str(self.port)],
-                cwd=ROOT,
+                cwd=self.root,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                env={**os.environ, "PYTHONPATH": str(self.root)},
                 start_new_session=True,
             )
 

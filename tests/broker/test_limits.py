@@ -361,3 +361,28 @@ def test_header_only_frames_parked_behind_a_wait_count_towards_the_cap_on_parked
     assert not client.transport.reading
     assert made < 64 * KB // 400
     assert client.session.parked_bytes > 64 * KB
+
+
+class _CountingDict(dict[str, Subscription]):
+    """A session's subscriptions that count how often they are gone through from the start."""
+
+    looks = 0
+
+    def values(self):  # type: ignore[override]
+        _CountingDict.looks += 1
+        return super().values()
+
+
+def test_a_connections_subscriptions_end_without_going_through_them_from_the_start_each_time() -> None:
+    """Taking the first of a dict again and again, as its front empties, passes over every
+    slot emptied before (work in C that line counts do not see: quadratic in all)."""
+    engine = new_engine()
+    peer = Peer(engine)
+    peer.session.subscriptions = _CountingDict()
+    for i in range(1000):
+        peer.send_frame("SUBSCRIBE", {"id": str(i), "destination": "/topic/prices"})
+    _CountingDict.looks = 0
+    engine.close_session(peer.session)
+    engine.chores.run_all()
+    assert peer.session.subscriptions == {}
+    assert _CountingDict.looks <= 3
