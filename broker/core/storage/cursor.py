@@ -21,7 +21,8 @@ Holding: every message in the memory part holds its meter (``Message.hold``); ``
 and ``remove`` pass that hold to the caller, and ``push_returned`` takes one back.  The
 levels' deques (760 bytes each: a deque allocates a block of 64 slots at once) and their
 list are made as first needed and charged to the meter too, until the cursor is cleared
-or closed: what a used destination or subscriber makes counts against the memory limit.
+or closed, as its disk part's arrays are: what a used destination or subscriber makes
+counts against the memory limit.
 
 A page-in that fails (the disk) is retried after a back-off (``Disk.failed``); the
 cursor counts as paging until then, so nothing asks for the same page again and again.
@@ -106,7 +107,7 @@ class Cursor:
         #: For a topic subscription reading a shared log: which records are its own.
         self.accepts = accepts
         #: What is past the memory part: on disk, in ``log`` and the message store.
-        self.disk_part = DiskPart(log) if log is not None else NO_DISK
+        self.disk_part = DiskPart(log, meter) if log is not None else NO_DISK
         #: What owns it, for the log ("/queue/orders").
         self.name = ""
         self.closed = False
@@ -119,6 +120,11 @@ class Cursor:
 
     def __len__(self) -> int:
         return self.mem_count + self.disk_part.total
+
+    @property
+    def charged_bytes(self) -> int:
+        """What its own structures are charged to its meter: its levels, its disk part's arrays."""
+        return self.levels_bytes + self.disk_part.arrays_bytes
 
     @property
     def disk_total(self) -> int:
@@ -189,7 +195,7 @@ class Cursor:
     def _own_disk_part(self) -> DiskPart:
         disk = self.disk_part
         if disk is NO_DISK:
-            disk = self.disk_part = DiskPart(None)
+            disk = self.disk_part = DiskPart(None, self.meter)
         return disk
 
     def use_store(self, source: StoreSource) -> None:
