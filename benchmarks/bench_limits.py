@@ -47,12 +47,11 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import bench_many as many
-from peers import free_port
+from peers import Unavailable
 
 from perf.client import StompFailure
 from perf.frames import encode
@@ -134,29 +133,6 @@ class Worker(many.Worker):
         self._next = 0
 
 
-class Stompd(many.Stompd):
-    """bench_many's stompd child; with `config`, run from that activemq.xml."""
-
-    def __init__(self, memory_limit: str | None, config: str | None = None, root: Path = many.ROOT) -> None:
-        super().__init__(memory_limit, root)
-        self.config = config
-
-    def start(self, gc_timeout_ms: int | None = None, ws: bool = False) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="bench-limits-stompd-")
-        tmp = Path(self._tmp.name)
-        (tmp / "data").mkdir()
-        self.http_port = free_port()
-        argv = [sys.executable, "-m", "broker", "--host", "127.0.0.1", "--data-dir", str(tmp / "data")]
-        argv += ["--http-port", str(self.http_port)]
-        if self.config is not None:
-            (tmp / "activemq.xml").write_text(self.config)
-            argv += ["--config", str(tmp / "activemq.xml")]
-        if self.memory_limit:
-            argv += ["--memory-limit", self.memory_limit]
-        self._argv = argv
-        self._launch()
-
-
 def bridge_config(name: str, remote_port: int) -> str:
     """A broker with one bridge to 127.0.0.1:remote_port (it reads that broker's advisories)."""
     return f"""<beans xmlns="http://www.springframework.org/schema/beans">
@@ -180,14 +156,14 @@ class Bench(many.Bench):
         self.memory_limit: str | None = None
 
     def target_for(self, case: str) -> many.Target:
-        return Stompd(self.memory_limit, root=self.args.broker_root)
+        return many.Stompd(self.memory_limit, root=self.args.broker_root)
 
     @contextlib.contextmanager
     def run(self, name: str, n: str, memory_limit: str | None) -> Iterator[tuple[many.Case, Run]]:
         self.memory_limit = memory_limit
-        with self.case(name, n) as case, Run(self, case) as run:
+        with self.case(name, n) as case, Run(self, case) as started:
             case.figures["memory_limit"] = memory_limit or "default (1 gb)"
-            yield case, run
+            yield case, cast("Run", started)
 
     def usage(self, run: Run) -> dict[str, Any]:
         assert run.target.http_port is not None
@@ -201,14 +177,14 @@ class Bench(many.Bench):
         return usage
 
     # -- subscriptions ----------------------------------------------------------------------
-    def subs(self, n: int, bridge: bool) -> None:
+    def subscriptions(self, n: int, bridge: bool) -> None:
         name = "subs-bridge" if bridge else "subs"
         with self.run(name, f"{n:,}", self.args.subs_memory_limit) as (case, run):
-            other: Stompd | None = None
+            other: many.Stompd | None = None
             try:
                 if bridge:
                     config = bridge_config("bench-bridge", run.target.port)
-                    other = Stompd(None, config, self.args.broker_root)
+                    other = many.Stompd(None, self.args.broker_root, config)
                     other.start()
                     self._wait_bridged(run, other)
                 w = run.worker("w")
@@ -225,7 +201,7 @@ class Bench(many.Bench):
                 if other is not None:
                     other.stop(self.cap)
 
-    def _wait_bridged(self, run: Run, other: Stompd) -> None:
+    def _wait_bridged(self, run: Run, other: many.Stompd) -> None:
         """Until this broker has the bridge's two advisory subscriptions."""
         assert run.target.http_port is not None
         deadline = time.monotonic() + 60
@@ -235,24 +211,13 @@ class Bench(many.Bench):
             if sum(int(row.get("subscriptions", 0)) for row in rows) >= 2 + 1:  # + the pinger's sink
                 return
             time.sleep(0.2)
-        raise many.Unavailable("the bridge did not subscribe to the advisories within 60 s")
+        raise Unavailable("the bridge did not subscribe to the advisories within 60 s")
 
     # -- destinations -----------------------------------------------------------------------
-    def destinations(self, n: int) -> None:
+    def many_destinations(self, n: int) -> None:
         limit = self.args.dest_memory_limit
         with self.run("destinations", f"{n:,}", limit) as (case, run):
-            w = run.worker("w")
-            before = run.settle_rss(1)
-            assert run.memory is not None
-            start = time.monotonic()
-            reply = w.call(
-                "create",
-                self.args.stop_after + self.cap,
-                kind="queue-send",
-                prefix=f"{PREFIX}.q",
-                n=n,
-                timeout=self.args.stop_after,
-            )
+            before, start, reply = self._timed(run, "create", kind="queue-send", prefix=f"{PREFIX}.q", n=n)
             case.figures["created"] = int(reply.get("done", 0))
             case.figures["creation_s"] = round(reply["t1"] - reply["t0"], 2)
             if reply.get("timed_out"):
@@ -266,28 +231,31 @@ class Bench(many.Bench):
             usage = self._usage_figures(case, run)
             case.figures["memory_pct_seen"] = round(highest, 1)
             case.figures["destinations"] = usage["destinations"]
+            assert run.memory is not None
             peak = run.memory.peak_mb(start, time.monotonic())
             case.figures.update(rss_before_mb=round(before, 1), rss_peak_mb=round(peak or 0, 1))
             case.figures["rss_bound_mb"] = round(_mb(limit) + 100, 1)
             many.log(f"  {case.figures}")
+
+    def _timed(self, run: Run, op: str, **kwargs: Any) -> tuple[float, float, many.Reply]:
+        """A worker of its own does ``op`` (each wait in it at most --stop-after s): the RSS
+        before, when it started, its reply."""
+        w = run.worker("w")
+        before = run.settle_rss(1)
+        start = time.monotonic()
+        reply = w.call(op, self.args.stop_after + self.cap, timeout=self.args.stop_after, **kwargs)
+        return before, start, reply
 
     # -- an open transaction ----------------------------------------------------------------
     def transaction(self) -> None:
         args = self.args
         label = f"{args.tx_messages} x {args.tx_size:,} B"
         with self.run("transaction", label, args.tx_memory_limit) as (case, run):
-            w = run.worker("w")
-            before = run.settle_rss(1)
-            assert run.memory is not None
-            start = time.monotonic()
-            reply = w.call(
-                "transaction",
-                args.stop_after + self.cap,
-                destination=f"/queue/{PREFIX}.tx",
-                count=args.tx_messages,
-                size=args.tx_size,
-                timeout=args.stop_after,
+            destination = f"/queue/{PREFIX}.tx"
+            before, start, reply = self._timed(
+                run, "transaction", destination=destination, count=args.tx_messages, size=args.tx_size
             )
+            w = run.workers[0]
             case.figures["tx_receipted"] = int(reply["receipted"])
             case.figures["tx_s"] = round(reply["t1"] - reply["t0"], 2)
             if reply.get("note"):
@@ -301,6 +269,7 @@ class Bench(many.Bench):
                 timeout=args.stop_after,
             )
             case.figures["other_producer_receipted"] = bool(other["receipted"])
+            assert run.memory is not None
             peak = run.memory.peak_mb(start, time.monotonic())
             case.figures.update(rss_before_mb=round(before, 1), rss_peak_mb=round(peak or 0, 1))
             many.log(f"  {case.figures}")
@@ -359,9 +328,9 @@ def main(argv: list[str] | None = None) -> int:
         for case in chosen:
             if case in ("subs", "subs-bridge"):
                 for n in many.sizes(args.subs):
-                    bench.subs(n, bridge=case == "subs-bridge")
+                    bench.subscriptions(n, bridge=case == "subs-bridge")
             elif case == "destinations":
-                bench.destinations(args.destinations)
+                bench.many_destinations(args.destinations)
             elif case == "transaction":
                 bench.transaction()
     except KeyboardInterrupt:
@@ -370,13 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         bench.close()
     print(many.report(bench, started).replace("bench_many.py --broker stompd", "bench_limits.py"))
     if args.json_out:
-        dump = {
-            "broker": "stompd",
-            "started": started,
-            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "cases": [asdict(c) for c in bench.results],
-        }
-        args.json_out.write_text(json.dumps(dump, indent=1))
+        many.write_json(args.json_out, bench, started)
     return 0
 
 
