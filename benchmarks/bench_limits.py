@@ -190,9 +190,16 @@ class Bench(many.Bench):
                 w = run.worker("w")
                 where = f"/topic/{PREFIX}.prices"
                 before = run.settle_rss(1)
-                run.phase(
-                    "subscribe", lambda: self.ask(w, "subscribe_many", group="one", destination=where, n=n)
-                )
+                try:
+                    run.phase(
+                        "subscribe",
+                        lambda: self.ask(w, "subscribe_many", group="one", destination=where, n=n),
+                    )
+                except many.Stop:
+                    # Held back (the memory limit): how far it got.
+                    case.figures["subscribed"] = self._subscribed(run)
+                    self._usage_figures(case, run)
+                    raise
                 after = run.settle_rss(1)
                 case.figures["rss_per_subscription_kb"] = round((after - before) * 1024 / n, 2)
                 self._usage_figures(case, run)
@@ -201,14 +208,19 @@ class Bench(many.Bench):
                 if other is not None:
                     other.stop(self.cap)
 
+    def _subscribed(self, run: Run) -> int:
+        """How many subscriptions the broker's connections have."""
+        assert run.target.http_port is not None
+        listing = json.loads(many.http_get(run.target.http_port, "/api/v1/connections", self.cap))
+        rows = listing["connections"] if isinstance(listing, dict) else listing
+        return sum(int(row.get("subscriptions", 0)) for row in rows)
+
     def _wait_bridged(self, run: Run, other: many.Stompd) -> None:
         """Until this broker has the bridge's two advisory subscriptions."""
         assert run.target.http_port is not None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            listing = json.loads(many.http_get(run.target.http_port, "/api/v1/connections", self.cap))
-            rows = listing["connections"] if isinstance(listing, dict) else listing
-            if sum(int(row.get("subscriptions", 0)) for row in rows) >= 2 + 1:  # + the pinger's sink
+            if self._subscribed(run) >= 2 + 1:  # + the pinger's sink
                 return
             time.sleep(0.2)
         raise Unavailable("the bridge did not subscribe to the advisories within 60 s")
