@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from broker.core.base.history import INTERVAL_MS
 from broker.settings_bridge import broker_options
 from config.loader import load
 from protocol.frames import Frame
@@ -61,6 +62,16 @@ def blocked(thread: BrokerThread) -> int:
     def ask() -> int:
         assert thread.broker is not None
         return thread.broker.engine.flow.stats.blocked_now
+
+    return int(on_loop(thread, ask))
+
+
+def queued(thread: BrokerThread) -> int:
+    """How many messages the queues hold."""
+
+    def ask() -> int:
+        assert thread.broker is not None
+        return sum(queue.cursor.count for queue in thread.broker.engine.queues.values())
 
     return int(on_loop(thread, ask))
 
@@ -229,5 +240,51 @@ def test_under_send_fail_if_no_space_a_subscribe_past_the_limit_gets_an_error(tm
         assert error.headers["receipt-id"] == str(len(frames) - 1)
         assert app.closed_by_peer()
         eventually(lambda: memory_used(thread) < 16 * KB)
+    finally:
+        thread.stop()
+
+
+# -- many destinations -------------------------------------------------------------------------
+
+
+def sample_history(thread: BrokerThread) -> tuple[int, int]:
+    """The 10 s history sample, now (the clock moved on a period, as the tick finds it);
+    memory usage's (peak, limit) after it."""
+
+    def ask() -> tuple[int, int]:
+        assert thread.broker is not None
+        engine = thread.broker.engine
+        engine.clock.ms += INTERVAL_MS
+        engine.sampler.tick()
+        engine.chores.run_all()
+        memory = engine.usage.memory
+        return memory.peak, memory.limit
+
+    return on_loop(thread, ask)  # type: ignore[no-any-return]
+
+
+@pytest.mark.usefixtures("no_traceback")
+def test_queues_made_until_the_limit_is_full_never_take_usage_past_it(tmp_path: Path) -> None:
+    """app SENDs a message to one new queue after another: once memory usage is full the
+    next waits, and nothing made afterwards (the history sample of all those busy queues)
+    takes usage past the limit (before: 109 % of a 64 MB one)."""
+    thread = start(tmp_path)
+    try:
+        app = user(thread, APP)
+        app.send_bytes(
+            b"".join(b"SEND\ndestination:/queue/ORDERS.n%d\nreceipt:%d\n\nx\0" % (i, i) for i in range(MANY))
+        )
+        eventually(lambda: blocked(thread) == 1)
+        # Each queue that holds its message was receipted, in order; the next waits.
+        made = queued(thread)
+        assert 100 < made < MANY
+        assert receipts(app, str(made - 1)) == [str(i) for i in range(made)]
+        for _ in range(2):
+            peak, limit = sample_history(thread)
+            assert peak <= limit
+        # app can still consume what it sent (a first subscription always gets in).
+        consumer = user(thread, APP)
+        consumer.send("SUBSCRIBE", {"id": "0", "destination": "/queue/ORDERS.n0", "receipt": "s"})
+        assert [f.command for f in consumer.recv_all(2)] == ["RECEIPT", "MESSAGE"]
     finally:
         thread.stop()

@@ -211,9 +211,16 @@ class Cursor:
         """Could ``push`` place this message, at ``level`` (its destination's order), now
         without passing a hard limit?"""
         disk = self.disk_part
-        if not disk.count[level] and (self.meter is None or self.meter.fits(message.size)):
+        if not disk.count[level] and (self.meter is None or self.meter.fits(message.size + self._new(level))):
             return True
         return disk.fits(message, temp)
+
+    def _new(self, priority: int) -> int:
+        """What ``_level`` would charge to make ``priority``'s level (0: it is made)."""
+        levels = self._levels
+        if levels is NO_LEVELS:
+            return LEVELS_BYTES + LEVEL_BYTES
+        return LEVEL_BYTES if levels[priority] is None else 0
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""

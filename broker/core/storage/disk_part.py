@@ -145,8 +145,10 @@ class DiskPart:
             return False
         if log.shared and message.in_log:
             return True
-        # Its record waits in RAM until written: it needs room in memory and on disk.
-        return log.space.memory.fits(message.size) and (temp is None or temp.fits(message.size))
+        # Its record waits in RAM until written: it needs room in memory (and, the first,
+        # for the per-level arrays) and on disk.
+        arrays = LEVEL_ARRAYS_BYTES if self.count is ZEROS else 0
+        return log.space.memory.fits(message.size + arrays) and (temp is None or temp.fits(message.size))
 
     def _levels(self) -> None:
         """The per-level arrays, made on the first use (and charged while they exist)."""
