@@ -49,19 +49,6 @@ ACCESS = """
   </authorizationMap></map></authorizationPlugin>
 """
 
-#: Issue 35's three users: ``admin`` with every right, ``app`` with read/write on queue
-#: ``ORDERS.>`` only, ``guest`` with read on topic ``PUBLIC.>`` only (``entries_file``).
-THREE_USERS = {"admin": "admins", "app": "apps", "guest": "guests"}
-THREE_USERS_ENTRIES = """
-<authorizationEntry queue=">" read="admins" write="admins" admin="admins"/>
-<authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
-<authorizationEntry queue="ORDERS.>" read="apps" write="apps" admin="apps"/>
-<authorizationEntry topic="PUBLIC.>" read="guests"/>
-"""
-ADMIN = {"username": "admin", "passcode": "admin-pw"}
-APP = {"username": "app", "passcode": "app-pw"}
-GUEST = {"username": "guest", "passcode": "guest-pw"}
-
 
 def security_file(
     tmp_path: Path, *, anonymous: bool = False, authorization: bool = True, ws: bool = False

@@ -21,20 +21,21 @@ from store.api import Batch
 from store.persistent import MessageStore
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client, eventually
-from tests.security_support import (
-    ADMIN,
-    APP,
-    GUEST,
-    THREE_USERS,
-    THREE_USERS_ENTRIES,
-    entries_file,
-    start_secured,
-    stored,
-    wait_error,
-)
+from tests.security_support import entries_file, start_secured, stored, wait_error
 
 pytestmark = pytest.mark.integration
 
+USERS = {"admin": "admins", "app": "apps", "guest": "guests"}
+ENTRIES = """
+<authorizationEntry queue=">" read="admins" write="admins" admin="admins"/>
+<authorizationEntry topic=">" read="admins" write="admins" admin="admins"/>
+<authorizationEntry queue="ORDERS.>" read="apps" write="apps" admin="apps"/>
+<authorizationEntry topic="PUBLIC.>" read="guests"/>
+"""
+
+ADMIN = {"username": "admin", "passcode": "admin-pw"}
+APP = {"username": "app", "passcode": "app-pw"}
+GUEST = {"username": "guest", "passcode": "guest-pw"}
 ALL = {"activemq.subscriptionName": "all"}
 MINE = {"activemq.subscriptionName": "mine"}
 SECRETS = ["secret 0", "secret 1", "secret 2"]
@@ -45,7 +46,7 @@ class Broker:
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
-        self.file = entries_file(tmp_path, THREE_USERS, THREE_USERS_ENTRIES)
+        self.file = entries_file(tmp_path, USERS, ENTRIES)
         self.thread: BrokerThread | None = start_secured(tmp_path, self.file)
 
     @property

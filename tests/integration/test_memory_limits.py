@@ -22,8 +22,8 @@ from config.loader import load
 from protocol.frames import Frame
 from tests.broker_thread import BrokerThread
 from tests.clients import eventually
-from tests.security_support import ADMIN, APP, GUEST, THREE_USERS, THREE_USERS_ENTRIES, entries_file
 from tests.stomp_raw import RawClient
+from tests.three_users import three_users_file
 
 pytestmark = pytest.mark.integration
 
@@ -34,9 +34,12 @@ BODY = b"o" * (64 * KB)
 FIT = LIMIT // (len(BODY) + 2 * KB)
 
 
+ADMIN, APP, GUEST = "admin", "app", "guest"
+
+
 def start(tmp_path: Path, **core: Any) -> BrokerThread:
     """The three users' broker, its memory limit ``LIMIT``, ``core`` other CoreSettings."""
-    options = broker_options(load(entries_file(tmp_path, THREE_USERS, THREE_USERS_ENTRIES)).config)
+    options = broker_options(load(three_users_file(tmp_path)).config)
     settings = dataclasses.replace(options.core, memory_limit=LIMIT, **core)
     options = dataclasses.replace(options, data_dir=tmp_path / "data", http_port=None, core=settings)
     return BrokerThread(options).start()
@@ -86,9 +89,9 @@ def subscriptions(thread: BrokerThread) -> int:
     return int(on_loop(thread, ask))
 
 
-def user(thread: BrokerThread, who: dict[str, str]) -> RawClient:
+def user(thread: BrokerThread, who: str) -> RawClient:
     c = RawClient(thread.port)
-    c.connect(login=who["username"], passcode=who["passcode"])
+    c.connect(login=who, passcode=f"{who}-pw")
     return c
 
 
