@@ -42,10 +42,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import multiprocessing
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -147,12 +145,8 @@ def bridge_config(name: str, remote_port: int) -> str:
 
 class Bench(many.Bench):
     def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.cap: float = args.cap
-        self.ctx: SpawnContext = multiprocessing.get_context("spawn")
-        self._tmp = tempfile.TemporaryDirectory(prefix="bench-limits-")
-        self.workdir = Path(self._tmp.name)
-        self.results: list[many.Case] = []
+        super().__init__(args)
+        #: The case's --memory-limit (each case has its own).
         self.memory_limit: str | None = None
 
     def target_for(self, case: str) -> many.Target:
