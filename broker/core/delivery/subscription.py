@@ -70,6 +70,7 @@ class Subscription:
         "destination",
         "durable",
         "exclusive",
+        "footprint",
         "held",
         "id",
         "inflight",
@@ -151,6 +152,8 @@ class Subscription:
         self.closed = False
         self._sub_header = b""
         self._sub_header_version = ""
+        #: Bytes charged to the memory meter while it exists (``Subscribing``).
+        self.footprint = 0
 
     @property
     def ready(self) -> bool:

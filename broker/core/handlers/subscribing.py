@@ -6,6 +6,12 @@ which matching topics fill).  With ``activemq.subscriptionName`` (and a ``client
 on CONNECT) it attaches to a durable subscription instead, made or remade as
 ActiveMQ does, and takes over that subscription's cursor.  The SUBSCRIBE's RECEIPT
 goes out before any MESSAGE: dispatch to it starts after the receipt.
+
+What a subscription costs in RAM is charged to memory usage while it exists
+(``destinations.subscription_footprint``): a SUBSCRIBE there is no room for waits for
+it, as one that would make a destination does, or is refused under sendFailIfNoSpace;
+but a connection's first subscription is never held back for its own cost (charged all
+the same), so a consumer can always come and drain what fills memory.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from broker.core.base.errors import (
 )
 from broker.core.base.guard import READ, denied
 from broker.core.base.selector import compile_selector
+from broker.core.delivery.destinations import subscription_footprint
 from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
@@ -49,6 +56,7 @@ if TYPE_CHECKING:
 class Subscribing:
     __slots__ = (
         "advisories",
+        "charged",
         "destinations",
         "durables",
         "memory",
@@ -77,6 +85,8 @@ class Subscribing:
         self.persistence = persistence
         self.routing = routing
         self.settlement = settlement
+        #: What the subscriptions that exist cost, charged to the memory meter.
+        self.charged = 0
 
     # -- SUBSCRIBE -------------------------------------------------------------------
 
@@ -125,9 +135,11 @@ class Subscribing:
             if not -128 <= priority <= 127:
                 raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
         network = _network(headers)
-        # Before anything is made: a SUBSCRIBE that would make a destination there is no
-        # room for yet waits for it, as a SEND does (NoRoomToCreate).
-        self.destinations.make_room(session, destination)
+        # Before anything is made: a SUBSCRIBE that would make a destination, or the
+        # subscription, there is no room for yet waits for it, as a SEND does (NoRoomToCreate).
+        topics = any(kind not in names.QUEUE_KINDS for kind, _ in targets)
+        cost = subscription_footprint(sub_id, destination, topics)
+        self.destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
         if durable_name is not None:
@@ -160,6 +172,7 @@ class Subscribing:
                 target = destinations.resolve(session, kind, name)
                 if target.owner is not session:
                     raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
+        self._charge(sub, cost)
         session.subscriptions[sub_id] = sub
         session.by_key[sub.key] = sub
         for kind, name in targets:
@@ -182,6 +195,11 @@ class Subscribing:
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         return lambda: self._start(sub)
+
+    def _charge(self, sub: Subscription, cost: int) -> None:
+        sub.footprint = cost
+        self.memory.charge(cost)
+        self.charged += cost
 
     def _start(self, sub: Subscription) -> None:
         for queue in sub.queues:
@@ -206,7 +224,8 @@ class Subscribing:
         if self.destinations.guard.authorizing:
             # Browsing reads, as consuming does.
             self.destinations.authorize(session, READ, destination)
-        self.destinations.make_room(session, destination)
+        cost = subscription_footprint(sub_id, destination, False)
+        self.destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         queue = self.destinations.resolve(session, *targets[0])
         assert isinstance(queue, Queue)
         selector = compile_selector(selector_text).matches if selector_text else None
@@ -224,6 +243,7 @@ class Subscribing:
             ack=ack,
             prefetch=prefetch,
         )
+        self._charge(browser, cost)
         session.subscriptions[sub_id] = browser
         session.by_key[browser.key] = browser
         # After the RECEIPT, as any subscription's first MESSAGE.
@@ -365,6 +385,9 @@ class Subscribing:
     def unsubscribe(self, session: Session, sub: Subscription) -> None:
         """``sub`` ends: what it had in flight goes back for redelivery."""
         sub.closed = True
+        self.memory.release(sub.footprint)
+        self.charged -= sub.footprint
+        sub.footprint = 0
         session.subscriptions.pop(sub.id, None)
         session.by_key.pop(sub.key, None)
         router = self.destinations.router
@@ -400,10 +423,14 @@ class Subscribing:
         (a chore), each step's cost one and one more for each message it gave back."""
         subscriptions = session.subscriptions
         while subscriptions:
-            sub = next(iter(subscriptions.values()))
-            inflight = len(sub.inflight)
-            self.unsubscribe(session, sub)
-            yield 1 + inflight
+            # Gone through from a list: taking the dict's first again and again would pass
+            # over every slot emptied before it (100,000 subscriptions: quadratic).
+            for sub in list(subscriptions.values()):
+                if sub.closed:
+                    continue  # a durable subscriber took it over meanwhile (``_let_go``)
+                inflight = len(sub.inflight)
+                self.unsubscribe(session, sub)
+                yield 1 + inflight
 
 
 def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
