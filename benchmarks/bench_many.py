@@ -911,8 +911,12 @@ class Stompd(Target):
     name = "stompd"
     label = "stompd"
 
-    def __init__(self, memory_limit: str | None) -> None:
+    def __init__(self, memory_limit: str | None, root: Path = ROOT, config: str | None = None) -> None:
         self.memory_limit = memory_limit
+        #: The checkout the broker runs from (another one's code: a BEFORE figure).
+        self.root = root
+        #: An activemq.xml to run from (the gc case writes its own).
+        self.config = config
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._argv: list[str] = []
@@ -926,8 +930,9 @@ class Stompd(Target):
         argv += ["--http-port", str(self.http_port)]
         if self.memory_limit:
             argv += ["--memory-limit", self.memory_limit]
-        if gc_timeout_ms is not None:
-            (tmp / "activemq.xml").write_text(stompd_gc_config(gc_timeout_ms))
+        config = stompd_gc_config(gc_timeout_ms) if gc_timeout_ms is not None else self.config
+        if config is not None:
+            (tmp / "activemq.xml").write_text(config)
             argv += ["--config", str(tmp / "activemq.xml")]
         self.ws_port = None
         if ws:
@@ -943,11 +948,11 @@ class Stompd(Target):
         with open(log_path, "ab") as out:
             self._proc = subprocess.Popen(
                 [*self._argv, "--port", str(self.port)],
-                cwd=ROOT,
+                cwd=self.root,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                env={**os.environ, "PYTHONPATH": str(self.root)},
                 start_new_session=True,
             )
 
@@ -1895,14 +1900,20 @@ def main(argv: list[str] | None = None) -> int:
     text = report(bench, started)
     print(text)
     if args.json_out:
-        dump = {
-            "broker": args.broker,
-            "started": started,
-            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "cases": [asdict(c) for c in bench.results],
-        }
-        args.json_out.write_text(json.dumps(dump, indent=1))
+        write_json(args.json_out, bench, started)
     return 0
+
+
+def write_json(path: Path, bench: Bench, started: str) -> None:
+    """Every figure of the run, for ``--compare`` and the README's tables."""
+    args = bench.args
+    dump = {
+        "broker": args.broker,
+        "started": started,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "cases": [asdict(c) for c in bench.results],
+    }
+    path.write_text(json.dumps(dump, indent=1))
 
 
 if __name__ == "__main__":

@@ -18,13 +18,15 @@ from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
 from broker.export.exporter import Exporter, ExportSettings
 from broker.http.auth import HttpSecurity
+from broker.io.descriptors import Descriptors
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.io.server import StompServer
 from broker.io.space import DiskWatch
 from broker.role import Role
 from store.api import Stores
-from store.errors import StoreFull
+from store.errors import StoreFenced, StoreFull
+from store.leveldb import DESCRIPTORS
 from store.persistent import MessageStore
 from store.space import Ballast
 from store.temp import TempStore
@@ -35,8 +37,14 @@ if TYPE_CHECKING:
 
     from broker.core.base.guard import Guard
     from broker.http.server import HttpServer
+    from broker.io.logins import FailedLogins
     from broker.network import Network, NetworkSettings
     from broker.ws.endpoint import WebSocketListener
+
+#: Descriptors no connection may take: the message and temp stores' (``DESCRIPTORS``
+#: each), and the broker's own files beside them (the store's lock, the export's, a
+#: reload's read, the network bridges' sockets, the loop's).
+DESCRIPTOR_RESERVE: Final = 2 * DESCRIPTORS + 64
 
 #: How often the engine is ticked (parked-SEND deadlines, retries of blocked producers).
 TICK_S = 0.05
@@ -88,6 +96,16 @@ class BrokerOptions:
     #: (<transportDefaults>), and the origins whose pages may use it (none: same origin).
     http_stomp_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     http_allowed_origins: tuple[str, ...] = ()
+    #: ``<httpServer maximumConnections>``: HTTP connections open at once (a /stomp
+    #: WebSocket leaves the count once upgraded).
+    http_max_connections: int = 256
+    #: The descriptors the process may have open (None: its soft RLIMIT_NOFILE); what
+    #: connections may take of them is that less ``DESCRIPTOR_RESERVE`` and what was open
+    #: at start (broker/io/descriptors.py).
+    descriptor_limit: int | None = None
+    #: Failed logins of every listener and the admin server, answered late past a few
+    #: (None: the broker's own; a test's may hold the answers).
+    failed_logins: FailedLogins | None = field(default=None, compare=False)
     #: ``--export-dir`` / ``<export>``: metric snapshots and the event log (None: off).
     export: ExportSettings | None = None
     #: Who may connect and what each may do (None: anyone, everything).
@@ -98,13 +116,27 @@ class BrokerOptions:
     network: NetworkSettings | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class StoreFence:
+    """A pair's master writes its store only while it holds the store's lock (broker/ha.py)."""
+
+    #: None while the lock is ours, else why not; asked by the store's writer thread
+    #: before each batch and before the batch's receipts.
+    check: Callable[[], str | None]
+    #: Told on the loop when ``check`` found the lock lost (the store is fenced off by then).
+    lost: Callable[[str], None]
+
+
 class Broker:
     """One broker: temp store, engine and listener.  ``start``/``stop`` run on the event loop."""
 
-    def __init__(self, options: BrokerOptions, role: Role | None = None) -> None:
+    def __init__(
+        self, options: BrokerOptions, role: Role | None = None, fence: StoreFence | None = None
+    ) -> None:
         self.options = options
         #: What /health and /metrics say of this broker's part in a pair.
         self.role = role or Role()
+        self.fence = fence
         #: The ports the listeners are bound to, in ``options.listeners`` order.
         self.ports: list[int] = []
         #: The first STOMP (TCP or TLS) listener's port (0: there is none).
@@ -161,7 +193,12 @@ class Broker:
             loop.call_soon_threadsafe(self._io_done, fn)
 
         self.worker = IOWorker(post, name="stompd-temp")
-        self.message_store.start_committer(post, self._store_failed, on_stall=self._store_stalled)
+        self.message_store.start_committer(
+            post,
+            self._store_failed,
+            on_stall=self._store_stalled,
+            guard=self.fence.check if self.fence is not None else None,
+        )
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
         self.engine = Engine(options.core, stores=stores, guard=options.guard)
         self.engine.chores.wake = functools.partial(loop.call_soon, self._run_chores)
@@ -180,7 +217,10 @@ class Broker:
         if options.export is not None:
             self.exporter = Exporter(options.export, self.readout)
             self.exporter.start()
-        self.server = StompServer(self.engine)
+        descriptors = Descriptors(DESCRIPTOR_RESERVE, options.descriptor_limit)
+        # Once the stores are open: what they hold now is counted as open already.
+        descriptors.start()
+        self.server = StompServer(self.engine, descriptors, options.failed_logins)
         try:
             await self._listen()
         except BaseException:
@@ -214,9 +254,16 @@ class Broker:
                 options.http_security,
                 options.http_static_dir,
                 self.server.verifier,
+                limits=options.http_stomp_limits,
+                max_connections=options.http_max_connections,
+                descriptors=self.server.descriptors,
+                logins=self.server.logins,
             )
             endpoint = StompWebSocketEndpoint(
-                self.server, options.http_stomp_limits, options.http_allowed_origins
+                self.server,
+                options.http_stomp_limits,
+                options.http_allowed_origins,
+                on_upgraded=self.http.hand_over,
             )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(
@@ -263,6 +310,10 @@ class Broker:
         engine.flush()
 
     def _store_failed(self, exc: BaseException) -> None:
+        if isinstance(exc, StoreFenced) and self.fence is not None:
+            # The pair abandons this broker at once; nothing waiting is receipted meanwhile.
+            self.fence.lost(str(exc))
+            return
         self.engine.persistence.store_failed(exc)
 
     def _store_stalled(self, exc: BaseException | None) -> None:

@@ -16,6 +16,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from broker import logs
 from broker.ha import run
 from broker.http import AdminPortError
 from broker.io.listener import ListenError
@@ -298,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["hash-password"]:
         return hash_password(argv[1:])
     args = build_parser().parse_args(argv)
+    # One record, one line: what clients put in names and headers is escaped (broker/logs.py).
+    logs.install()
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     problem = _argument_problem(args)
     if problem is not None:

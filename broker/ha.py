@@ -15,6 +15,13 @@ serving at once, writing nothing more, and becomes a standby again, as ActiveMQ'
 broker restarts itself.  Every change of role is logged, and ``Role`` says it to
 ``/health`` and ``/metrics``.
 
+The lock fences by itself, without LevelDB's own ``LOCK`` (an operator "cleaning stale
+locks" may delete both): the master's store asks, before it writes each batch and before
+it receipts one, that the lock file is still the one it locked (``StoreLock.still_ours``),
+and abandons at once if not; and a broker that had to make the lock file afresh beside
+a store (``Attempt.fresh``) waits ``fence_wait`` before it opens the store, by when a
+master that still held the old file has checked it (``lockKeepAlivePeriod``) and stopped.
+
 Waiting goes through ``pause`` (a test drives it step by step) and the lock's calls run
 on a thread, since a network file system may keep them a while.
 """
@@ -23,12 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import time
 from typing import TYPE_CHECKING, Final
 
-from broker.app import Broker, new_event_loop, raise_fd_limit, tune_gc, tune_malloc
+from broker.app import Broker, StoreFence, new_event_loop, raise_fd_limit, tune_gc, tune_malloc
 from broker.role import MASTER, STANDBY, Role, RoleName
 from store.errors import StoreLocked
 from store.lock import StoreLock
@@ -46,6 +54,17 @@ log = logging.getLogger("stompd")
 #: A lock check that has not answered in this long (or its period, if longer) counts as
 #: a lost lock: a master that cannot tell whether it still holds the store must not serve.
 CHECK_TIMEOUT_S: Final = 5.0
+#: What a broker that made the lock file afresh waits beyond one keep-alive period: the
+#: old master's check itself, and its abandon (a batch being written finishes).
+FENCE_MARGIN_S: Final = 1.0
+
+
+def fence_wait(keep_alive_ms: int) -> float:
+    """Seconds between taking a freshly made lock and opening the store: twice the
+    keep-alive period (so a master checks once, whatever its phase, and has as long
+    again to stop), and at least one period and a second."""
+    period = keep_alive_ms / 1000
+    return period + max(period, FENCE_MARGIN_S)
 
 
 class Pair:
@@ -57,7 +76,7 @@ class Pair:
         *,
         pause: Pause | None = None,
         clock: Callable[[], float] = time.time,
-        broker_factory: Callable[[BrokerOptions, Role], Broker] = Broker,
+        broker_factory: Callable[[BrokerOptions, Role, StoreFence], Broker] = Broker,
     ) -> None:
         self.options = options
         self.lock = StoreLock(options.store_dir or options.data_dir / "store")
@@ -68,10 +87,24 @@ class Pair:
         self._pause = pause or self._wait
         self._make_broker = broker_factory
         self._stopping = asyncio.Event()
+        #: Why the master's store found its lock lost (``StoreFence.lost``), until handled.
+        self._lost: str | None = None
+        #: Which broker's store may still say so: one more at each start and abandon, so
+        #: that word from an abandoned broker's writer thread, arriving late, is not taken
+        #: for the next one's.
+        self._term = 0
+        #: Ends ``_wait`` early: set on stop and on a lost lock.
+        self._wake = asyncio.Event()
 
     def stop(self) -> None:
         """Stop (from the loop): a standby stops waiting, a master stops serving."""
         self._stopping.set()
+        self._wake.set()
+
+    def _fenced(self, term: int, why: str) -> None:
+        if term == self._term:
+            self._lost = why
+            self._wake.set()
 
     @property
     def stopping(self) -> bool:
@@ -109,6 +142,8 @@ class Pair:
         told: str | None = None
         while not self.stopping:
             attempt = await asyncio.to_thread(self.lock.try_acquire)
+            if attempt.acquired and attempt.fresh and not await self._fence_off():
+                continue  # asked to stop (the loop ends), or the lock lost again
             if attempt.acquired:
                 self._become(MASTER)
                 log.info("became the master: took the store's lock %s as %s", self.lock.path, self.lock.owner)
@@ -131,6 +166,28 @@ class Pair:
                 log.debug("the store's lock is still held by %s", who)
             await self._pause(settings.acquire_interval_ms / 1000)
         return False
+
+    async def _fence_off(self) -> bool:
+        """Wait, holding a lock file made afresh, for a master that may still write the
+        store to find its own lock gone; True if the lock is still ours after (False:
+        asked to stop meanwhile, or the lock was lost, and let go)."""
+        wait = fence_wait(self.options.lock.keep_alive_ms)
+        log.warning(
+            "took the store's lock %s, but had to make the lock file, beside a store: someone "
+            "removed it, perhaps under a master that still writes the store; waiting %g s (twice "
+            "lockKeepAlivePeriod, at least one and a second) for that master to find out and stop",
+            self.lock.path,
+            wait,
+        )
+        await self._pause(wait)
+        if self.stopping:
+            return False
+        lost = await self._check(None)
+        if lost is not None:
+            log.warning("gave up the store's lock again before opening the store: %s", lost)
+            self.lock.close()
+            return False
+        return True
 
     # -- master ----------------------------------------------------------------------
 
@@ -161,23 +218,28 @@ class Pair:
                 return None
             if self.stopping:
                 return None
-            if broker is None or keep_alive is not None:
+            lost, self._lost = self._lost, None
+            if lost is None and (broker is None or keep_alive is not None):
                 lost = await self._check(keep_alive)
-                if lost is not None:
-                    log.error(
-                        "lost the store's lock: %s; giving up being the master: clients are cut off "
-                        "and nothing more is written to the store",
-                        lost,
-                    )
-                    self.broker = None
-                    if broker is not None:
-                        await broker.abandon()
-                    self.lock.close()
-                    return lost
+            if lost is not None:
+                log.error(
+                    "lost the store's lock: %s; giving up being the master: clients are cut off "
+                    "and nothing more is written to the store",
+                    lost,
+                )
+                self.broker = None
+                if broker is not None:
+                    await broker.abandon()
+                self._term += 1
+                self._lost = None
+                self.lock.close()
+                return lost
             await self._pause(keep_alive if broker is not None else settings.acquire_interval_ms / 1000)
 
     async def _open(self) -> Broker:
-        broker = self._make_broker(self.options, self.role)
+        self._term += 1
+        fence = StoreFence(self.lock.still_ours, functools.partial(self._fenced, self._term))
+        broker = self._make_broker(self.options, self.role, fence)
         await broker.start()
         return broker
 
@@ -194,8 +256,11 @@ class Pair:
         self.role.become(name, self._clock())
 
     async def _wait(self, seconds: float | None) -> None:
+        if self.stopping or self._lost is not None:
+            return
+        self._wake.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
+            await asyncio.wait_for(self._wake.wait(), seconds)
 
 
 def _ms(ms: int) -> str:

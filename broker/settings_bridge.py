@@ -114,6 +114,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
         http_static_dir=static_dir,
         http_stomp_limits=_limits(config.transport_defaults),
         http_allowed_origins=_origins(config.http.allowed_origins),
+        http_max_connections=config.http.maximum_connections,
         guard=guard,
         export=_export(config.export),
         network=_network(config),

@@ -460,6 +460,7 @@ def _http(ctx: Context, node: Node) -> HttpServer:
     fields.get("allowRemote", "allow_remote", boolean)
     fields.get("staticDirectory", "static_directory", path)
     fields.get("allowedOrigins", "allowed_origins", allowed_origins)
+    fields.get("maximumConnections", "maximum_connections", integer(1))
     fields.finish()
     return HttpServer(**fields.values, origins=fields.origins)
 

@@ -414,6 +414,9 @@ class HttpServer:
     static_directory: Path | None = _setting(None, "staticDirectory")
     #: Origins whose pages may use /stomp (STOMP over WebSocket); empty: same origin only.
     allowed_origins: tuple[str, ...] = _setting((), "allowedOrigins")
+    #: Open HTTP connections past which a new one is refused (503); a /stomp WebSocket
+    #: leaves the count once upgraded (it is a STOMP connection then).
+    maximum_connections: int = _setting(256, "maximumConnections")
     origins: Origins = _origins()
 
 

@@ -28,7 +28,10 @@ that the broker holds producers back meanwhile.  Only a corrupt database, or a c
 while writes still fail, stops the committer for good: ``on_error`` is posted once,
 and the batches not written are dropped with their callbacks (nobody is told they
 are durable).  ``fence`` stops it likewise, at once and without telling anyone: the
-broker has lost the store's lock, and another broker may be writing it now.
+broker has lost the store's lock, and another broker may be writing it now.  ``guard``,
+asked before each batch is written and again before its callbacks run, fences it
+itself: a master whose lock file was removed writes nothing more, and tells nobody that
+what it wrote after is durable (``on_error`` gets the ``StoreFenced``).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class GroupCommitter:
         "_db",
         "_durable_ticket",
         "_flush_ticket",
+        "_guard",
         "_inflight",
         "_lazy_since",
         "_linger",
@@ -91,10 +95,14 @@ class GroupCommitter:
         on_error: Callable[[BaseException], None],
         *,
         on_stall: Callable[[BaseException | None], None] | None = None,
+        guard: Callable[[], str | None] | None = None,
         linger: float = 0.02,
         name: str = "stompd-commit",
     ) -> None:
         self._db = db
+        #: None while this process may write the store, else why not (the lock's
+        #: ``still_ours``); asked on the writer thread.
+        self._guard = guard
         self._post = post
         self._on_error = on_error
         self._on_stall = on_stall
@@ -207,11 +215,11 @@ class GroupCommitter:
                 self._cond.wait(left)
             return self.error is None
 
-    def fence(self) -> None:
+    def fence(self, why: str = "its lock was lost") -> None:
         """Write nothing more, from now on: what is pending is dropped with its callbacks,
         and a write under way (which cannot be taken back) tells nobody it is durable."""
         with self._cond:
-            self.error = StoreFenced(f"the store at {self._db.path} is fenced off: its lock was lost")
+            self.error = StoreFenced(f"the store at {self._db.path} is fenced off: {why}")
             self.stalled = None
             self._pending = {}
             self._callbacks = []
@@ -247,7 +255,7 @@ class GroupCommitter:
                 self._urgent = False
                 self._lazy_since = 0.0
             # An empty submission (a duplicate ack, say) needs no write, only its turn.
-            if ops and not self._write(ops):
+            if ops and (self._guarded() or not self._write(ops) or self._guarded()):
                 return
             with self._cond:
                 self._inflight = {}
@@ -271,6 +279,20 @@ class GroupCommitter:
                 return False
             else:
                 self._cond.wait()
+
+    def _guarded(self) -> bool:
+        """Fence the store, and say so, if ``guard`` says this process may not write it."""
+        why = self._guard() if self._guard is not None else None
+        if why is None:
+            return False
+        log.critical("the message store is fenced off: %s; nothing more is written or receipted", why)
+        self.fence(why)
+        with self._cond:
+            self._inflight = {}
+            fenced = self.error
+        assert fenced is not None
+        self._deliver(functools.partial(self._on_error, fenced))
+        return True
 
     def _write(self, ops: dict[bytes, bytes | None]) -> bool:
         """Write ``ops``, as often as it takes; False if the committer stopped first."""

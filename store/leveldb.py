@@ -40,6 +40,10 @@ _REOPEN_MARGIN = 1 << 20
 # What is left, the temp store bounds itself: it compacts away what a drain consumed
 # as it goes (``store.temp.COMPACT_AFTER``), and a table deleted is a table unmapped.
 _OPEN_TABLES: Final = 74
+#: The most descriptors one open store holds: its tables, and its log, manifest, CURRENT,
+#: LOCK and info log, and the table a compaction is writing (broker/io/descriptors.py
+#: keeps them free of connections).
+DESCRIPTORS: Final = _OPEN_TABLES + 6
 
 
 class LevelDB:

@@ -17,6 +17,11 @@ Why a file of its own, and not LevelDB's ``LOCK``:
   (an SMB share, say) the two never are one file.
 - LevelDB's ``LOCK`` stays a second fence: a new master cannot open the store while
   the old one still has it open (``store.errors.StoreLocked``), on a local disk or NFS.
+  It is not needed: an operator who deletes both files must not get two masters.  So a
+  broker that had to make the lock file in a directory that holds a store (``Attempt.fresh``:
+  someone removed it under a master that may still be writing) waits before it opens the
+  store (broker/ha.py), and the master asks ``still_ours``, a ``stat`` of the path, before
+  it writes each batch and before it says a batch is durable.
 
 On NFSv4 both are leases on the server: a master that dies, or is cut off, loses them
 when its lease expires (nfsd: 90 s), and a client that finds its lease expired gets
@@ -89,12 +94,16 @@ class Attempt:
     #: When not acquired: the holder, as its record says (None: the record is not there
     #: yet, or cannot be read).
     holder: Owner | None = None
+    #: When acquired: this attempt made the lock file, in a directory that already holds
+    #: something else (a store).  A store's lock file is made once, with the store; one
+    #: made later was removed, perhaps under a master that still writes the store.
+    fresh: bool = False
 
 
 class StoreLock:
     """The lock on one store directory.  Not thread-safe: one owner at a time."""
 
-    __slots__ = ("_fd", "directory", "owner", "path")
+    __slots__ = ("_fd", "_identity", "directory", "owner", "path")
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -102,6 +111,8 @@ class StoreLock:
         #: Ours, while held.
         self.owner: Owner | None = None
         self._fd: int | None = None
+        #: (st_dev, st_ino) of the file we hold, for ``still_ours`` on another thread.
+        self._identity: tuple[int, int] | None = None
 
     @property
     def held(self) -> bool:
@@ -112,7 +123,7 @@ class StoreLock:
         directory or the file cannot be made or opened."""
         assert self._fd is None, "already held"
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd, made = _open(self.path)
         taken = False
         try:
             if not _lock(fd):
@@ -125,14 +136,36 @@ class StoreLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, owner.encode(), 0)
             os.fsync(fd)
+            held = os.fstat(fd)
             taken = True
         finally:
             if not taken:
                 # Closing drops a lock taken on it too.
                 os.close(fd)
         self._fd = fd
+        self._identity = (held.st_dev, held.st_ino)
         self.owner = owner
-        return Attempt(True)
+        return Attempt(True, fresh=made and _holds_more_than_the_lock(self.directory))
+
+    def still_ours(self) -> str | None:
+        """Does the lock file's path still name the file we locked?  None if so, else why not.
+
+        The fence before every batch the master writes, and before it says a batch is
+        durable: one ``stat``, safe from any thread (it reads no descriptor).  The whole
+        ``check`` (the lock asked for again, the record read) is the keep-alive's.
+        """
+        identity = self._identity
+        if identity is None:
+            return "the lock is not held"
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return f"the lock file {self.path} was removed"
+        except OSError as exc:
+            return f"the lock file {self.path} cannot be checked: {exc.strerror or exc}"
+        if (named.st_dev, named.st_ino) != identity:
+            return f"the lock file {self.path} was replaced"
+        return None
 
     def check(self) -> str | None:
         """Is the lock still ours?  None if so, else why not (lockKeepAlivePeriod's check).
@@ -178,10 +211,29 @@ class StoreLock:
     def close(self) -> None:
         """Let the lock go without touching the file (it may be another broker's now)."""
         fd, self._fd = self._fd, None
+        self._identity = None
         self.owner = None
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _open(path: Path) -> tuple[int, bool]:
+    """The lock file, opened for reading and writing, and whether this call made it."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644), True
+        except FileExistsError:
+            pass
+        try:
+            return os.open(path, os.O_RDWR | os.O_CLOEXEC), False
+        except FileNotFoundError:
+            continue  # removed between the two opens: make it, then
+
+
+def _holds_more_than_the_lock(directory: Path) -> bool:
+    with os.scandir(directory) as entries:
+        return any(entry.name != LOCK_FILE for entry in entries)
 
 
 def _lock(fd: int) -> bool:

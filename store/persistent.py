@@ -280,10 +280,12 @@ class MessageStore(StoreReads):
         on_error: Callable[[BaseException], None],
         *,
         on_stall: Callable[[BaseException | None], None] | None = None,
+        guard: Callable[[], str | None] | None = None,
         linger: float = 0.02,
     ) -> GroupCommitter:
-        """Start the writer thread; from now on every read goes through it."""
-        committer = GroupCommitter(self.db, post, on_error, on_stall=on_stall, linger=linger)
+        """Start the writer thread; from now on every read goes through it (``guard``:
+        see ``GroupCommitter``)."""
+        committer = GroupCommitter(self.db, post, on_error, on_stall=on_stall, guard=guard, linger=linger)
         self.use_committer(committer)
         return committer
 

@@ -53,6 +53,10 @@ class FakeOps:
     #: Each batch takes one permit (None: no limit): a test lets batches through one by one.
     permits: asyncio.Semaphore | None = None
 
+    def acting_as(self, user: str | None) -> FakeOps:
+        # A pretend broker with no authorization entries: anyone may do anything.
+        return self
+
     def _queue(self, name: str) -> list[FakeMessage]:
         if name not in self.queues:
             raise NotFound(f"no queue {name}")

@@ -90,3 +90,20 @@ def non_loopback_address() -> str | None:
         except OSError:
             return None
     return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def raw_request(port: int, head: bytes, body: bytes = b"", timeout: float = 10.0) -> Reply:
+    """``head`` (the request line and headers, CRLF-separated, without the blank line)
+    sent as bytes, as no HTTP library would send them; the answer read to the close."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        length = b"Content-Length: %d\r\n" % len(body) if body else b""
+        sock.sendall(head + b"\r\n" + length + b"Connection: close\r\n\r\n" + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    status_line, _, rest = data.partition(b"\r\n")
+    header_block, _, payload = rest.partition(b"\r\n\r\n")
+    headers = dict(
+        line.decode("latin-1").split(": ", 1) for line in header_block.split(b"\r\n") if b": " in line
+    )
+    return Reply(int(status_line.split()[1]), headers, _decode(payload))

@@ -17,8 +17,13 @@ OPEN: list[socket.socket] = []
 class RawClient:
     _marks = 0
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self, port: int, host: str = "127.0.0.1", timeout: float = 5.0, source: str | None = None
+    ) -> None:
+        # ``source``: the address to connect from (127.0.0.2 is another loopback client).
+        self.sock = socket.create_connection(
+            (host, port), timeout=timeout, source_address=(source, 0) if source is not None else None
+        )
         OPEN.append(self.sock)
         self.parser = FrameParser()
         self.version = "1.0"

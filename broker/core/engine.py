@@ -248,6 +248,9 @@ class Engine:
             return
         if session.parked and command not in NEVER_PARKED:
             self.flow.park(session, frame)
+            if command == f.ABORT and self.transactions.abandon(session, frame):
+                # Its transaction's SENDs waiting for room need none now: they go, then it.
+                self.flow.retry()
             return
         self._invoke(handler, session, frame)
         if self.flow:

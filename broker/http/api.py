@@ -8,7 +8,6 @@ A destination in a path is one URL-encoded segment written as in STOMP
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import math
 from dataclasses import asdict, fields
@@ -27,6 +26,7 @@ from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
 from broker.http.ops import status_of
+from broker.http.request_body import body_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -40,6 +40,9 @@ log = logging.getLogger("stompd.http")
 PREFIX = "/api/v1"
 OPS_KEY = web.AppKey("ops", object)
 OPERATIONS_KEY = web.AppKey("operations", Operations)
+#: The request key the admin server's guard puts the authenticated user under (None: no
+#: users are configured).
+USER: web.RequestKey[str | None] = web.RequestKey("user")
 
 BROWSE_DEFAULT, BROWSE_MAX = 50, 1000
 SUBSCRIBERS_MAX = 100_000
@@ -58,8 +61,10 @@ def json_error(status: int, code: str, message: str, **extra: Any) -> web.Respon
 
 
 def ops_of(request: web.Request) -> AdminOps:
+    """The broker's admin operations, acting as the request's user: what it may do to
+    destinations is what its authorization entries allow (broker/core/admin/rights.py)."""
     ops: AdminOps = request.app[OPS_KEY]  # type: ignore[assignment]
-    return ops
+    return ops.acting_as(request.get(USER))
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -118,24 +123,6 @@ def _wait(value: Any) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise Invalid("wait must be 0 or more seconds")
     return min(seconds, WAIT_MAX)
-
-
-async def body_of(request: web.Request, allowed: set[str]) -> dict[str, Any]:
-    """The request's JSON object.  Only ``application/json``: a cross-site HTML form
-    cannot send that without a CORS preflight, which this server never grants."""
-    if request.content_type != "application/json":
-        raise Invalid("send the request body as JSON (Content-Type: application/json)")
-    raw = await request.read()
-    try:
-        body = json.loads(raw or b"{}")
-    except ValueError as exc:
-        raise Invalid(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise Invalid("request body must be a JSON object")
-    unknown = set(body) - allowed
-    if unknown:
-        raise Invalid(f"unknown field(s) {', '.join(sorted(unknown))}; expected {', '.join(sorted(allowed))}")
-    return body
 
 
 # -- JSON views -----------------------------------------------------------------------

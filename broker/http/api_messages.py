@@ -11,12 +11,11 @@ from typing import Any
 from aiohttp import web
 
 from broker.core.admin.errors import Invalid
-from broker.http.api import PREFIX, body_of, dest_of, int_field, message_json, ops_of, parse_destination
+from broker.http.api import PREFIX, USER, dest_of, int_field, message_json, ops_of, parse_destination
+from broker.http.request_body import body_of
 
 routes = web.RouteTableDef()
 
-#: The request key the admin server's guard puts the authenticated user under.
-USER: web.RequestKey[str | None] = web.RequestKey("user")
 #: Headers an admin SEND takes from the request's own fields, or that are the session's.
 _NOT_HEADERS = frozenset({"destination", "receipt", "transaction", "content-length"})
 _SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "delay"}

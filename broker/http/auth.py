@@ -14,7 +14,6 @@ and a container's HEALTHCHECK has no credentials.
 from __future__ import annotations
 
 import base64
-import binascii
 import hmac
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -59,6 +58,8 @@ class Denied:
     status: int
     reason: str
     challenge: bool = False
+    #: The user name of credentials that were wrong (a failed login, answered late).
+    failed_login: str | None = None
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | None:
@@ -69,8 +70,9 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
     if scheme.lower() != "basic" or not token:
         return None
     try:
+        # ValueError: a token that is not ASCII (binascii.Error is one too).
         decoded = base64.b64decode(token.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return None
     user, sep, password = decoded.partition(":")
     return (user, password) if sep else None
@@ -99,7 +101,7 @@ def check(
     user, password = credentials
     groups = authenticator.authenticate(user, password)
     if groups is None:
-        return None, Denied(401, "wrong user name or password", challenge=True)
+        return None, Denied(401, "wrong user name or password", challenge=True, failed_login=user)
     if not groups & security.admin_groups:
         return user, Denied(
             403, f"user {user!r} is not in an admin group ({', '.join(sorted(security.admin_groups))})"

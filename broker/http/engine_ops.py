@@ -47,6 +47,11 @@ class EngineAdminOps:
     ) -> None:
         self._service = AdminService(engine, peers, role or Role(), network)
 
+    def acting_as(self, user: str | None) -> EngineAdminOps:
+        acting = object.__new__(EngineAdminOps)
+        acting._service = self._service.acting_as(user)
+        return acting
+
     # -- quick ------------------------------------------------------------------------
 
     def destination(self, name: str) -> DestinationInfo:

@@ -61,6 +61,11 @@ def status_of(error: AdminError) -> int:
 
 
 class AdminOps(Protocol):
+    def acting_as(self, user: str | None) -> AdminOps:
+        """These operations for one admin user (None: no users are configured): what they
+        do to messages and destinations is checked against its authorization entries,
+        each refusal a ``Forbidden``."""
+
     # -- quick, answered from what the broker holds in RAM ---------------------------
 
     def list_destinations(self) -> Awaitable[list[DestinationInfo]]:

@@ -8,20 +8,29 @@ security middleware covers them too (``open_paths`` lists what it lets through).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
-from broker.http import AdminPortError, api, api_messages
+from broker.http import AdminPortError, api, api_messages, request_body
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
+from broker.io.http_site import GatedSite, RequestLog, unavailable
+from broker.io.limits import ConnectionLimits
+from broker.io.listener import OUT_OF_DESCRIPTORS, Listener, ListenError
+from broker.io.logins import FailedLogins
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Awaitable, Callable
 
     from broker.http.ops import AdminOps
+    from broker.io.descriptors import Descriptors
     from broker.io.verifier import Verifier
 
 log = logging.getLogger("stompd.http")
@@ -39,6 +48,22 @@ SECURITY_HEADERS = {
 }
 
 
+#: What a byte that is not UTF-8 decodes to (``_not_utf8``).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+#: What a socket past maximumConnections reads, and one refused for want of descriptors.
+_TOO_MANY = unavailable(
+    "application/json",
+    json.dumps(
+        api.error_body(
+            503, "too_many_connections", "too many connections (the admin server's maximumConnections)"
+        )
+    ).encode(),
+)
+_OUT_OF_ROOM = unavailable(
+    "application/json", json.dumps(api.error_body(503, "too_many_connections", OUT_OF_DESCRIPTORS)).encode()
+)
+
 #: Where ``static_dir`` is served.
 STATIC_PREFIX = "/static/"
 
@@ -50,8 +75,23 @@ class HttpServer:
         security: HttpSecurity | None = None,
         static_dir: Path | None = None,
         verifier: Verifier | None = None,
+        *,
+        limits: ConnectionLimits | None = None,
+        max_connections: int | None = None,
+        descriptors: Descriptors | None = None,
+        logins: FailedLogins | None = None,
     ) -> None:
         self.security = security or HttpSecurity()
+        #: <transportDefaults>: a request whose headers are not in by its connect timeout
+        #: (and a body not in by as long again) is closed, as a silent STOMP client is.
+        self.limits = limits or ConnectionLimits()
+        #: <httpServer maximumConnections> (None: no limit), and the broker's descriptors.
+        self.max_connections = max_connections
+        self.descriptors = descriptors
+        #: Wrong credentials, counted with the STOMP listeners' failed logins: past a few,
+        #: the 401 waits (broker/io/logins.py).
+        self.logins = logins if logins is not None else FailedLogins()
+        self._site: GatedSite | None = None
         #: Where credentials are checked when users are configured: a hashed password
         #: costs a tenth of a second of CPU, which must not stop the loop (None: inline).
         self.verifier = verifier
@@ -63,6 +103,7 @@ class HttpServer:
         self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
         self.app[api.OPS_KEY] = ops
         self.app[api.OPERATIONS_KEY] = self.operations
+        self.app[request_body.BODY_TIMEOUT_KEY] = self.limits.connect_timeout
         self.app.add_routes(api.routes)
         self.app.add_routes(api_messages.routes)
         self.app.router.add_get("/health", api.health)
@@ -88,20 +129,36 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port actually bound (``port=0`` picks a free one)."""
+        timeout = self.limits.connect_timeout
         # Requests still running at shutdown get a few seconds, not aiohttp's default minute.
-        self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=5.0)
+        # keepalive_timeout: aiohttp closes a connection that has not sent a whole request's
+        # headers by then (its default is an hour), and an idle one as long after its last.
+        self._runner = web.AppRunner(
+            self.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=5.0,
+            keepalive_timeout=timeout,
+            logger=RequestLog(),
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, reuse_address=True)
+        listener = Listener("http", host, port, self.limits, self.max_connections)
+        self._site = site = GatedSite(self._runner, listener, _TOO_MANY, self.descriptors, _OUT_OF_ROOM)
         try:
             await site.start()
-        except OSError as exc:
+        except ListenError as exc:
             await self._runner.cleanup()
             self._runner = None
-            raise AdminPortError(
-                exc.errno, f"cannot listen on {host}:{port} (admin HTTP): {exc.strerror or exc}"
-            ) from None
-        self.port = int(self._runner.addresses[0][1])
+            why = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise AdminPortError(exc.errno, f"cannot listen on {host}:{port} (admin HTTP): {why}") from None
+        self.port = site.acceptor.port
         return self.port
+
+    def hand_over(self, transport: asyncio.BaseTransport) -> None:
+        """A /stomp WebSocket is a STOMP connection from now on: no longer one of the
+        HTTP connections ``max_connections`` counts (its descriptor still is)."""
+        if self._site is not None:
+            self._site.hand_over(transport)
 
     async def stop(self) -> None:
         await self.operations.close()
@@ -113,6 +170,11 @@ class HttpServer:
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
+        garbled = _not_utf8(request)
+        if garbled is not None:
+            return web.json_response(
+                api.error_body(400, "bad_request", f"the {garbled} header is not UTF-8"), status=400
+            )
         if request.path in self.open_paths or request.path.startswith(self.open_prefixes):
             return await handler(request)
         peer = request.transport.get_extra_info("peername") if request.transport is not None else None
@@ -122,11 +184,16 @@ class HttpServer:
         )
         if denied is None:
             # Who an admin SEND is authorized as (None: no users are configured).
-            request[api_messages.USER] = user
+            request[api.USER] = user
             if request.method not in ("GET", "HEAD"):
                 # Who changed what, for the operator's log (moves, purges, closed connections).
                 log.info("admin %s %s by %s from %s", request.method, request.path, user or "-", address)
             return await handler(request)
+        if denied.failed_login is not None:
+            delay = self.logins.failed(address, denied.failed_login)
+            if delay > 0:
+                # On the loop's timer: the request waits, the server serves the others.
+                await self.logins.wait(delay)
         headers = {"WWW-Authenticate": 'Basic realm="stompd", charset="UTF-8"'} if denied.challenge else {}
         code = "unauthorized" if denied.status == 401 else "forbidden"
         return web.json_response(
@@ -143,6 +210,18 @@ class HttpServer:
             return check(security, address, host, authorization)
         verdict = await self.verifier.run(lambda: check(security, address, host, authorization), lambda: True)
         return cast("tuple[str | None, Denied | None]", verdict)
+
+
+def _not_utf8(request: web.Request) -> str | None:
+    """The name of a header that is not UTF-8, if one is (None: all are).
+
+    aiohttp decodes header bytes with ``surrogateescape``: a byte that is not UTF-8 becomes
+    a lone surrogate, which no str operation minds but every encode refuses (a credential's
+    base64, a name sent on, a log line).  Refused here, before anything reads them."""
+    for name, value in request.headers.items():
+        if _SURROGATE.search(value) is not None or _SURROGATE.search(name) is not None:
+            return name
+    return None
 
 
 async def _to_console(request: web.Request) -> web.StreamResponse:

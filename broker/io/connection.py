@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Final, cast
 
 from broker.core.base.errors import to_error_frame
+from broker.core.base.guard import NotAuthenticated
 from broker.core.delivery.session import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
 from broker.io.reading import LOGIN, TURN, ReadGate
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from broker.core.engine import Engine
     from broker.io.limits import ConnectionLimits
     from broker.io.listener import Gate
+    from broker.io.logins import FailedLogins
     from broker.io.verifier import Verifier
     from protocol.frames import Frame
 
@@ -47,6 +49,10 @@ HEARTBEAT = b"\n"
 #: SUBSCRIBE's handling costs ~15 us), or a few big fan-outs.
 TURN_BUDGET: Final = 2048
 FRAME_IN: Final = 16
+#: And the time one turn may take, whatever its frames are counted as: a kind of frame
+#: that costs more than its count says (a SUBSCRIBE with a selector to compile, a big
+#: composite SEND, a host that is busy) still lets the others go within a few ms.
+TURN_SECONDS: Final = 0.002
 
 
 class StompConnection(asyncio.Protocol):
@@ -60,9 +66,18 @@ class StompConnection(asyncio.Protocol):
         registry: set[StompConnection],
         verifier: Verifier,
         gate: Gate | None = None,
+        logins: FailedLogins | None = None,
+        turn_clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._engine = engine
+        #: What a turn's time is read from (a test's own clock; uvloop's ``loop.time()``
+        #: stands still within a callback).
+        self._turn_clock = turn_clock
         self._verifier = verifier
+        #: Failed logins, counted to answer them late (None: answered at once).
+        self._logins = logins
+        #: A failed login's answer, waiting on the loop's timer (reading is paused meanwhile).
+        self._refusing: asyncio.TimerHandle | None = None
         #: The task awaiting a CONNECT's slow password check (reading is paused meanwhile).
         self._verifying: asyncio.Task[None] | None = None
         #: The limits of the listener it came in on (each transportConnector has its own).
@@ -88,6 +103,8 @@ class StompConnection(asyncio.Protocol):
         self._tick_s = 1.0
         self._closed = False
         self.peer = "?"
+        #: The peer's address alone (what failed logins count against).
+        self._address: str | None = None
         #: Epoch seconds, for the admin API's connection list.
         self.connected_at = time.time()
 
@@ -100,17 +117,20 @@ class StompConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
         transport = cast("asyncio.Transport", transport)
-        if self._gate is not None and not self._gate.admit():
-            self._gate.refuse(transport)
-            self._gate = None
-            self._closed = True
-            return
+        if self._gate is not None:
+            refusal = self._gate.admit()
+            if refusal is not None:
+                self._gate.refuse(transport, refusal)
+                self._gate = None
+                self._closed = True
+                return
         self._transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self._address = str(peer[0]) if isinstance(peer, tuple) else None
         transport.set_write_buffer_limits(high=self._limits.write_high_water)
         self._reading = ReadGate(transport)
         self._outbox = self.outbox_class(
@@ -137,7 +157,7 @@ class StompConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         session = self._session
-        if session is None or self._closed:
+        if session is None or self._closed or self._refusing is not None:
             return
         self._last_read = self._loop.time()
         self._engine.observer.traffic.bytes_in += len(data)
@@ -155,8 +175,10 @@ class StompConnection(asyncio.Protocol):
         engine = self._engine
         engine.clock.set(time.time())
         traffic = engine.observer.traffic
-        # The turn budget: frames in plus frames they sent out (a topic's fan-out).
+        # The turn budget: frames in plus frames they sent out (a topic's fan-out), and time.
         spent = -traffic.frames_out
+        clock = self._turn_clock
+        deadline = clock() + TURN_SECONDS
         frame = verified if verified is not None else pending
         try:
             if frame is None:
@@ -175,7 +197,7 @@ class StompConnection(asyncio.Protocol):
                     return
                 parser.version = session.version
                 spent += FRAME_IN
-                if spent + traffic.frames_out >= TURN_BUDGET:
+                if spent + traffic.frames_out >= TURN_BUDGET or clock() >= deadline:
                     frame = parser.next_frame()
                     if frame is not None:
                         # Enough for one turn of the loop: the others go first, then the rest.
@@ -260,6 +282,9 @@ class StompConnection(asyncio.Protocol):
         if self._continue is not None:
             self._continue.cancel()
             self._continue = None
+        if self._refusing is not None:
+            self._refusing.cancel()
+            self._refusing = None
         self._registry.discard(self)
         if self._session is not None:
             self._engine.close_session(self._session)
@@ -267,9 +292,25 @@ class StompConnection(asyncio.Protocol):
     # -- closing ---------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> None:
-        """Tell the client what went wrong in one ERROR frame, then close cleanly."""
-        if self._closed:
+        """Tell the client what went wrong in one ERROR frame, then close cleanly (a failed
+        login after several: later, broker/io/logins.py)."""
+        if self._closed or self._refusing is not None:
             return
+        if isinstance(exc, NotAuthenticated) and self._logins is not None and self._session is not None:
+            delay = self._logins.failed(self._address, self._session.login)
+            if delay > 0 and self._reading is not None:
+                # Nothing more is read or handled until it is answered; others are served.
+                self._reading.pause(LOGIN)
+                self._refusing = self._logins.later(delay, lambda: self._refuse(exc))
+                return
+        self._answer(exc)
+
+    def _refuse(self, exc: BaseException) -> None:
+        self._refusing = None
+        if not self._closed:
+            self._answer(exc)
+
+    def _answer(self, exc: BaseException) -> None:
         receipt = exc.receipt_id if isinstance(exc, StompError) else None
         if isinstance(exc, StompError):
             log.info("closing %s after error: %s: %s", self.peer, exc.summary, exc)
@@ -314,6 +355,9 @@ class StompConnection(asyncio.Protocol):
 
     def _connect_deadline(self) -> None:
         self._timer = None
+        if self._refusing is not None:
+            # A failed login, answered soon: its ERROR says more than a silent close.
+            return
         if self._session is not None and self._session.phase is AWAIT_CONNECT and not self._closed:
             log.info("closing %s: no CONNECT within %.0f s", self.peer, self._limits.connect_timeout)
             self._close()

@@ -10,8 +10,10 @@ handshake is dropped like one that never sends CONNECT.
 ``Gate`` is ``maximumConnections``: a connection is admitted when its protocol's
 ``connection_made`` runs (on TLS, once the handshake is done) and counted until
 ``connection_lost``; past the limit it reads one short refusal (a STOMP ERROR, an HTTP
-503) and is closed at once, as ActiveMQ's TcpTransportServer closes it.  The first
-refusal of a burst is logged, and so is its end, never one line per socket.
+503) and is closed at once, as ActiveMQ's TcpTransportServer closes it.  Every gate also
+takes one of the process's descriptors for it (broker/io/descriptors.py), and refuses it
+the same way when those left are the stores'.  The first refusal of a burst is logged,
+and so is its end, never one line per socket.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from protocol.errors import StompError
 if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable
+
+    from broker.io.descriptors import Descriptors
 
 log = logging.getLogger("stompd.listener")
 
@@ -65,26 +69,43 @@ class TooManyConnections(StompError):
     summary = "too many connections"
 
 
+#: Why a connection refused for want of descriptors is (``Gate.exhausted``).
+OUT_OF_DESCRIPTORS = (
+    "the broker keeps its last file descriptors for its stores: no new connection until one closes"
+)
+
+
 class ListenError(OSError):
     """A listener could not open its socket (port taken, address not ours)."""
 
 
 class Gate:
-    """A listener's open connections against its maximumConnections."""
+    """A listener's open connections against its maximumConnections, and the broker's
+    descriptors (``Descriptors``: None, not counted)."""
 
-    __slots__ = ("limit", "open", "refusal", "refused", "where")
+    __slots__ = ("descriptors", "exhausted", "limit", "open", "refusal", "refused", "where")
 
-    def __init__(self, where: str, limit: int | None, refusal: bytes) -> None:
+    def __init__(
+        self,
+        where: str,
+        limit: int | None,
+        refusal: bytes,
+        descriptors: Descriptors | None = None,
+        exhausted: bytes = b"",
+    ) -> None:
         self.where = where
         self.limit = limit
-        #: What a refused connection reads before it is closed.
+        #: What a connection refused past the limit reads before it is closed.
         self.refusal = refusal
+        self.descriptors = descriptors
+        #: What one refused for want of descriptors reads.
+        self.exhausted = exhausted
         self.open = 0
         #: Connections refused since the limit was last reached.
         self.refused = 0
 
-    def admit(self) -> bool:
-        """Count a new connection in, or say it must be refused (False)."""
+    def admit(self) -> bytes | None:
+        """Count a new connection in (None), or say what it reads before it is refused."""
         if self.limit is not None and self.open >= self.limit:
             self.refused += 1
             if self.refused == 1:
@@ -93,18 +114,29 @@ class Gate:
                     self.where,
                     self.limit,
                 )
-            return False
+            return self.refusal
+        if self.descriptors is not None and not self.descriptors.take():
+            return self.exhausted
         self.open += 1
-        return True
+        return None
 
-    def refuse(self, transport: asyncio.Transport) -> None:
-        if self.refusal:
-            transport.write(self.refusal)
+    @staticmethod
+    def refuse(transport: asyncio.Transport, refusal: bytes) -> None:
+        if refusal:
+            transport.write(refusal)
         # close, not abort: the refusal goes out first (far smaller than a socket buffer).
         transport.close()
 
     def leave(self) -> None:
         """An admitted connection has closed."""
+        self.hand_over()
+        if self.descriptors is not None:
+            self.descriptors.give_back()
+
+    def hand_over(self) -> None:
+        """An admitted connection stays open but is no longer one of this listener's (the
+        admin server's /stomp, once a WebSocket: a STOMP connection then); its descriptor
+        stays taken until ``left``."""
         self.open -= 1
         if self.refused:
             log.warning(
@@ -115,14 +147,26 @@ class Gate:
             )
             self.refused = 0
 
+    def left(self) -> None:
+        """A connection ``hand_over`` gave up has closed."""
+        if self.descriptors is not None:
+            self.descriptors.give_back()
+
 
 class Acceptor:
     """One listening socket; ``make(gate)`` makes the protocol of each accepted one, which
     calls ``gate.admit`` in ``connection_made`` and ``gate.leave`` when it is over."""
 
-    def __init__(self, listener: Listener, make: Callable[[Gate], asyncio.Protocol], refusal: bytes) -> None:
+    def __init__(
+        self,
+        listener: Listener,
+        make: Callable[[Gate], asyncio.Protocol],
+        refusal: bytes,
+        descriptors: Descriptors | None = None,
+        exhausted: bytes = b"",
+    ) -> None:
         self.listener = listener
-        self.gate = Gate(listener.url(), listener.max_connections, refusal)
+        self.gate = Gate(listener.url(), listener.max_connections, refusal, descriptors, exhausted)
         self._make = make
         self.server: asyncio.Server | None = None
         self.port = 0

@@ -8,13 +8,15 @@ from typing import TYPE_CHECKING
 
 from broker.core.base.errors import to_error_frame
 from broker.io.connection import StompConnection
-from broker.io.listener import Acceptor, TooManyConnections
+from broker.io.listener import OUT_OF_DESCRIPTORS, Acceptor, TooManyConnections
+from broker.io.logins import FailedLogins
 from broker.io.verifier import Verifier
 from protocol.encoder import encode_frame
 from protocol.frames import V1_0
 
 if TYPE_CHECKING:
     from broker.core.engine import Engine
+    from broker.io.descriptors import Descriptors
     from broker.io.limits import ConnectionLimits
     from broker.io.listener import Gate, Listener
 
@@ -22,8 +24,14 @@ log = logging.getLogger("stompd.server")
 
 
 class StompServer:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(
+        self, engine: Engine, descriptors: Descriptors | None = None, logins: FailedLogins | None = None
+    ) -> None:
         self._engine = engine
+        #: Failed logins on every listener and the admin server, answered late once many.
+        self.logins = logins if logins is not None else FailedLogins()
+        #: The process's descriptors, shared by every listener (None: not counted).
+        self.descriptors = descriptors
         self._acceptors: list[Acceptor] = []
         self.connections: set[StompConnection] = set()
         #: Every listener's slow password checks share its threads and slots.
@@ -41,6 +49,8 @@ class StompServer:
             listener,
             lambda gate: self.connection(listener.limits, gate=gate),
             encode_frame(to_error_frame(refusal), V1_0),
+            self.descriptors,
+            encode_frame(to_error_frame(TooManyConnections(OUT_OF_DESCRIPTORS)), V1_0),
         )
         port = await acceptor.start()
         self._acceptors.append(acceptor)
@@ -53,7 +63,7 @@ class StompServer:
         gate: Gate | None = None,
     ) -> StompConnection:
         """A new connection on this broker's engine and registry (TCP or WebSocket)."""
-        return kind(self._engine, limits, self.connections, self.verifier, gate)
+        return kind(self._engine, limits, self.connections, self.verifier, gate, self.logins)
 
     def peers(self) -> dict[str, tuple[str, float]]:
         """Session id -> (peer address, connected since in epoch seconds), for the admin API."""

@@ -15,6 +15,10 @@ A wildcard destination (``/topic/A.>``) takes every entry whose pattern shares a
 with it (``>``, ``A.*``, ``A.B``...), as ActiveMQ's DestinationMap.get finds for a
 wildcard key, when it authorizes a consumer; what a wildcard subscription then receives
 is checked per message against each concrete destination (broker/core/handlers/subscribing.py).
+Whether a user may read *every* destination a pattern matches (``allows_every``: taking
+over or removing someone else's durable subscription on it) takes only the entries whose
+pattern covers it whole (``>`` and ``A.>`` cover ``A.*``; ``A.B`` does not), and the
+default entry: sure, and on the safe side where only several entries together would cover it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
 from broker.core.base.guard import ADMIN, READ, WRITE
-from wildcards import overlaps
+from wildcards import covers, overlaps
 
 if TYPE_CHECKING:
     from config.model import Authorization, AuthorizationEntry
@@ -55,15 +59,24 @@ class AccessRules:
             found.append(authorization.default_entry)
         return found
 
-    def allowed_groups(self, op: str, kind: str, name: str) -> frozenset[str] | None:
-        """The groups that may; None: anyone may (a temporary destination, no temp entry)."""
+    def allowed_groups(self, op: str, kind: str, name: str, *, whole: bool = False) -> frozenset[str] | None:
+        """The groups that may; None: anyone may (a temporary destination, no temp entry).
+        ``whole``: may for every destination ``name`` matches (entries that cover it)."""
         if kind in _TEMP_KINDS:
             temp = self.authorization.temp_entry
             return None if temp is None else _groups(temp, op)
-        return frozenset().union(*(_groups(entry, op) for entry in self.entries(kind, name)))
+        entries = self.entries(kind, name)
+        if whole:
+            default = self.authorization.default_entry
+            entries = [
+                entry
+                for entry in entries
+                if entry is default or any(covers(part, name) for part in entry.pattern.split(","))
+            ]
+        return frozenset().union(*(_groups(entry, op) for entry in entries))
 
-    def allows(self, groups: frozenset[str], op: str, kind: str, name: str) -> bool:
-        allowed = self.allowed_groups(op, kind, name)
+    def allows(self, groups: frozenset[str], op: str, kind: str, name: str, *, whole: bool = False) -> bool:
+        allowed = self.allowed_groups(op, kind, name, whole=whole)
         return allowed is None or EVERYONE in allowed or not allowed.isdisjoint(groups)
 
 

@@ -21,8 +21,9 @@ from broker.security.users import SLOW, Users
 from config.passwords import verify as verify_password
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
+    from broker.security.users import Anonymous, Row
     from config.model import Authentication, Authorization, Password
 
 
@@ -41,18 +42,16 @@ class Verdict:
 class Rules:
     """Users and authorization entries made from a configuration, not yet in force."""
 
-    __slots__ = ("authentication", "authorization", "base", "changes", "rules", "users")
+    __slots__ = ("authorization", "base", "changes", "rules", "users")
 
     def __init__(
         self,
-        authentication: Authentication | None,
         authorization: Authorization | None,
         users: Users | None,
         rules: AccessRules | None,
         changes: list[str],
         base: tuple[Users | None, AccessRules | None],
     ) -> None:
-        self.authentication = authentication
         self.authorization = authorization
         self.users = users
         self.rules = rules
@@ -90,7 +89,19 @@ class Security:
 
         Safe in a worker thread: it only reads the rules in force, which are replaced
         whole, never changed in place, and only by ``install``."""
-        users = Users(authentication, self._verify) if authentication is not None else None
+        users = Users.of(authentication, self._verify) if authentication is not None else None
+        return self.compare(users, authorization)
+
+    def prepare_rows(
+        self, anonymous: Anonymous | None, rows: Iterable[Row], authorization: Authorization | None
+    ) -> Rules:
+        """``prepare`` from a reload's reader: the users as rows (``anonymous`` None: no
+        users configured, and ``rows`` is empty)."""
+        users = Users(rows, anonymous, self._verify) if anonymous is not None else None
+        return self.compare(users, authorization)
+
+    def compare(self, users: Users | None, authorization: Authorization | None) -> Rules:
+        """Rules of ``users`` and ``authorization``, with what they change from those in force."""
         rules = AccessRules(authorization) if authorization is not None else None
         base_users, base_rules = self.users, self.rules
         changes: list[str] = []
@@ -103,7 +114,7 @@ class Security:
             before = len(old.entries) if old is not None else 0
             after = len(authorization.entries) if authorization is not None else 0
             changes.append(f"authorization entries changed ({before} -> {after} entries)")
-        return Rules(authentication, authorization, users, rules, changes, (base_users, base_rules))
+        return Rules(authorization, users, rules, changes, (base_users, base_rules))
 
     def install(self, prepared: Rules) -> list[str]:
         """Put ``prepared`` in force, users and entries at once (on the event loop: what
@@ -112,7 +123,7 @@ class Security:
         base_users, base_rules = prepared.base
         if base_users is not self.users or base_rules is not self.rules:
             # Other rules came in since it was prepared: compare with those instead.
-            prepared = self.prepare(prepared.authentication, prepared.authorization)
+            prepared = self.compare(prepared.users, prepared.authorization)
         self.users, self.rules = prepared.users, prepared.rules
         self.authorizing = prepared.rules is not None
         self.granted.clear()
@@ -165,6 +176,11 @@ class Security:
             decided = rules is None or rules.allows(self.groups(principal), op, kind, name)
             self._decisions[key] = decided
         return decided
+
+    def allows_every(self, principal: Principal, op: str, kind: str, pattern: str) -> bool:
+        # Asked when a durable subscription is taken over or removed: not cached.
+        rules = self.rules
+        return rules is None or rules.allows(self.groups(principal), op, kind, pattern, whole=True)
 
     def may_bridge(self, principal: Principal) -> bool:
         # Its SENDs choose message-ids and say where messages have been: with users

@@ -15,15 +15,15 @@ timeout too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from broker.core.base.errors import to_error_frame
-from broker.io.listener import Acceptor
+from broker.io.http_site import GatedSite, RequestLog, unavailable
+from broker.io.listener import OUT_OF_DESCRIPTORS
 from broker.io.loopback import is_loopback
 from broker.ws.origin import check_origin, normalize_origin
 from broker.ws.transport import WebSocketStompConnection, WebSocketTransport
@@ -32,10 +32,11 @@ from protocol.errors import FrameTooLarge, MalformedFrame, StompError
 from protocol.frames import V1_2
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    import asyncio
+    from collections.abc import Callable, Iterable
 
     from broker.io.limits import ConnectionLimits
-    from broker.io.listener import Gate, Listener
+    from broker.io.listener import Listener
     from broker.io.server import StompServer
 
 log = logging.getLogger("stompd.ws")
@@ -49,12 +50,12 @@ STOMP_SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp", "stomp")
 #: (close code 1009) before it is buffered.
 MESSAGE_SLACK = 16
 PATH = "/stomp"
-#: What a socket past a listener's maximumConnections reads before it is closed.
-_REFUSAL = b"too many connections (this listener's maximumConnections)\n"
-TOO_MANY_CONNECTIONS = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-    b"Content-Length: %d\r\n\r\n%s" % (len(_REFUSAL), _REFUSAL)
+#: What a socket past a listener's maximumConnections reads before it is closed, and one
+#: refused for want of descriptors.
+TOO_MANY_CONNECTIONS = unavailable(
+    "text/plain", b"too many connections (this listener's maximumConnections)\n"
 )
+OUT_OF_ROOM = unavailable("text/plain", OUT_OF_DESCRIPTORS.encode() + b"\n")
 
 
 def choose_subprotocol(header: str | None) -> str | None:
@@ -107,11 +108,18 @@ class StompWebSocketEndpoint:
     """The aiohttp handler that turns an upgrade request into a STOMP connection."""
 
     def __init__(
-        self, server: StompServer, limits: ConnectionLimits, allowed_origins: Iterable[str] = ()
+        self,
+        server: StompServer,
+        limits: ConnectionLimits,
+        allowed_origins: Iterable[str] = (),
+        on_upgraded: Callable[[asyncio.BaseTransport], None] | None = None,
     ) -> None:
         self._server = server
         self._limits = limits
         self._allowed = frozenset(normalize_origin(origin) for origin in allowed_origins)
+        #: Told of each socket that became a STOMP connection (the admin server's: it
+        #: stops counting it as one of its HTTP connections).
+        self._on_upgraded = on_upgraded
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if not self._server.accepting:
@@ -142,6 +150,8 @@ class StompWebSocketEndpoint:
                 text="this is a STOMP over WebSocket endpoint: connect with a WebSocket client\n",
             )
         await ws.prepare(request)
+        if self._on_upgraded is not None:
+            self._on_upgraded(socket_transport)
         connection = self._server.connection(self._limits, WebSocketStompConnection)
         transport = WebSocketTransport(ws, socket_transport, connection)
         connection.connection_made(transport)
@@ -185,6 +195,7 @@ class WebSocketListener:
 
     def __init__(self, server: StompServer, listener: Listener) -> None:
         self.listener = listener
+        self._descriptors = server.descriptors
         endpoint = StompWebSocketEndpoint(server, listener.limits, listener.allowed_origins)
         self.app = web.Application()
         self.app.router.add_get("/{path:.*}" if listener.path == "/" else listener.path, endpoint.handle)
@@ -201,9 +212,10 @@ class WebSocketListener:
             handle_signals=False,
             shutdown_timeout=5.0,
             keepalive_timeout=self.listener.limits.connect_timeout,
+            logger=RequestLog(),
         )
         await self._runner.setup()
-        site = _GatedSite(self._runner, self.listener)
+        site = GatedSite(self._runner, self.listener, TOO_MANY_CONNECTIONS, self._descriptors, OUT_OF_ROOM)
         try:
             await site.start()
         except OSError:
@@ -216,64 +228,3 @@ class WebSocketListener:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-
-
-class _GatedSite(web.BaseSite):
-    """aiohttp's TCPSite, with each connection admitted by its listener's gate."""
-
-    def __init__(self, runner: web.AppRunner, listener: Listener) -> None:
-        super().__init__(runner)
-        server = runner.server
-        assert server is not None
-
-        def handler(gate: Gate) -> asyncio.Protocol:
-            return _Counted(server(), gate)
-
-        self.acceptor = Acceptor(listener, handler, TOO_MANY_CONNECTIONS)
-
-    @property
-    def name(self) -> str:
-        return self.acceptor.gate.where
-
-    async def start(self) -> None:
-        await super().start()
-        await self.acceptor.start()
-        self._server = self.acceptor.server
-
-
-class _Counted(asyncio.Protocol):
-    """aiohttp's handler of one connection, counted in its listener's maximumConnections."""
-
-    __slots__ = ("_gate", "_handler")
-
-    def __init__(self, handler: asyncio.Protocol, gate: Gate) -> None:
-        self._handler = handler
-        self._gate: Gate | None = gate
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        gate = self._gate
-        assert gate is not None
-        if not gate.admit():
-            self._gate = None
-            gate.refuse(cast("asyncio.Transport", transport))
-            return
-        self._handler.connection_made(transport)
-
-    def data_received(self, data: bytes) -> None:
-        if self._gate is not None:
-            self._handler.data_received(data)
-
-    def eof_received(self) -> bool | None:
-        return self._handler.eof_received() if self._gate is not None else None
-
-    def pause_writing(self) -> None:
-        self._handler.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._handler.resume_writing()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        gate, self._gate = self._gate, None
-        if gate is not None:
-            gate.leave()
-            self._handler.connection_lost(exc)

@@ -83,9 +83,22 @@ class Peer:
 
 
 def messages_in_memory(engine: Engine) -> int:
-    """Bytes the memory meter holds for messages: what it holds less what the destinations
-    that exist cost (charged to it too, ``Destinations.footprint``)."""
-    return engine.usage.memory.used - engine.destinations.charged
+    """Bytes the memory meter holds for messages: what it holds less what the destinations,
+    subscriptions and their cursors' levels cost (charged to it too, ``Destinations.footprint``)."""
+    return engine.usage.memory.used - structures_in_memory(engine)
+
+
+def structures_in_memory(engine: Engine) -> int:
+    """What the memory meter holds that is not messages: what the destinations and
+    subscriptions that exist cost, and what their cursors made (``Cursor.charged_bytes``)."""
+    cursors = {id(queue.cursor): queue.cursor for queue in engine.queues.values()}
+    for session in engine.sessions.values():
+        cursors.update((id(sub.cursor), sub.cursor) for sub in session.subscriptions.values())
+    for durable in engine.durables.records.values():
+        if durable.cursor is not None:
+            cursors[id(durable.cursor)] = durable.cursor
+    levels = sum(cursor.charged_bytes for cursor in cursors.values() if cursor.meter is not None)
+    return engine.destinations.charged + engine.subscribing.charged + levels
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
@@ -245,7 +258,12 @@ class ConnectionPeer:
     ``MockLoop``: bytes in through ``data_received``, writes recorded, timers run only
     when the test moves the loop's time."""
 
-    def __init__(self, engine: Engine, limits: ConnectionLimits | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        limits: ConnectionLimits | None = None,
+        turn_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.engine = engine
         self.loop = MockLoop()
         self.transport = MockTransport()
@@ -253,7 +271,13 @@ class ConnectionPeer:
         # StompConnection takes the loop it runs on from asyncio, as under a real server.
         asyncio.events._set_running_loop(self.loop)  # type: ignore[arg-type]
         try:
-            self.connection = StompConnection(engine, limits or ConnectionLimits(), self.registry, Verifier())
+            self.connection = StompConnection(
+                engine,
+                limits or ConnectionLimits(),
+                self.registry,
+                Verifier(),
+                turn_clock=turn_clock or self.loop.time,
+            )
         finally:
             asyncio.events._set_running_loop(None)
         self.connection.connection_made(self.transport)  # type: ignore[arg-type]

@@ -5,8 +5,9 @@ tests/integration/test_connect.py and test_errors.py check the same over TCP."""
 
 from __future__ import annotations
 
+from broker.core.delivery.session import Session
 from broker.core.engine import Engine
-from broker.io.connection import TURN_BUDGET
+from broker.io.connection import TURN_BUDGET, TURN_SECONDS
 from broker.io.limits import ConnectionLimits
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
@@ -26,6 +27,17 @@ def connected(
 
 def frame_bytes(command: str, headers: dict[str, str], body: bytes = b"") -> bytes:
     return encode_frame(Frame(command, headers, body), "1.2")
+
+
+def turns(peer: ConnectionPeer) -> int:
+    """Run the loop one callback at a time (a turn of the loop each) until nothing is left;
+    how many turns the frames took, the first (already run) included."""
+    count = 1
+    while peer.loop.ready:
+        callback, args = peer.loop.ready.popleft()
+        callback(*args)
+        count += 1
+    return count
 
 
 def beats(peer: ConnectionPeer) -> int:
@@ -242,17 +254,41 @@ def test_a_read_that_makes_much_work_is_handled_over_several_turns_in_order() ->
     assert 0 < first < 20 * 500
     assert first <= TURN_BUDGET + 500
     assert not producer.transport.reading
-    turns = 1
-    while producer.loop.ready:
-        # One callback at a time: a turn of the loop each.
-        callback, args = producer.loop.ready.popleft()
-        callback(*args)
-        turns += 1
+    assert turns(producer) >= 5
     assert producer.transport.reading
-    assert turns >= 5
     receipts = [frame.headers["receipt-id"] for frame in producer.received()]
     assert receipts == [str(i) for i in range(20)]
     assert engine.router.topics["/topic/prices"].stats.dispatched == 20 * 500
+
+
+def test_a_turn_ends_once_its_time_is_spent_whatever_its_frames_count_for() -> None:
+    """Frames that cost more than their count says (here each takes a millisecond of the
+    test's clock) are handled a few ms' worth a turn, the connection not read meanwhile,
+    all in order in the end."""
+    engine = new_engine()
+    peer = ConnectionPeer(engine)
+    peer.connect()
+    handle = engine.handle
+
+    def slow(session: Session, frame: Frame) -> None:
+        handle(session, frame)
+        peer.loop.now += 0.001
+
+    engine.handle = slow  # type: ignore[method-assign]
+    data = b"".join(
+        frame_bytes("SUBSCRIBE", {"destination": f"/queue/q{i}", "id": str(i), "receipt": str(i)})
+        for i in range(20)
+    )
+    session = peer.session
+    peer.connection.data_received(data)
+    # 2 ms of the clock: two frames, then the others' turn.
+    assert len(session.subscriptions) == round(TURN_SECONDS / 0.001)
+    assert not peer.transport.reading
+    assert turns(peer) >= 10
+    assert peer.transport.reading
+    receipts = [frame.headers["receipt-id"] for frame in peer.received()]
+    assert receipts == [str(i) for i in range(20)]
+    assert len(session.subscriptions) == 20
 
 
 def test_a_turn_left_for_later_waits_for_flow_control_too() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.app import BrokerOptions, LockSettings
-from broker.ha import Pair
+from broker.app import BrokerOptions, LockSettings, StoreFence
+from broker.ha import Pair, fence_wait
 from broker.role import Role
 from store.errors import StoreLocked
 from store.lock import LOCK_FILE, StoreLock
@@ -48,8 +48,9 @@ class Steps:
 class StandIn:
     """A broker that records start, stop and abandon (``fail``: StoreLocked at start)."""
 
-    def __init__(self, role: Role, fail: bool) -> None:
+    def __init__(self, role: Role, fence: StoreFence, fail: bool) -> None:
         self.role = role
+        self.fence = fence
         self.fail = fail
         self.calls: list[str] = []
 
@@ -85,8 +86,8 @@ class Harness:
         )
         self.other = StoreLock(tmp_path / "store")
 
-    def _make(self, options: BrokerOptions, role: Role) -> StandIn:
-        broker = StandIn(role, fail=len(self.brokers) < self.locked_starts)
+    def _make(self, options: BrokerOptions, role: Role, fence: StoreFence) -> StandIn:
+        broker = StandIn(role, fence, fail=len(self.brokers) < self.locked_starts)
         self.brokers.append(broker)
         return broker
 
@@ -241,3 +242,94 @@ def test_stop_while_standby_makes_nothing(tmp_path: Path) -> None:
     assert h.brokers == [] and not h.pair.lock.held
     assert (tmp_path / "store" / LOCK_FILE).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+def test_a_master_whose_store_finds_the_lock_file_gone_abandons_without_waiting_for_its_check(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store's writer asks ``still_ours`` before each batch: a master with no
+    keep-alive (it never checks by itself) still stops at its next write."""
+    caplog.set_level(logging.INFO, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        assert await h.steps.reached() is None  # master, no keep-alive: waits for the stop alone
+        fence = h.brokers[0].fence
+        assert fence.check() is None
+        h.lock_file.unlink()
+        assert h.other.try_acquire().acquired  # another broker makes and locks a new one
+        why = fence.check()
+        assert why is not None and "was replaced" in why
+        fence.lost(f"the store is fenced off: {why}")  # what the writer thread posts
+        h.steps.release()
+        assert await h.steps.reached() == INTERVAL_MS / 1000  # a standby again
+        assert h.brokers[0].calls == ["start", "abandon"]
+        assert h.pair.role.name == "standby" and not h.pair.lock.held
+        # Late word from the abandoned broker's writer is not taken for the next one's.
+        fence.lost("late")
+        h.other.release()
+        h.steps.release()
+        assert await h.steps.reached() is None
+        assert [b.calls for b in h.brokers] == [["start", "abandon"], ["start"]]
+        assert h.pair.role.name == "master"
+
+    drive(tmp_path, scenario)
+    lost = [r.getMessage() for r in caplog.records if r.getMessage().startswith("lost the store's lock")]
+    assert len(lost) == 1 and "was replaced" in lost[0]
+
+
+def test_a_lock_file_made_afresh_beside_a_store_is_held_a_fence_wait_before_the_store_opens(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Someone deleted the lock file (and LevelDB's LOCK) under a master: the broker that
+    makes a new one waits twice the keep-alive before it opens the store, by when the old
+    master has checked its lock and stopped writing."""
+    caplog.set_level(logging.INFO, "stompd")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "CURRENT").write_bytes(b"MANIFEST-000001\n")
+
+    async def scenario(h: Harness) -> None:
+        assert await h.steps.reached() == fence_wait(2000) == 4.0
+        # Holding the lock, but not the master yet: no broker, no store opened.
+        assert h.pair.lock.held and h.brokers == [] and h.pair.role.name == "standby"
+        h.steps.release()
+        assert await h.steps.reached() == 2.0  # the master's keep-alive
+        assert [b.calls for b in h.brokers] == [["start"]] and h.pair.role.name == "master"
+
+    drive(tmp_path, scenario, keep_alive_ms=2000)
+    assert any("had to make the lock file, beside a store" in r.getMessage() for r in caplog.records)
+
+
+def test_a_lock_file_made_afresh_that_is_lost_during_the_fence_wait_is_let_go(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "CURRENT").write_bytes(b"MANIFEST-000001\n")
+
+    async def scenario(h: Harness) -> None:
+        assert await h.steps.reached() == fence_wait(0) == 1.0
+        h.lock_file.unlink()
+        assert h.other.try_acquire().acquired
+        h.steps.release()
+        assert await h.steps.reached() == INTERVAL_MS / 1000  # a standby, waiting for the other
+        assert h.brokers == [] and not h.pair.lock.held
+
+    drive(tmp_path, scenario)
+
+
+@pytest.mark.parametrize("how", ["first start", "after a kill -9", "after a clean stop"])
+def test_no_fence_wait_for_a_new_store_or_a_lock_file_that_was_there(tmp_path: Path, how: str) -> None:
+    store = tmp_path / "store"
+    if how != "first start":
+        previous = StoreLock(store)
+        assert previous.try_acquire().acquired
+        (store / "CURRENT").write_bytes(b"MANIFEST-000001\n")
+        if how == "after a clean stop":
+            previous.release()
+        else:
+            previous.close()  # what the kernel does for a killed process
+
+    async def scenario(h: Harness) -> None:
+        assert await h.steps.reached() is None
+        assert [b.calls for b in h.brokers] == [["start"]]
+
+    drive(tmp_path, scenario)

@@ -28,6 +28,7 @@ from broker.core.base.errors import NoRoomToCreate, TooManyDestinations, to_erro
 from broker.core.base.settings import DestinationPolicy
 from broker.core.delivery.destinations import footprint
 from broker.core.engine import Engine
+from broker.core.storage.disk_part import LEVEL_ARRAYS_BYTES
 from broker.http import metrics
 from broker.http.slices import SLICE
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
@@ -302,8 +303,11 @@ def test_a_send_that_would_make_a_destination_waits_for_room_and_then_goes() -> 
     # its queue (not, having made it, for its message's).
     probe = new_engine()
     Peer(probe).send_frame("SEND", {"destination": "/queue/big"}, b"x" * 12_000)
-    per_queue = footprint("/queue/", "/queue/new.0")
-    engine = new_engine(memory_limit=probe.usage.memory.used + 5 * per_queue + per_queue // 2)
+    # The first new one (its message in memory, under the high-water mark) as measured;
+    # each after it is its footprint and, its message swapped, its disk part's arrays.
+    Peer(probe).send_frame("SEND", {"destination": "/queue/new.0"}, b"y")
+    per_queue = footprint("/queue/", "/queue/new.1") + LEVEL_ARRAYS_BYTES
+    engine = new_engine(memory_limit=probe.usage.memory.used + 4 * per_queue + per_queue // 2)
     producer = Peer(engine)
     producer.send_frame("SEND", {"destination": "/queue/big"}, b"x" * 12_000)
     made = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import pytest
 from hypothesis import given
@@ -131,9 +132,9 @@ def test_a_reload_applies_new_groups_and_empties_the_caches() -> None:
     moved = Authentication(users=(User("app", Password("plain", "new-pw"), frozenset({"clerks"})),))
     changes = security.replace(moved, RULES)
     assert changes == [
-        "user admin removed",
-        "user app: password changed",
-        "user app: groups clerks",
+        "1 user removed (admin)",
+        "password changed for 1 user (app)",
+        "groups changed for 1 user (app: clerks)",
         "anonymousAccessAllowed false",
     ]
     assert not security.granted
@@ -184,6 +185,34 @@ def test_only_a_hashed_password_not_verified_before_is_checked_slowly() -> None:
     assert security.login("admin", "pw", verdict).user == "admin"  # checked again, here
 
 
+def test_what_a_reload_changes_is_said_in_a_line_that_stays_short() -> None:
+    many = Authentication(
+        users=tuple(User(f"user{n}", Password("plain", "pw"), frozenset({"users"})) for n in range(148_000))
+    )
+    security = Security(AUTH, RULES)
+    changes = security.replace(many, RULES)
+    assert changes == [
+        "148,000 users added (user0, user1, user2, user3, user4 and 147,995 more)",
+        "2 users removed (admin, app)",
+        "anonymousAccessAllowed false",
+    ]
+    renamed = Authentication(
+        users=tuple(
+            User(f"user{n}", Password("plain", "new"), frozenset({"g", "h"}) if n % 2 else frozenset())
+            for n in range(148_000)
+        )
+    )
+    assert security.replace(renamed, RULES) == [
+        "password changed for 148,000 users (user0, user1, user2, user3, user4 and 147,995 more)",
+        "groups changed for 148,000 users (user0: (none); user1: g, h; user2: (none); user3: g, h; "
+        "user4: (none) and 147,995 more)",
+    ]
+    long_name = Authentication(users=(User("x" * 10_000, Password("plain", "pw")),))
+    (added, removed) = security.replace(long_name, RULES)
+    assert added == f"1 user added ({'x' * 61}...)"
+    assert removed.startswith("148,000 users removed (user0, ")
+
+
 def test_rules_are_prepared_aside_then_put_in_force_at_once() -> None:
     security = Security(AUTH, RULES)
     moved = Authentication(users=(User("app", Password("plain", "new-pw"), frozenset({"clerks"})),))
@@ -191,9 +220,9 @@ def test_rules_are_prepared_aside_then_put_in_force_at_once() -> None:
     # Made (as a reload's thread makes them) but not in force yet.
     assert security.login("app", "app-pw").user == "app" and security.authorizing
     assert security.install(prepared) == [
-        "user admin removed",
-        "user app: password changed",
-        "user app: groups clerks",
+        "1 user removed (admin)",
+        "password changed for 1 user (app)",
+        "groups changed for 1 user (app: clerks)",
         "anonymousAccessAllowed false",
         "authorization entries changed (5 -> 0 entries)",
     ]
@@ -209,3 +238,25 @@ def test_rules_prepared_before_other_rules_came_in_are_compared_with_those() -> 
     assert not security.authorizing
     with pytest.raises(NotAuthenticated):
         security.login("app", "wrong")
+
+
+def test_users_cost_the_cyclic_collector_nothing_per_user() -> None:
+    """148,000 users kept as config objects made each full collection 180 ms."""
+
+    def made() -> Security:
+        many = Authentication(
+            users=tuple(
+                User(f"user{n}", Password("plain", f"pw{n}"), frozenset({"users", f"g{n % 10}"}))
+                for n in range(20_000)
+            )
+        )
+        return Security(many, RULES)
+
+    gc.collect()
+    tracked = len(gc.get_objects())
+    security = made()
+    gc.collect()
+    # A handful of objects for all of them (the users' dicts, their kinds), none per user.
+    assert len(gc.get_objects()) - tracked < 100
+    assert security.login("user19999", "pw19999").user == "user19999"
+    assert security.groups(security.login("user7", "pw7")) == {"users", "g7"}

@@ -176,6 +176,7 @@ DEAD_LETTER = '<deadLetterStrategy><individualDeadLetterStrategy queuePrefix="DL
         (listener("stomp+ssl://0.0.0.0:61612"), "needs an <sslContext>"),
         ("<sytemUsage/>", "unknown element <sytemUsage>"),
         ('<httpServer port="65536"/>', "at most 65535"),
+        ('<httpServer maximumConnections="0"/>', "at least 1"),
         ('<export snapshotInterval="5"/>', "at least 100 ms"),
         (user('username="u"'), "needs a password"),
         (user('username="u" password="$scrypt$n=3,r=8,p=1$AA$AA"'), "out of range"),

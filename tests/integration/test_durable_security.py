@@ -64,7 +64,7 @@ def test_unsubscribing_another_users_durable_subscription_is_refused(broker: Bro
     assert error.headers["message"] == "access denied"
     assert error.body.strip() == (
         "User intruder is not authorized to read from: /topic/AUDIT.LOG "
-        "(needed to remove durable subscription 'log' of client 'audit-1')"
+        "(needed to remove durable subscription 'log' of client 'audit-1', which another user made)"
     )
     assert "gone" not in intruder.listener.receipts
     assert stored(broker) == used

@@ -17,6 +17,7 @@ Intervals are short (100 ms) through the flags.  Every process is ended by its P
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -348,6 +349,74 @@ def test_a_master_whose_lock_file_is_removed_stops_serving(pair: tuple[Node, Nod
     consumer = connected(master.port)
     request(consumer, "SUBSCRIBE", {"destination": "/queue/kept", "id": "k", "ack": "client-individual"})
     assert sorted(f.body.decode() for f in messages(consumer, 20)) == sorted(f"kept-{n}" for n in range(20))
+
+
+def depth(node: Node, queue: str) -> int:
+    _, body = node.http(f"/api/v1/destinations/{queue}")
+    count: int = json.loads(body)["depth"]
+    return count
+
+
+def test_both_locks_deleted_under_load_the_lock_alone_fences_the_old_master(tmp_path: Path) -> None:
+    """An operator "cleaning stale locks" deletes stompd.lock and LevelDB's LOCK while the
+    master receipts persistent SENDs.  The master has no keep-alive (it never checks by
+    itself), so only its store's check before each batch stops it: it writes and receipts
+    nothing more.  The standby makes the lock file afresh, waits twice its keep-alive
+    before it opens the store, and has every message that was receipted.  (The old master,
+    a standby again, may be the one that makes the new lock file: then it waits so too.)"""
+    data = tmp_path / "shared"
+    a = Node("A", data, tmp_path / "a.log")
+    b = Node("B", data, tmp_path / "b.log", "--lock-keep-alive-period", str(INTERVAL_MS))
+    receipted: list[str] = []
+    tried: list[str] = []
+    try:
+        start_pair(a, b)
+        producer = connected(a.port)
+
+        def produce() -> None:
+            with contextlib.suppress(OSError, AssertionError, TimeoutError):
+                for n in itertools.count():
+                    tried.append(f"m-{n}")
+                    persistent(producer, "/queue/fenced", tried[-1])
+                    receipted.append(tried[-1])
+
+        sender = threading.Thread(target=produce)
+        sender.start()
+        deadline = time.monotonic() + TIMEOUT
+        while len(receipted) < 200:
+            assert time.monotonic() < deadline and sender.is_alive(), a.tail()
+            time.sleep(0.01)
+        store = data / "store"
+        (store / LOCK_FILE).unlink()
+        (store / "LOCK").unlink()
+        sender.join(TIMEOUT)
+        assert not sender.is_alive(), "the old master kept receipting"
+        a.wait_log("lost the store's lock")
+        assert "fenced off: the lock file" in a.text()
+        a.wait_log("stompd stopped serving")
+        deadline = time.monotonic() + TIMEOUT
+        while (serving := [n for n in (a, b) if answers_connect(n.port)]) == []:
+            assert time.monotonic() < deadline, a.tail() + b.tail()
+            time.sleep(0.02)
+        (master,) = serving
+        assert (
+            "had to make the lock file, beside a store" in master.text().rsplit("stompd stopped serving")[-1]
+        )
+        stored = depth(master, "fenced")
+        # Everything receipted, and at most the SEND whose RECEIPT never came.
+        assert len(receipted) <= stored <= len(receipted) + 1, (stored, len(receipted))
+        consumer = connected(master.port)
+        request(
+            consumer,
+            "SUBSCRIBE",
+            {"destination": "/queue/fenced", "id": "f", "activemq.prefetchSize": "1000"},
+        )
+        bodies = [f.body.decode() for f in messages(consumer, stored)]
+        assert bodies == tried[:stored]
+        assert b.count("Traceback") == 0 and a.count("Traceback") == 0
+    finally:
+        a.close()
+        b.close()
 
 
 def test_a_restarted_old_master_becomes_the_standby_and_takes_over_in_turn(pair: tuple[Node, Node]) -> None:

@@ -4,31 +4,30 @@ The file is read off the event loop: clients are served while it is read."""
 
 from __future__ import annotations
 
+import gc
 import os
-import queue
-import re
 import signal
-import subprocess
-import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from broker.security.guard import Security
-from broker.security.reload import Reloader
+from broker.security.reload import Reloader, read_in_process
 from broker.settings_bridge import broker_options
-from config.loader import Loaded, load
+from config.loader import load
 from tests.broker_thread import BrokerThread
+from tests.cli_broker import CliBroker
 from tests.clients import client
 from tests.security_support import wait_error
 from tests.stomp_raw import RawClient
+from tests.three_users import three_users_file
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 
 FILE = """<beans xmlns="http://www.springframework.org/schema/beans">
   <broker xmlns="http://activemq.apache.org/schema/core" dataDirectory="{data}">
@@ -47,36 +46,6 @@ FILE = """<beans xmlns="http://www.springframework.org/schema/beans">
 """
 
 
-class Log:
-    """The broker's stderr, line by line, waited on without blocking forever."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        assert process.stderr is not None
-        self.stream = stream = process.stderr
-        self.reader = threading.Thread(target=lambda: [self.lines.put(line) for line in stream], daemon=True)
-        self.reader.start()
-
-    def close(self) -> None:
-        """Once the process has exited: the rest of its output, and the pipe closed."""
-        self.reader.join(timeout=10)
-        self.stream.close()
-        while not self.lines.empty():
-            self.seen.append(self.lines.get())
-
-    def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
-        while True:
-            try:
-                line = self.lines.get(timeout=timeout)
-            except queue.Empty:
-                raise AssertionError(f"no log line like {pattern!r} in:\n{''.join(self.seen)}") from None
-            self.seen.append(line)
-            match = re.search(pattern, line)
-            if match:
-                return match
-
-
 def refused(port: int, login: str, passcode: str) -> bool:
     raw = RawClient(port)
     raw.send("CONNECT", {"accept-version": "1.2", "host": "localhost", "login": login, "passcode": passcode})
@@ -88,23 +57,18 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
     path = tmp_path / "activemq.xml"
     data = tmp_path / "data"
     path.write_text(FILE.format(data=data, password="old-pw", groups="writers"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--config", str(path)],
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    log = Log(process)
+    broker = CliBroker(path, http=False)
+    process, log, port = broker.process, broker.log, broker.port
     try:
-        port = int(log.wait_for(r"stompd listening on 127\.0\.0\.1:(\d+)").group(1))
         with client(port, username="app", passcode="old-pw") as c:
             c.send("/queue/q", "x", sync=True)
 
         path.write_text(FILE.format(data=data, password="new-pw", groups="readers"))
         process.send_signal(signal.SIGHUP)
         line = log.wait_for(r"reloaded .*activemq\.xml: (.*)").group(1)
-        assert "user app: password changed" in line and "user app: groups readers" in line
+        assert (
+            "password changed for 1 user (app)" in line and "groups changed for 1 user (app: readers)" in line
+        )
         assert "new-pw" not in line
         assert refused(port, "app", "old-pw")
         with client(port, username="app", passcode="new-pw") as c:
@@ -132,15 +96,13 @@ def test_sighup_reloads_users_and_authorization(tmp_path: Path) -> None:
         with client(port, username="app", passcode="new-pw") as c:
             c.subscribe("/queue/q")
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
-    assert process.returncode == 0, "".join(log.seen)
-    assert "Traceback" not in "".join(log.seen)
+        code = broker.stop()
+    assert code == 0, broker.text
+    assert "Traceback" not in broker.text
 
 
-class GatedLoad:
-    """config.loader.load that, in the reload thread, says it has started and then waits
+class GatedRead:
+    """The reload's reader that, in the reload thread, says it has started and then waits
     for the test's go: a file whose read takes as long as the test wants."""
 
     def __init__(self) -> None:
@@ -148,11 +110,11 @@ class GatedLoad:
         self.go = threading.Semaphore(0)
         self.calls = 0
 
-    def __call__(self, path: Path, defines: Mapping[str, str]) -> Loaded:
+    def __call__(self, path: Path, defines: Mapping[str, str]) -> Generator[tuple[Any, ...], None, None]:
         self.calls += 1
         self.entered.release()
         assert self.go.acquire(timeout=30), "the test never let the read finish"
-        return load(path, defines)
+        yield from read_in_process(path, defines)
 
 
 def start_reload(thread: BrokerThread, reloader: Reloader) -> Future[bool]:
@@ -174,8 +136,8 @@ def test_clients_are_served_while_a_reload_reads_the_file(tmp_path: Path) -> Non
     thread = BrokerThread(options).start()
     try:
         assert isinstance(options.guard, Security)
-        gate = GatedLoad()
-        reloader = Reloader(options.guard, path, {}, load=gate)
+        gate = GatedRead()
+        reloader = Reloader(options.guard, path, {}, read=gate)
         path.write_text(FILE.format(data=data, password="new-pw", groups="writers"))
         taken = start_reload(thread, reloader)
         assert gate.entered.acquire(timeout=10)
@@ -217,5 +179,68 @@ def test_a_reload_that_fails_keeps_the_old_rules(tmp_path: Path) -> None:
         assert start_reload(thread, Reloader(options.guard, path, {})).result(timeout=10) is False
         with client(thread.port, username="app", passcode="old-pw") as c:
             c.send("/queue/q", "x", sync=True)
+    finally:
+        thread.stop()
+
+
+def with_many_users(path: Path, original: str, users: int) -> None:
+    """``original`` (the tester's file) with ``users`` users more (user0, user1, ...),
+    readers of what app reads."""
+    listed = "".join(
+        f'<authenticationUser username="user{n}" password="pw-{n}" groups="apps,g{n % 50}"/>\n'
+        for n in range(users)
+    )
+    path.write_text(original.replace("</users>", listed + "</users>"))
+
+
+def test_a_reload_of_many_users_says_what_changed_in_one_short_line(tmp_path: Path) -> None:
+    path = three_users_file(tmp_path)
+    original = path.read_text()
+    broker = CliBroker(path, "--data-dir", str(tmp_path / "data"), http=False)
+    process, log, port = broker.process, broker.log, broker.port
+    try:
+        with client(port, username="app", passcode="app-pw") as app:
+            with_many_users(path, original, 20_000)
+            process.send_signal(signal.SIGHUP)
+            line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
+            # Counts and the first few names, not a line per user (148,000 made 3 MB).
+            assert "20,000 users added (user0, user1, user2, user3, user4 and 19,995 more)" in line
+            assert len(line) < 300, line
+            # The connection open meanwhile is served as before; the new users are in.
+            app.send("/queue/ORDERS.IN", "before", sync=True)
+        with client(port, username="user19999", passcode="pw-19999") as new:
+            new.send("/queue/ORDERS.IN", "in", sync=True)
+        path.write_text(
+            original.replace('username="guest" password="guest-pw"', 'username="guest" password="new-pw"')
+        )
+        process.send_signal(signal.SIGHUP)
+        line = log.wait_for(r"reloaded .*activemq\.xml: .*").group(0)
+        assert "20,000 users removed (user0, user1, user2, user3, user4 and 19,995 more)" in line
+        assert "password changed for 1 user (guest)" in line and len(line) < 300, line
+        assert refused(port, "user0", "pw-0") and refused(port, "guest", "guest-pw")
+    finally:
+        code = broker.stop()
+    assert code == 0, broker.text
+    assert "Traceback" not in broker.text
+
+
+def test_no_full_collection_runs_while_a_reload_reads(tmp_path: Path) -> None:
+    path = tmp_path / "activemq.xml"
+    path.write_text(FILE.format(data=tmp_path / "data", password="old-pw", groups="writers"))
+    options = broker_options(load(path).config)
+    thread = BrokerThread(options).start()
+    before = gc.get_threshold()
+    try:
+        assert isinstance(options.guard, Security)
+        gate = GatedRead()
+        taken = start_reload(thread, Reloader(options.guard, path, {}, read=gate))
+        assert gate.entered.acquire(timeout=10)
+        # The file is being read: young passes only, the middle generation at every other
+        # one, and the whole heap never (a full collection held the GIL for 365 ms).
+        young, middle, oldest = gc.get_threshold()
+        assert (young, middle) == (before[0], 1) and oldest > 1_000_000
+        gate.go.release()
+        assert taken.result(timeout=10) is True
+        assert gc.get_threshold() == before
     finally:
         thread.stop()

@@ -15,7 +15,7 @@ import pytest
 from store.api import Batch
 from store.commit import GroupCommitter
 from store.database import split
-from store.errors import StoreCorrupt, StoreError, StoreFull
+from store.errors import StoreCorrupt, StoreError, StoreFenced, StoreFull
 from store.leveldb import LevelDB
 from tests.store.conftest import run_now
 from tests.store.faults import FaultyDB
@@ -316,3 +316,53 @@ def test_a_fenced_committer_writes_nothing_more_and_tells_nobody(db: LevelDB) ->
     assert posted == [] and errors == []
     assert gated.writes == [1]
     assert db.get(b"pending") is None and db.get(b"later") is None
+
+
+class Guard:
+    """A lock check the test turns: None (ours) until ``lose``, then why not."""
+
+    def __init__(self) -> None:
+        self.why: str | None = None
+        self.asked = 0
+
+    def __call__(self) -> str | None:
+        self.asked += 1
+        return self.why
+
+
+def test_a_guarded_committer_writes_nothing_once_its_guard_says_the_lock_is_gone(db: LevelDB) -> None:
+    """Asked before each batch: the batch after the lock went is never written, nobody is
+    told it is durable, and ``on_error`` hears why (the broker abandons)."""
+    guard = Guard()
+    posted: list[str] = []
+    errors: list[BaseException] = []
+    committer = GroupCommitter(db, run_now, errors.append, guard=guard)
+    committer.submit([(b"before", b"1")], [], lambda: posted.append("before"))
+    assert committer.flush_wait(5)
+    guard.why = "the lock file /data/store/stompd.lock was removed"
+    committer.submit([(b"after", b"1")], [], lambda: posted.append("after"))
+    assert not committer.flush_wait(5)
+    committer.submit([(b"later", b"1")], [], lambda: posted.append("later"))
+    committer.close()
+    assert posted == ["before"]
+    assert db.get(b"before") == b"1" and db.get(b"after") is None and db.get(b"later") is None
+    assert [type(e) for e in errors] == [StoreFenced]
+    assert "stompd.lock was removed" in str(errors[0])
+
+
+def test_a_batch_written_as_the_lock_goes_is_not_receipted(db: LevelDB) -> None:
+    """Asked again once a batch is written, before its callbacks: a lock lost while it was
+    being written means nobody hears it is durable."""
+    gated = GatedDB(db)
+    guard = Guard()
+    posted: list[str] = []
+    errors: list[BaseException] = []
+    committer = GroupCommitter(gated, run_now, errors.append, guard=guard)
+    committer.submit([(b"in-flight", b"1")], [], lambda: posted.append("in-flight"))
+    assert gated.writing.wait(5)
+    guard.why = "the lock file /data/store/stompd.lock was replaced"
+    gated.gate.set()
+    assert not committer.flush_wait(5)
+    committer.close()
+    assert posted == [] and gated.writes == [1] and guard.asked == 2
+    assert [type(e) for e in errors] == [StoreFenced]

@@ -152,3 +152,35 @@ def test_a_store_open_in_another_handle_is_store_locked(tmp_path: Path) -> None:
             LevelDB(tmp_path)
     finally:
         held.close()
+
+
+def test_still_ours_is_one_stat_of_the_path_from_any_thread(tmp_path: Path) -> None:
+    lock = StoreLock(tmp_path)
+    assert lock.still_ours() == "the lock is not held"
+    assert lock.try_acquire().acquired
+    assert lock.still_ours() is None
+    (tmp_path / LOCK_FILE).rename(tmp_path / "moved")
+    assert lock.still_ours() == f"the lock file {tmp_path / LOCK_FILE} was removed"
+    (tmp_path / LOCK_FILE).write_bytes(b"")
+    assert lock.still_ours() == f"the lock file {tmp_path / LOCK_FILE} was replaced"
+    lock.close()
+    assert lock.still_ours() == "the lock is not held"
+
+
+def test_a_lock_file_made_beside_a_store_is_fresh(tmp_path: Path) -> None:
+    """A store's lock file is made once, with the store: one this broker had to make in a
+    directory holding anything else was removed, maybe under a master still writing."""
+    first = StoreLock(tmp_path)
+    attempt = first.try_acquire()
+    assert attempt.acquired and not attempt.fresh  # a new store: nothing beside it
+    (tmp_path / "CURRENT").write_bytes(b"MANIFEST-000001\n")
+    first.release()
+    again = StoreLock(tmp_path)
+    attempt = again.try_acquire()
+    assert attempt.acquired and not attempt.fresh  # the file was there (a clean stop)
+    again.close()
+    (tmp_path / LOCK_FILE).unlink()
+    third = StoreLock(tmp_path)
+    attempt = third.try_acquire()
+    assert attempt.acquired and attempt.fresh
+    third.close()

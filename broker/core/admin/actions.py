@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core.admin.errors import AdminError, Forbidden, Invalid, NoRoom
+from broker.core.admin.rights import principal_of
 from broker.core.admin.steps import Wait
 from broker.core.base.errors import AccessDenied, NoSpace
-from broker.core.base.guard import Principal
 from broker.core.base.selector import compile_selector
 from broker.core.delivery.session import CONNECTED
 from protocol import frames as f
@@ -108,7 +108,7 @@ def send(
     session.version = f.V1_2
     session.phase = CONNECTED
     session.login = user
-    session.principal = Principal(user) if user else Principal("", anonymous=True)
+    session.principal = principal_of(user)
     frame = f.Frame(f.SEND, {**headers, "destination": destination, "receipt": _RECEIPT}, body)
     try:
         try:

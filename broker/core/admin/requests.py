@@ -1,5 +1,5 @@
-"""What an admin request names, checked: a move's or copy's target, a page's cursor, a
-message that is not there."""
+"""What an admin request names, checked: a destination to make, a move's or copy's
+target, a page's cursor, a message that is not there."""
 
 from __future__ import annotations
 
@@ -7,6 +7,19 @@ from broker.core.admin.errors import Invalid, NotFound
 from broker.core.base import names
 from broker.core.handlers.operations import Action
 from store.api import LEVELS
+from wildcards import has_wildcard_element
+
+
+def creatable(name: str) -> str:
+    """The kind of destination ``name`` is (``names.QUEUE`` or ``names.TOPIC``), if it is
+    one an administrator can make; else ``Invalid``."""
+    kind = next((kind for kind in (names.QUEUE, names.TOPIC) if name.startswith(kind)), None)
+    if kind is None:
+        raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
+    if has_wildcard_element(name.removeprefix(kind)):
+        # Nor moved or copied to: a wildcard names no destination (Destinations.sendable).
+        raise Invalid(f"{name} is a wildcard, not a destination")
+    return kind
 
 
 def check_target(kind: str, target: str) -> None:

@@ -15,11 +15,13 @@ disk job is under way.  Arguments are checked before a method returns, so a refu
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.core.admin import actions, infos, steps
+from broker.core.admin import actions, infos, scheduled, steps
 from broker.core.admin.errors import AdminError, Conflict, Invalid, NotFound
-from broker.core.admin.requests import check_target, cursor_position, job_position, no_message
+from broker.core.admin.requests import check_target, creatable, cursor_position, job_position, no_message
+from broker.core.admin.rights import Rights
 from broker.core.admin.steps import Wait, collect, ordered
 from broker.core.admin.views import (
     BridgeInfo,
@@ -42,8 +44,6 @@ from broker.core.base.history import INTERVAL_MS
 from broker.core.handlers.operations import Action, Browse, DurableBacklog, QueueOperation
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
-from store.api import Failed
-from wildcards import has_wildcard_element
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from broker.core.delivery.subscription import Subscription
     from broker.core.delivery.topic import Topic
     from broker.core.engine import Engine
-    from broker.core.storage.jobs import Job
-    from store.api import Outcome
 
 
 class ClosedByAdmin(BrokerError):
@@ -79,7 +77,7 @@ class AdminService:
     the transports know those, the engine does not.  ``network()``: the network bridges'
     status (``broker.network.Bridge.status``), one dict each."""
 
-    __slots__ = ("_busy", "_engine", "_network", "_peers", "_role", "_started")
+    __slots__ = ("_busy", "_engine", "_network", "_peers", "_rights", "_role", "_started")
 
     def __init__(
         self,
@@ -96,6 +94,17 @@ class AdminService:
         self._busy: dict[tuple[str, str], int] = {}
         #: When the broker started (epoch ms): the service is made as it starts listening.
         self._started = engine.clock.ms
+        #: What its calls may do to destinations (``acting_as``; here: anything).
+        self._rights = Rights.everything(engine)
+
+    def acting_as(self, user: str | None) -> AdminService:
+        """This service for one admin user (None: no users are configured): what it does
+        to messages and destinations is what that user's authorization entries allow
+        (``rights``: read to browse or remove, write to move or copy to, admin to make or
+        delete); what it reads of the broker stays the admin group's."""
+        acting = copy.copy(self)
+        acting._rights = Rights(self._engine, user)
+        return acting
 
     # -- destinations ----------------------------------------------------------------
 
@@ -142,14 +151,13 @@ class AdminService:
         return DestinationHistory(name, INTERVAL_MS, engine.clock.ms, samples)
 
     def create(self, name: str) -> DestinationInfo:
+        kind = creatable(name)
+        self._rights.create(name)
+        return self._create(name, kind)
+
+    def _create(self, name: str, kind: str) -> DestinationInfo:
         destinations = self._engine.destinations
-        kind = next((kind for kind in (names.QUEUE, names.TOPIC) if name.startswith(kind)), None)
-        if kind is None:
-            raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
         bare = name.removeprefix(kind)
-        if has_wildcard_element(bare):
-            # Nor moved or copied to: a wildcard names no destination (Destinations.sendable).
-            raise Invalid(f"{name} is a wildcard, not a destination")
         if kind == names.QUEUE:
             queue = destinations.queue(name)
             destinations.used(queue)
@@ -227,6 +235,7 @@ class AdminService:
         durable = engine.durables.get(client_id, name)
         if durable is None:
             raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        self._rights.durable(durable)
         if durable.subscriber is not None:
             raise Conflict(
                 f"durable subscription {name!r} of client {client_id!r} is active (connection "
@@ -286,6 +295,7 @@ class AdminService:
 
     def delete(self, name: str) -> Steps[int]:
         """Remove the destination and what it holds; how many messages it dropped."""
+        self._rights.remove(name)
         engine = self._engine
         queue = engine.queues.get(name)
         if queue is None:
@@ -323,6 +333,7 @@ class AdminService:
         self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
     ) -> Steps[BrowsePage]:
         """Up to ``limit`` messages after ``cursor`` (None: from the head), without consuming."""
+        self._rights.read(name)
         queue = self._queue(name)
         return self._browse(Browse(queue, selector, limit, cursor_position(cursor)), preview)
 
@@ -367,12 +378,16 @@ class AdminService:
         target: str | None,
         progress: Progress,
     ) -> Steps[None]:
+        # Counting and removing take read, as consuming would; a move takes its messages.
+        self._rights.read(name)
         queue = self._queue(name)
         destination = None
         if target is not None:
             check_target(action.value, target)
+            kind = creatable(target)
+            self._rights.write(target)
             # Created if missing, as a SEND to it would.
-            self.create(target)
+            self._create(target, kind)
             destination = self._engine.destinations.send_targets(None, target)[0]
         operation = QueueOperation(
             queue, action, selector, self._engine.routing, target=destination, limit=limit
@@ -435,6 +450,7 @@ class AdminService:
         durable = engine.durables.get(client_id, name)
         if durable is None:
             raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+        self._rights.durable(durable)
         # Used only if it has no cursor of its own yet (no subscriber in this lifetime).
         spare = Cursor(engine.usage.memory, engine.swap.new_log(shared=False), high_water=0.0)
         return DurableBacklog(durable, engine.persistence, spare, engine.routing.seq)
@@ -461,42 +477,15 @@ class AdminService:
 
     def scheduled(self, limit: int, cursor: str | None, preview: int) -> Steps[JobPage]:
         """Up to ``limit`` scheduled jobs after ``cursor`` (None: the soonest first)."""
-        return self._jobs_page(job_position(cursor), limit, preview)
-
-    def _jobs_page(self, after: tuple[int, int] | None, limit: int, preview: int) -> Steps[JobPage]:
-        wait = Wait()
-        listed: list[Outcome[list[Job]]] = []
-        self._engine.scheduler.list_jobs(after, limit, _answer(listed, wait))
-        # The read waits for the work's store batch: this is the work's end.
-        self._engine.flush()
-        if not listed:
-            yield wait
-        outcome = listed[0]
-        if isinstance(outcome, Failed):
-            raise AdminError(f"reading the scheduled messages failed: {outcome.error}")
-        jobs = outcome.value
-        last = jobs[-1] if len(jobs) == limit else None
-        return JobPage(
-            [infos.scheduled_job(job, preview) for job in jobs],
-            f"{last.due}:{last.seq}" if last is not None else None,
-        )
+        self._rights.scheduler()
+        return scheduled.jobs_page(self._engine, job_position(cursor), limit, preview)
 
     def remove_scheduled(self, job_id: str | None, window: tuple[int, int] | None) -> Steps[int]:
         """Remove job ``job_id``, or (None) every job next due in ``window`` (None: every
         job); how many there were."""
+        self._rights.scheduler()
         request = Request(REMOVE, job_id, None) if job_id is not None else Request(REMOVEALL, None, window)
-        return self._remove_jobs(request)
-
-    def _remove_jobs(self, request: Request) -> Steps[int]:
-        wait = Wait()
-        removed: list[int] = []
-        self._engine.scheduler.manage(request, None, _answer(removed, wait))
-        self._engine.flush()
-        if not removed:
-            yield wait
-        # Its deletions go to the store now, not with whatever comes next.
-        self._engine.flush()
-        return removed[0]
+        return scheduled.remove_jobs(self._engine, request)
 
     # -- one message, and sending (ActiveMQ's console: Send, the message page) ----------------
 
@@ -519,6 +508,7 @@ class AdminService:
 
     def message(self, name: str, message_id: str) -> Steps[BrowsedMessage]:
         """The pending message ``message_id`` of queue ``name``, whole."""
+        self._rights.read(name)
         queue = self._queue(name)
         return self._find(queue, message_id)
 
@@ -544,6 +534,7 @@ class AdminService:
     def retry(self, name: str, message_id: str) -> Steps[str]:
         """ActiveMQ's Retry: a dead-lettered message moved back to the destination it was
         dead-lettered from (its ``original-destination``); that destination."""
+        self._rights.read(name)
         queue = self._queue(name)
         return self._retry(queue, message_id, actions.by_id(message_id))
 
@@ -573,13 +564,3 @@ class AdminService:
         yield from work
         if not progress.applied:
             raise no_message(name, message_id)
-
-
-def _answer(box: list[Any], wait: Wait) -> Callable[[Any], None]:
-    """A callback that keeps the broker's answer in ``box`` and resumes ``wait``."""
-
-    def answer(value: Any) -> None:
-        box.append(value)
-        wait.resume()
-
-    return answer

@@ -3,8 +3,9 @@
 The core asks a ``Guard`` two things: at CONNECT, who the login/passcode are
 (``login``, which raises ``NotAuthenticated``); and, when authorization is on
 (``authorizing``), whether that principal may read, write or create a destination
-(``allows``).  ``broker.security`` answers from the configuration; ``OPEN`` (no
-users, no authorization entries) lets everyone in and allows everything.
+(``allows``), or every destination a wildcard pattern matches (``allows_every``).
+``broker.security`` answers from the configuration; ``OPEN`` (no users, no authorization
+entries) lets everyone in and allows everything.
 
 ``granted`` is the hot path's cache: (principal key, operation, destination header) triples
 that were allowed in full, so that a SEND to a destination already allowed costs one
@@ -82,6 +83,10 @@ class Guard(Protocol):
         """Whether ``principal`` may ``op`` the destination ``kind`` + ``name``
         (kind is one of broker.core.base.names' prefixes, name has no wildcard meaning here)."""
 
+    def allows_every(self, principal: Principal, op: str, kind: str, pattern: str) -> bool:
+        """Whether ``principal`` may ``op`` every destination ``pattern`` matches (a concrete
+        name: that one), so whatever a subscription on it holds."""
+
     def may_bridge(self, principal: Principal) -> bool:
         """Whether ``principal`` may connect as another broker's network bridge, whose
         SENDs say what a message's id is and where it has been (``bridging``)."""
@@ -104,6 +109,9 @@ class OpenGuard:
         return Principal(login or "", anonymous=not login)
 
     def allows(self, principal: Principal, op: str, kind: str, name: str) -> bool:
+        return True
+
+    def allows_every(self, principal: Principal, op: str, kind: str, pattern: str) -> bool:
         return True
 
     def may_bridge(self, principal: Principal) -> bool:

@@ -123,3 +123,7 @@ class History:
 #: What a ``History`` costs without its ring: its object, with the collector's head, and
 #: the three period numbers it holds (ints of their own, past the small ones Python shares).
 HOLDER_BYTES: Final = 16 + History.__basicsize__ + 3 * sys.getsizeof(1 << 40)
+#: The history of a destination found busy while memory had no room even for a holder:
+#: none (it says nothing), shared, never recorded into; the next sample with room makes
+#: its own and starts there.
+NO_ROOM: Final = History(0)

@@ -22,11 +22,13 @@ from broker.core.base.errors import InvalidDestination, NoRoomToCreate, TooManyD
 from broker.core.base.guard import ADMIN, WRITE, denied
 from broker.core.base.usage import UsageMeter
 from broker.core.delivery.queue import Queue, QueueStats
+from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
 from broker.core.storage import jobs
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.disk_part import DiskPart
-from broker.core.storage.swap import Log
+from broker.core.storage.swap import Log, LogReader
+from store.api import LEVELS
 from wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
     from broker.core.base.usage import SystemUsage
     from broker.core.delivery.durable import DurableSubscriptions
     from broker.core.delivery.session import Session
-    from broker.core.delivery.subscription import Subscription
     from broker.core.storage.persistence import Persistence
     from broker.core.storage.swap import SwapSpace
 
@@ -50,8 +51,9 @@ _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 # objects (each with the collector's head, 16 bytes, where it has one), its queue's
 # message groups (an empty dict), its route (a tuple), and its entries in the broker's
 # dicts (the destinations by name, the route cache: about 64 bytes each, with the tables'
-# slack).  What a destination makes only once it is used (a cursor's levels, a log's
-# records waiting) is charged with the messages that need it.
+# slack); a topic also keeps its name without its prefix and a tuple of its subscribers.
+# What a destination makes only once it is used (a cursor's levels, a log's records
+# waiting) is charged as it is made.
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
 QUEUE_FOOTPRINT: Final = (
@@ -62,15 +64,43 @@ QUEUE_FOOTPRINT: Final = (
 )
 TOPIC_FOOTPRINT: Final = (
     sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
-    + sys.getsizeof((None,))
+    + 2 * sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )
 
 
 def footprint(kind: str, name: str) -> int:
     """What a destination of ``kind`` named ``name`` costs while it exists (charged to memory)."""
-    base = QUEUE_FOOTPRINT if kind in names.QUEUE_KINDS else TOPIC_FOOTPRINT
-    return base + sys.getsizeof(name)
+    if kind in names.QUEUE_KINDS:
+        return QUEUE_FOOTPRINT + sys.getsizeof(name)
+    return TOPIC_FOOTPRINT + sys.getsizeof(name) + sys.getsizeof(name[len(kind) :])
+
+
+# What a subscription costs in RAM while it exists, measured the same way: its object and
+# its empty cursor, its in-flight dict, held set and two lists, and its entries in its
+# session's two dicts and in its destination's consumers (or subscribers); then, with
+# topics, the cursor it reads them through (its disk part, its place in the log's
+# readers, its pattern).  tests/broker/test_limits.py checks it against tracemalloc.
+SUBSCRIPTION_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Subscription, Cursor))
+    + sys.getsizeof({})
+    + sys.getsizeof(set())
+    + 2 * sys.getsizeof([])
+    + 3 * _DICT_ENTRY
+)
+TOPIC_CURSOR_FOOTPRINT: Final = (
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Cursor, DiskPart, LogReader))
+    + sys.getsizeof([0] * LEVELS)
+    + sys.getsizeof(("", ""))
+    + _DICT_ENTRY
+)
+
+
+def subscription_footprint(sub_id: str, destination: str, topics: bool) -> int:
+    """What a subscription ``sub_id`` to ``destination`` costs while it exists (charged to
+    memory); ``topics``: it has a topic among its destinations."""
+    base = SUBSCRIPTION_FOOTPRINT + (TOPIC_CURSOR_FOOTPRINT if topics else 0)
+    return base + sys.getsizeof(sub_id) + sys.getsizeof(destination)
 
 
 class Destinations:
@@ -251,15 +281,19 @@ class Destinations:
         # allowed to be made) again.
         self._gone(target)
 
-    def make_room(self, session: Session, destination: str, *, sending: bool = False) -> None:
+    def make_room(
+        self, session: Session, destination: str, *, sending: bool = False, subscription: int = 0
+    ) -> None:
         """Before a frame that may make destinations (SEND, SUBSCRIBE): raise
         ``InvalidDestination`` for a wildcard a SEND names (``sendable``),
         ``TooManyDestinations`` if one would pass its policy entry's ``maxDestinations``,
-        ``NoRoomToCreate`` if the memory limit has no room for what they cost."""
-        if destination in self.routes:
+        ``NoRoomToCreate`` if the memory limit has no room for what they cost, and the
+        ``subscription`` (its footprint) the frame makes too."""
+        known = destination in self.routes
+        if known and not subscription:
             return
-        cost = 0
-        for kind, name in names.split_destination(destination):
+        cost = subscription
+        for kind, name in () if known else names.split_destination(destination):
             if sending:
                 sendable(kind, name)
             if kind not in _MADE_HERE or self._exists(session, kind, name):
@@ -270,8 +304,9 @@ class Destinations:
                 self._check_max(kind in names.QUEUE_KINDS, policy)
             cost += footprint(kind, full)
         if cost and not self.usage.memory.fits(cost):
+            what = "for a subscription to" if cost == subscription else "to make"
             raise NoRoomToCreate(
-                f"no room to make {destination}: memory usage is at {self.usage.memory.percent:.0f}% "
+                f"no room {what} {destination}: memory usage is at {self.usage.memory.percent:.0f}% "
                 "of its limit",
                 cost,
             )

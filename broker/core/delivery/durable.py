@@ -17,6 +17,12 @@ to disk (persistent: a store pointer; others: the temp store while the temp limi
 room, within the limits flow control applies to every cursor); what its subscriber
 left in memory stays there, charged.
 
+Each belongs to the user who made it (``owner``, kept in its record): a wildcard one keeps
+only messages of the topics its owner may read (``readable``), however long it is away and
+after a restart, and only its owner, or a user who may read every topic it covers, may take
+it over or remove it (``subscribing``).  A record written before owners were kept has none:
+nobody owns it, so only such a user may.
+
 ``subscribing`` attaches subscribers to these records and makes and removes them.
 """
 
@@ -28,11 +34,14 @@ from typing import TYPE_CHECKING, Protocol
 
 import wildcards
 from broker.core.base import names
+from broker.core.base.guard import READ, Principal
+from broker.core.base.selector import compile_selector
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.base.channel import Channel
+    from broker.core.base.guard import Guard
     from broker.core.base.message import Message
     from broker.core.storage.cursor import Cursor
 
@@ -53,7 +62,13 @@ class DurableSubscription:
     destination: str
     selector_text: str
     no_local: bool
+    #: What it keeps: its selector, and for a wildcard one its owner's read rights too.
     selector: Callable[[Message], bool] | None
+    #: Who made it (None: a record written before owners were kept, owned by nobody).
+    owner: Principal | None = None
+    #: A wildcard one's filter by its owner's read rights alone (None: it has none), asked
+    #: again of what leaves its cursor: rights can change (a reload) while messages wait.
+    readable: Callable[[Message], bool] | None = None
     patterns: list[tuple[str, str]] = field(default_factory=list)
     #: The connection (session id) of the subscriber attached now, or None while it is away.
     subscriber: str | None = None
@@ -88,17 +103,98 @@ class DurableSubscription:
     def same_as(self, destination: str, selector_text: str, no_local: bool) -> bool:
         return (self.destination, self.selector_text, self.no_local) == (destination, selector_text, no_local)
 
+    def owned_by(self, principal: Principal) -> bool:
+        return self.owner is not None and self.owner.key == principal.key
+
+    def unclaimable_part(self, guard: Guard, principal: Principal) -> tuple[str, str] | None:
+        """The part of its destination that keeps ``principal`` from taking this subscription
+        over, remaking, ending, browsing or purging it, as (kind, name) (None: nothing does).  Its owner may;
+        so may a user who may read every topic it covers, so whatever it holds.  One rule
+        for STOMP (handlers/subscribing.py) and the admin API (admin/rights.py)."""
+        if not guard.authorizing or principal.system or self.owned_by(principal):
+            return None
+        for kind, name in names.split_destination(self.destination):
+            if not guard.allows_every(principal, READ, kind, name):
+                return kind, name
+        return None
+
     def encode(self) -> bytes:
-        """What the store keeps beside the name (JSON: readable by any later version)."""
-        return json.dumps(
-            {"destination": self.destination, "selector": self.selector_text, "noLocal": self.no_local}
-        ).encode()
+        """What the store keeps beside the name (JSON: readable by any later version, and an
+        earlier one reads it too, without the owner)."""
+        record: dict[str, object] = {
+            "destination": self.destination,
+            "selector": self.selector_text,
+            "noLocal": self.no_local,
+        }
+        owner = self.owner
+        if owner is not None:
+            record["owner"] = {"user": owner.user, "anonymous": owner.anonymous, "system": owner.system}
+        return json.dumps(record).encode()
 
 
-def decode(data: bytes) -> tuple[str, str, bool]:
-    """(destination, selector, noLocal) from ``DurableSubscription.encode``."""
-    record = json.loads(data)
-    return str(record["destination"]), str(record["selector"]), bool(record["noLocal"])
+def new_durable(
+    guard: Guard,
+    store_id: int,
+    client_id: str,
+    name: str,
+    destination: str,
+    selector_text: str,
+    no_local: bool,
+    owner: Principal | None,
+) -> DurableSubscription:
+    """A durable subscription, with the filters its selector and its owner's rights make."""
+    selector: Callable[[Message], bool] | None = (
+        compile_selector(selector_text).matches if selector_text else None
+    )
+    readable = None
+    parts = names.split_destination(destination)
+    wildcard = any(kind == names.TOPIC and wildcards.is_wildcard(bare) for kind, bare in parts)
+    if wildcard and owner is not None and not owner.system:
+        # Checked for each message even where authorization is off now: a reload may turn it
+        # on while the subscription lives (a decision is a cached dict lookup).
+        readable = readable_by(guard, owner, None)
+        selector = readable_by(guard, owner, selector)
+    return DurableSubscription(
+        store_id, client_id, name, destination, selector_text, no_local, selector, owner, readable
+    )
+
+
+def readable_by(
+    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
+) -> Callable[[Message], bool]:
+    """A wildcard topic subscription's filter: only messages of the topics ``principal`` may
+    read (while authorization is on; the guard caches each decision), then ``selector``."""
+    prefix = len(names.TOPIC)
+
+    def accepts(message: Message) -> bool:
+        if guard.authorizing:
+            name = message.destination
+            if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
+                return False
+        return selector is None or selector(message)
+
+    return accepts
+
+
+class Stored:
+    """A durable subscription's record as ``DurableSubscription.encode`` wrote it."""
+
+    __slots__ = ("destination", "no_local", "owner", "selector_text")
+
+    def __init__(self, data: bytes) -> None:
+        record = json.loads(data)
+        self.destination = str(record["destination"])
+        self.selector_text = str(record["selector"])
+        self.no_local = bool(record["noLocal"])
+        #: None where an earlier version wrote it (no owner then), or the owner is unreadable:
+        #: owned by nobody, the safe reading.
+        self.owner = _owner(record.get("owner"))
+
+
+def _owner(value: object) -> Principal | None:
+    if not isinstance(value, dict) or not isinstance(value.get("user"), str):
+        return None
+    return Principal(value["user"], value.get("anonymous") is True, system=value.get("system") is True)
 
 
 class DurableSubscriptions:

@@ -9,8 +9,9 @@ transactions are ``transactions.Transactions``' to keep.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base.guard import Principal
 from protocol.encoder import encode_frame
@@ -32,19 +33,37 @@ CONNECTED = "CONNECTED"
 CLOSING = "CLOSING"
 
 
-class ParkedSend:
-    """A SEND accepted from the wire but not yet routed (its destination had no room)."""
+class Held(Protocol):
+    """An open transaction, as a SEND of it that waits for room knows it
+    (``handlers.transactions.Transaction``)."""
 
-    __slots__ = ("deadline", "message", "receipt", "size", "targets")
+    #: Its ABORT has come: what waits for it needs no room (it will never be routed).
+    abandoned: bool
+
+    def add(self, message: Message, targets: tuple[Queue | Topic, ...]) -> None:
+        """Hold ``message`` (charged to memory) until COMMIT routes it to ``targets``."""
+
+
+class ParkedSend:
+    """A SEND accepted from the wire but not yet routed (its destination had no room);
+    ``tx``: the transaction it goes into once there is room to hold it in memory."""
+
+    __slots__ = ("deadline", "message", "receipt", "size", "targets", "tx")
 
     def __init__(
-        self, message: Message, targets: tuple[Queue | Topic, ...], receipt: str | None, deadline: float
+        self,
+        message: Message,
+        targets: tuple[Queue | Topic, ...],
+        receipt: str | None,
+        deadline: float,
+        tx: Held | None = None,
     ) -> None:
         self.message = message
         self.targets = targets
         self.receipt = receipt
         self.deadline = deadline
         self.size = message.size
+        self.tx = tx
 
 
 class ParkedCreate:
@@ -59,7 +78,21 @@ class ParkedCreate:
         self.cost = cost
         self.deadline = deadline
         self.receipt = frame.headers.get("receipt")
-        self.size = len(frame.body)
+        self.size = frame_size(frame)
+
+
+#: What a frame held in RAM costs besides its body and the text of its headers: itself,
+#: its dict (room for a few headers), and a str object for each header's name and value.
+_FRAME_BYTES: Final = 16 + Frame.__basicsize__ + sys.getsizeof(dict.fromkeys("abcd", ""))
+_STR_BYTES: Final = sys.getsizeof("")
+
+
+def frame_size(frame: Frame) -> int:
+    """What a parked frame holds in RAM, so that the cap on a connection's parked bytes
+    bounds header-only frames too (a SEND with an empty body is 500 bytes)."""
+    headers = frame.headers
+    text = sum(len(name) + len(value) for name, value in headers.items())
+    return len(frame.body) + _FRAME_BYTES + text + 2 * _STR_BYTES * len(headers)
 
 
 class FanningOut:

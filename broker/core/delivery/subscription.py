@@ -70,6 +70,7 @@ class Subscription:
         "destination",
         "durable",
         "exclusive",
+        "footprint",
         "held",
         "id",
         "inflight",
@@ -151,6 +152,8 @@ class Subscription:
         self.closed = False
         self._sub_header = b""
         self._sub_header_version = ""
+        #: Bytes charged to the memory meter while it exists (``Subscribing``).
+        self.footprint = 0
 
     @property
     def ready(self) -> bool:
@@ -265,12 +268,20 @@ class Subscription:
         """Deliver what this subscription can take: its topic cursor, then its queues."""
         cursor = self.cursor
         if cursor.count:
+            durable = self.durable
+            # A wildcard durable subscription's owner may have lost the right to read what
+            # waited for it (a reload): that is not delivered, its share let go.
+            readable = durable.readable if durable is not None else None
             while self.ready:
                 message = cursor.pop()
                 if message is None:
                     break
                 if not (message.expires and message.expires <= self.session.clock.ms):
-                    self.deliver(message, True, TOPIC)
+                    if readable is None or readable(message):
+                        self.deliver(message, True, TOPIC)
+                    elif message.store_size:
+                        assert durable is not None
+                        self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
         for queue in self.queues:
             if not self.ready:

@@ -2,7 +2,9 @@
 
 Subscribers register patterns (``*`` one element, ``>`` the rest) in a trie; each
 topic caches its matching subscriptions until the set of subscriptions changes, so a
-publish costs one generation check, not a trie walk.
+publish costs one generation check, not a trie walk.  Its wildcard matches are cached
+apart, until a wildcard pattern changes: counting a topic's subscribers (a consumer
+advisory's ``consumerCount``) costs O(1) however many subscribe to it by name.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Topic:
     __slots__ = (
         "_generation",
         "_subscribers",
+        "_wild",
+        "_wild_generation",
         "bare",
         "footprint",
         "grant_keys",
@@ -88,6 +92,9 @@ class Topic:
         self.history: History | None = None
         self._subscribers: tuple[Subscription, ...] = ()
         self._generation = -1
+        #: Its wildcard subscriptions, in their order, as of the router's ``_wild_generation``.
+        self._wild: tuple[Subscription, ...] = ()
+        self._wild_generation = -1
 
     def __repr__(self) -> str:
         return f"<Topic {self.name}>"
@@ -165,15 +172,27 @@ class TopicRouter:
         came, then the wildcard ones that match it."""
         if topic._generation != self._wild_generation:
             exact = self._exact.get(topic.name)
-            trie = self._tries.get(topic.kind)
-            matched = trie.match(topic.bare) if trie else None
-            if matched:
-                ordered = sorted(matched, key=_order)
-                topic._subscribers = (*exact, *ordered) if exact else tuple(ordered)
+            wild = self._wildcard_matches(topic)
+            if exact:
+                topic._subscribers = (*exact, *wild) if wild else tuple(exact)
             else:
-                topic._subscribers = tuple(exact) if exact else ()
+                topic._subscribers = wild
             topic._generation = self._wild_generation
         return topic._subscribers
+
+    def count(self, topic: Topic) -> int:
+        """How many subscriptions ``topic`` feeds, without listing them: O(1) while the
+        wildcard patterns stay as they are (a SUBSCRIBE by name changes none)."""
+        exact = self._exact.get(topic.name)
+        return (len(exact) if exact else 0) + len(self._wildcard_matches(topic))
+
+    def _wildcard_matches(self, topic: Topic) -> tuple[Subscription, ...]:
+        if topic._wild_generation != self._wild_generation:
+            trie = self._tries.get(topic.kind)
+            matched = trie.match(topic.bare) if trie else None
+            topic._wild = tuple(sorted(matched, key=_order)) if matched else ()
+            topic._wild_generation = self._wild_generation
+        return topic._wild
 
     def has_subscribers(self, kind: str, bare: str) -> bool:
         """Whether any subscription matches the topic now (without making it, nor building

@@ -24,7 +24,14 @@ from broker.core.base.errors import NoSpace, StoreFull
 from broker.core.base.message import FIFO_LEVEL
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
-from broker.core.delivery.session import CLOSING, FANNING_OUT, FanningOut, ParkedCreate, ParkedSend
+from broker.core.delivery.session import (
+    CLOSING,
+    FANNING_OUT,
+    FanningOut,
+    ParkedCreate,
+    ParkedSend,
+    frame_size,
+)
 from broker.core.delivery.topic import Topic
 from protocol import frames as f
 
@@ -176,6 +183,15 @@ class FlowControl:
                     return False
         return True
 
+    def room_in_memory(self, message: Message, targets: tuple[Destination, ...]) -> bool:
+        """Room to hold ``message`` in RAM for each of ``targets`` (a SEND in a transaction,
+        held until COMMIT and never swapped): within each destination's memory limit and,
+        all the copies together, the broker's."""
+        size = message.size
+        if not self.usage.memory.fits(size * len(targets)):
+            return False
+        return all(target.meter is None or target.meter.fits(size) for target in targets)
+
     def _kept_fits(self, topic: Topic, message: Message) -> bool:
         """Room in the cursors of the durable subscriptions that keep ``message`` while away
         (they take it on disk, below the memory high-water mark too).  A stored message
@@ -316,11 +332,18 @@ class FlowControl:
                     return
                 parked.popleft()
             elif isinstance(item, ParkedSend):
-                if not self.fits(item.message, item.targets):
+                tx = item.tx
+                if tx is None:
+                    if not self.fits(item.message, item.targets):
+                        return
+                elif not tx.abandoned and not self.room_in_memory(item.message, item.targets):
                     return
                 parked.popleft()
                 session.parked_bytes -= item.size
-                self.scheduler.deliver(item.message, item.targets, session)
+                if tx is None:
+                    self.scheduler.deliver(item.message, item.targets, session)
+                elif not tx.abandoned:
+                    tx.add(item.message, item.targets)
                 if item.receipt is not None:
                     session.send_receipt(item.receipt)
                 if session.fanning:
@@ -334,7 +357,7 @@ class FlowControl:
             else:
                 assert isinstance(item, f.Frame)
                 parked.popleft()
-                session.parked_bytes -= len(item.body)
+                session.parked_bytes -= frame_size(item)
                 self._run_unparked(session, item)
             if session.phase is CLOSING:
                 break
@@ -382,7 +405,7 @@ class FlowControl:
 
 
 def _size(item: Parked) -> int:
-    return len(item.body) if isinstance(item, f.Frame) else item.size
+    return frame_size(item) if isinstance(item, f.Frame) else item.size
 
 
 def _level(target: Destination, message: Message) -> int:

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.base.selector import compile_selector
-from broker.core.delivery.durable import DurableSubscription, decode
+from broker.core.delivery.durable import Stored, new_durable
 from broker.core.storage.persistence import TOPIC_KIND
 
 if TYPE_CHECKING:
@@ -30,16 +29,19 @@ def recover(
     last_seq = recovery.next_seq - 1
     routing.seq = max(routing.seq, last_seq)
     for sub_record in recovery.subscriptions:
-        destination, selector_text, no_local = decode(sub_record.data)
+        stored = Stored(sub_record.data)
+        # With its owner's read rights, as it was made: what it keeps after a restart is
+        # what it kept before.
         durables.add(
-            DurableSubscription(
+            new_durable(
+                destinations.guard,
                 sub_record.id,
                 sub_record.client_id,
                 sub_record.name,
-                destination,
-                selector_text,
-                no_local,
-                compile_selector(selector_text).matches if selector_text else None,
+                stored.destination,
+                stored.selector_text,
+                stored.no_local,
+                stored.owner,
             )
         )
     for sub_id in recovery.draining:

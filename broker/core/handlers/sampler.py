@@ -9,14 +9,15 @@ destinations never hold the loop for more than a slice; a destination deleted me
 is passed over.  A destination gets its history the first time a pass finds something
 in it, charged to memory usage with its footprint (``Destinations.grew``), and loses it
 with the destination; while memory usage is past ``HISTORY_ROOM`` of its limit no ring
-is made or widened (history gives way to messages).
+is made or widened (history gives way to messages), and while the limit itself has no
+room for its holder none is made: history never takes memory usage past its limit.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, WIDE_BYTES, History
+from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, NO_ROOM, WIDE_BYTES, History
 from broker.core.delivery.queue import Queue
 
 if TYPE_CHECKING:
@@ -77,16 +78,25 @@ class Sampler:
             depth, subscribers = self._waiting(target)
             out, cost = target.stats.dispatched, 1 + subscribers // SUBSCRIBERS_PER_UNIT
         came = target.stats.enqueued
-        room = destinations.usage.memory.fits(HOLDER_BYTES + WIDE_BYTES, HISTORY_ROOM)
+        memory = destinations.usage.memory
+        room = memory.fits(HOLDER_BYTES + WIDE_BYTES, HISTORY_ROOM)
         history = target.history
-        if history is None:
-            if not (depth or came or out):
+        if history is None or history is NO_ROOM:
+            if history is None and not (depth or came or out):
                 # Never used: it has no history to keep (most idle destinations never get one).
                 return cost
-            # Without room, the holder alone: it keeps the counters, so the sample that
-            # finds room counts only its own period's messages.
+            if not memory.fits(HOLDER_BYTES):
+                # Not even a holder: none now, and the next that has room starts afresh.
+                target.history = NO_ROOM
+                return cost
+            missed = history is NO_ROOM
+            # Without room for a ring, the holder alone: it keeps the counters, so the
+            # sample that finds room counts only its own period's messages.
             history = target.history = History(period)
             destinations.grew(target, HOLDER_BYTES)
+            if missed:
+                # What came before it is not known per period: it starts from here.
+                room = False
         grown = history.record(period, depth, came, out, room)
         if grown:
             destinations.grew(target, grown)

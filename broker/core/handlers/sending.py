@@ -18,7 +18,6 @@ from broker.core.base.audit import ProducerAudit
 from broker.core.base.errors import LONG_MAX, InvalidHeader, StoreFailed, int_header
 from broker.core.base.guard import WRITE
 from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, Message
-from broker.core.delivery.routing import copies
 from broker.core.delivery.session import FanningOut, ParkedCreate, ParkedSend
 from broker.core.handlers import scheduler
 from broker.core.handlers.flow import DEFERRED
@@ -114,23 +113,35 @@ class Sending:
             self._sent(session, targets)
         if message.persistent and self.persistence.failed is not None:
             raise StoreFailed(f"persistent messages cannot be stored: {self.persistence.failed}")
+        flow = self.flow
         if tx_id is not None:
             tx = self.transactions.get(session, tx_id)
-            tx.sends.extend(copies(message, targets))
+            if tx.abandoned:
+                return None  # its ABORT waits behind it: dropped, as the ABORT drops it
+            # Held in RAM until COMMIT, charged to memory from now (transactions.py).
+            if not flow.room_in_memory(message, targets):
+                return self._wait(session, ParkedSend(message, targets, receipt, 0, tx))
+            tx.add(message, targets)
             return None
-        flow = self.flow
         if not flow.fits(message, targets):
-            if self.settings.send_fail_if_no_space:
-                raise flow.refusal(message)
-            # A destination whose producers must never wait: swapping had no room either.
-            if not all(target.policy.producer_flow_control for target in targets):
-                raise flow.refusal(message, 'producerFlowControl="false"')
-            timeout = self.settings.send_fail_if_no_space_after_timeout
-            deadline = self.clock.ms + timeout if timeout else 0
-            flow.park(session, ParkedSend(message, targets, receipt, deadline))
-            return DEFERRED
+            return self._wait(session, ParkedSend(message, targets, receipt, 0))
         self.scheduler.deliver(message, targets, session)
         return None
+
+    def _wait(self, session: Session, send: ParkedSend) -> Deferred:
+        """``send`` does not fit: it waits for room (its RECEIPT and the connection's later
+        frames with it), or is refused."""
+        flow = self.flow
+        message = send.message
+        if self.settings.send_fail_if_no_space:
+            raise flow.refusal(message)
+        # A destination whose producers must never wait: swapping had no room either.
+        if not all(target.policy.producer_flow_control for target in send.targets):
+            raise flow.refusal(message, 'producerFlowControl="false"')
+        timeout = self.settings.send_fail_if_no_space_after_timeout
+        send.deadline = self.clock.ms + timeout if timeout else 0
+        flow.park(session, send)
+        return DEFERRED
 
     def _copy_of_known(self, session: Session, message: Message) -> bool:
         """Whether a forwarded message (it came with its id) is one this broker has already
@@ -232,6 +243,8 @@ class Sending:
                     session.id,
                 )
                 continue
+            if isinstance(item, ParkedSend) and item.tx is not None:
+                continue  # its transaction was aborted with the connection
             orphan = item if isinstance(item, ParkedSend) else self._orphan(session, item)
             if orphan is not None:
                 orphans.append(orphan)

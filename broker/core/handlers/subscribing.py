@@ -6,6 +6,12 @@ which matching topics fill).  With ``activemq.subscriptionName`` (and a ``client
 on CONNECT) it attaches to a durable subscription instead, made or remade as
 ActiveMQ does, and takes over that subscription's cursor.  The SUBSCRIBE's RECEIPT
 goes out before any MESSAGE: dispatch to it starts after the receipt.
+
+What a subscription costs in RAM is charged to memory usage while it exists
+(``destinations.subscription_footprint``): a SUBSCRIBE there is no room for waits for
+it, as one that would make a destination does, or is refused under sendFailIfNoSpace;
+but a connection's first subscription is never held back for its own cost (charged all
+the same), so a consumer can always come and drain what fills memory.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from broker.core.base.errors import (
 )
 from broker.core.base.guard import READ, denied
 from broker.core.base.selector import compile_selector
-from broker.core.delivery.durable import DurableSubscription
+from broker.core.delivery.destinations import subscription_footprint
+from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
 from broker.core.handlers.browsing import QueueBrowser
@@ -34,12 +41,11 @@ from wildcards import is_wildcard
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from broker.core.base.guard import Guard, Principal
     from broker.core.base.message import Message
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
     from broker.core.delivery.destinations import Destinations
-    from broker.core.delivery.durable import DurableSubscriptions
+    from broker.core.delivery.durable import DurableSubscription, DurableSubscriptions
     from broker.core.delivery.routing import Routing
     from broker.core.delivery.session import Session
     from broker.core.handlers.advisory import Advisories
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
 class Subscribing:
     __slots__ = (
         "advisories",
+        "charged",
         "destinations",
         "durables",
         "memory",
@@ -78,6 +85,8 @@ class Subscribing:
         self.persistence = persistence
         self.routing = routing
         self.settlement = settlement
+        #: What the subscriptions that exist cost, charged to the memory meter.
+        self.charged = 0
 
     # -- SUBSCRIBE -------------------------------------------------------------------
 
@@ -113,12 +122,12 @@ class Subscribing:
             compile_selector(selector_text).matches if selector_text else None
         )
         guard = self.destinations.guard
-        filtered = False
         if guard.authorizing and not session.principal.system:
             self.destinations.authorize(session, READ, destination)
-            if any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets):
-                selector = _readable(guard, session.principal, selector)
-                filtered = True
+            wildcard = any(kind == names.TOPIC and is_wildcard(name) for kind, name in targets)
+            if wildcard and durable_name is None:
+                # (A durable subscription's filter is its owner's: ``new_durable``.)
+                selector = readable_by(guard, session.principal, selector)
         priority = 0
         text = headers.get(bridging.PRIORITY)
         if text is not None:
@@ -126,18 +135,20 @@ class Subscribing:
             if not -128 <= priority <= 127:
                 raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
         network = _network(headers)
-        if network is not None:
-            selector = bridging.network_filter(network, selector)
-        # Before anything is made: a SUBSCRIBE that would make a destination there is no
-        # room for yet waits for it, as a SEND does (NoRoomToCreate).
-        self.destinations.make_room(session, destination)
+        # Before anything is made: a SUBSCRIBE that would make a destination, or the
+        # subscription, there is no room for yet waits for it, as a SEND does (NoRoomToCreate).
+        topics = any(kind not in names.QUEUE_KINDS for kind, _ in targets)
+        cost = subscription_footprint(sub_id, destination, topics)
+        self.destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         no_local = headers.get("activemq.noLocal") == "true"
         durable = None
         if durable_name is not None:
             durable = self._durable_for(session, durable_name, destination, targets, selector_text, no_local)
-            if filtered:
-                # What it keeps while its subscriber is away is filtered the same way.
-                durable.selector = selector
+            # Its subscriber gets what it keeps: what its selector and (a wildcard one) its
+            # owner's read rights let through, whoever attaches (``_may_claim``).
+            selector = durable.selector
+        if network is not None:
+            selector = bridging.network_filter(network, selector)
         sub = Subscription(
             session,
             sub_id,
@@ -161,6 +172,7 @@ class Subscribing:
                 target = destinations.resolve(session, kind, name)
                 if target.owner is not session:
                     raise AccessDenied(f"{target.name} belongs to another connection; only it may consume")
+        self._charge(sub, cost)
         session.subscriptions[sub_id] = sub
         session.by_key[sub.key] = sub
         for kind, name in targets:
@@ -183,6 +195,11 @@ class Subscribing:
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         return lambda: self._start(sub)
+
+    def _charge(self, sub: Subscription, cost: int) -> None:
+        sub.footprint = cost
+        self.memory.charge(cost)
+        self.charged += cost
 
     def _start(self, sub: Subscription) -> None:
         for queue in sub.queues:
@@ -207,7 +224,8 @@ class Subscribing:
         if self.destinations.guard.authorizing:
             # Browsing reads, as consuming does.
             self.destinations.authorize(session, READ, destination)
-        self.destinations.make_room(session, destination)
+        cost = subscription_footprint(sub_id, destination, False)
+        self.destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         queue = self.destinations.resolve(session, *targets[0])
         assert isinstance(queue, Queue)
         selector = compile_selector(selector_text).matches if selector_text else None
@@ -225,6 +243,7 @@ class Subscribing:
             ack=ack,
             prefetch=prefetch,
         )
+        self._charge(browser, cost)
         session.subscriptions[sub_id] = browser
         session.by_key[browser.key] = browser
         # After the RECEIPT, as any subscription's first MESSAGE.
@@ -247,26 +266,21 @@ class Subscribing:
             raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
         durable = self.durables.get(client_id, name)
         if durable is not None:
+            same = durable.same_as(destination, selector_text, no_local)
+            # As ActiveMQ: another destination or selector makes it a new subscription.
+            self._may_claim(session, durable, "take over" if same else "remove")
             self._let_go(durable)
             if durable.subscriber is not None:
                 raise DuplicateSubscription(
                     f"durable subscription {name!r} of client {client_id!r} is already active"
                 )
-            if not durable.same_as(destination, selector_text, no_local):
-                # As ActiveMQ: another destination or selector makes it a new subscription.
-                self._may_remove(session, durable)
+            if not same:
                 self._remove_durable(durable)
                 durable = None
         if durable is None:
-            durable = DurableSubscription(
-                0,
-                client_id,
-                name,
-                destination,
-                selector_text,
-                no_local,
-                compile_selector(selector_text).matches if selector_text else None,
-            )
+            guard = self.destinations.guard
+            owner = session.principal
+            durable = new_durable(guard, 0, client_id, name, destination, selector_text, no_local, owner)
             durable.store_id = self.persistence.put_subscription(client_id, name, durable.encode())
             self.durables.add(durable)
         return durable
@@ -296,22 +310,23 @@ class Subscribing:
         if attached is not None and attached.session.closing:
             self.unsubscribe(cast("Session", attached.session), cast("Subscription", attached))
 
-    def _may_remove(self, session: Session, durable: DurableSubscription) -> None:
-        """Raise ``AccessDenied`` unless ``session``'s user may read what ``durable``
-        subscribes to.  Ending a durable subscription deletes what it is owed, and a
-        client-id is anyone's to claim while its connection is away; so, stricter than
-        ActiveMQ (which checks nothing here), only a user who could have made it may
-        remove it, or remake it elsewhere."""
-        guard = self.destinations.guard
-        if not guard.authorizing:
-            return
+    def _may_claim(self, session: Session, durable: DurableSubscription, what: str) -> None:
+        """Raise ``AccessDenied`` unless ``session``'s user may ``what`` (take over, remove)
+        ``durable``: its owner may, and so may a user who may read every topic it covers,
+        so whatever it holds.  A client-id is anyone's to claim while its connection is
+        away, and taking a durable subscription over hands its subscriber what it kept,
+        ending it deletes that; ActiveMQ checks nothing here (its SUBSCRIBE to a wildcard
+        needs read on the wildcard itself, stompd's on any topic it covers)."""
         principal = session.principal
-        for kind, name in names.split_destination(durable.destination):
-            if not guard.allows(principal, READ, kind, name):
-                raise AccessDenied(
-                    f"{denied(principal, READ, kind + name)} (needed to remove durable subscription "
-                    f"{durable.name!r} of client {durable.client_id!r})"
-                )
+        part = durable.unclaimable_part(self.destinations.guard, principal)
+        if part is not None:
+            kind, name = part
+            whole = "every topic of it, " if is_wildcard(name) else ""
+            maker = "another user" if durable.owner is not None else "an earlier version, keeping no owner,"
+            raise AccessDenied(
+                f"{denied(principal, READ, kind + name)} ({whole}needed to {what} durable "
+                f"subscription {durable.name!r} of client {durable.client_id!r}, which {maker} made)"
+            )
 
     def remove_away(self, durable: DurableSubscription) -> None:
         """End ``durable``, whose subscriber is away, for an administrator: what it was
@@ -350,7 +365,7 @@ class Subscribing:
             durable = self.durables.get(session.client_id or "", durable_name)
             if durable is not None:
                 # Before anything ends: a refusal leaves the subscriber subscribed too.
-                self._may_remove(session, durable)
+                self._may_claim(session, durable, "remove")
         if sub is not None:
             self.unsubscribe(session, sub)
         elif durable_name is None:
@@ -370,6 +385,9 @@ class Subscribing:
     def unsubscribe(self, session: Session, sub: Subscription) -> None:
         """``sub`` ends: what it had in flight goes back for redelivery."""
         sub.closed = True
+        self.memory.release(sub.footprint)
+        self.charged -= sub.footprint
+        sub.footprint = 0
         session.subscriptions.pop(sub.id, None)
         session.by_key.pop(sub.key, None)
         router = self.destinations.router
@@ -405,10 +423,14 @@ class Subscribing:
         (a chore), each step's cost one and one more for each message it gave back."""
         subscriptions = session.subscriptions
         while subscriptions:
-            sub = next(iter(subscriptions.values()))
-            inflight = len(sub.inflight)
-            self.unsubscribe(session, sub)
-            yield 1 + inflight
+            # Gone through from a list: taking the dict's first again and again would pass
+            # over every slot emptied before it (100,000 subscriptions: quadratic).
+            for sub in list(subscriptions.values()):
+                if sub.closed:
+                    continue  # a durable subscriber took it over meanwhile (``_let_go``)
+                inflight = len(sub.inflight)
+                self.unsubscribe(session, sub)
+                yield 1 + inflight
 
 
 def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
@@ -438,19 +460,3 @@ def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
 
 def durable_name_of(headers: dict[str, str]) -> str | None:
     return headers.get("activemq.subscriptionName") or headers.get("durable-subscription-name")
-
-
-def _readable(
-    guard: Guard, principal: Principal, selector: Callable[[Message], bool] | None
-) -> Callable[[Message], bool]:
-    """A wildcard subscription's filter: only messages of topics its user may read
-    (the guard caches each decision, so this is a dict lookup per message)."""
-    prefix = len(names.TOPIC)
-
-    def accepts(message: Message) -> bool:
-        name = message.destination
-        if not guard.allows(principal, READ, name[:prefix], name[prefix:]):
-            return False
-        return selector is None or selector(message)
-
-    return accepts

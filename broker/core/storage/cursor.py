@@ -18,7 +18,11 @@ the head) is lazy: the message's sequence number goes into ``_removed`` and is s
 when the head reaches it, so every operation is O(1) amortised whatever the depth.
 
 Holding: every message in the memory part holds its meter (``Message.hold``); ``pop``
-and ``remove`` pass that hold to the caller, and ``push_returned`` takes one back.
+and ``remove`` pass that hold to the caller, and ``push_returned`` takes one back.  The
+levels' deques (760 bytes each: a deque allocates a block of 64 slots at once) and their
+list are made as first needed and charged to the meter too, until the cursor is cleared
+or closed, as its disk part's arrays are: what a used destination or subscriber makes
+counts against the memory limit.
 
 A page-in that fails (the disk) is retried after a back-off (``Disk.failed``); the
 cursor counts as paging until then, so nothing asks for the same page again and again.
@@ -28,8 +32,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import sys
 from collections import deque
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
 from broker.core.storage.disk_part import DiskPart
 from store.api import LEVELS
@@ -51,6 +56,9 @@ NO_LEVELS = cast("list[deque[Message] | None]", (None,) * LEVELS)
 NO_DISK = DiskPart(None)
 #: Page the next batch in once memory holds fewer than this many, so dispatch rarely waits.
 PREFETCH_BELOW = 64
+#: What a level's deque and the list of levels cost in RAM (with the collector's head).
+LEVEL_BYTES: Final = 16 + sys.getsizeof(deque())
+LEVELS_BYTES: Final = 16 + sys.getsizeof([None] * LEVELS)
 
 
 class CursorOwner(Protocol):
@@ -66,6 +74,7 @@ class Cursor:
         "closed",
         "disk_part",
         "high_water",
+        "levels_bytes",
         "mem_bytes",
         "mem_count",
         "meter",
@@ -86,6 +95,8 @@ class Cursor:
         # Made as they are first needed: an idle destination's cursor costs a few hundred
         # bytes, not ten deques (issue 26: 100,000 destinations).
         self._levels: list[deque[Message] | None] = NO_LEVELS
+        #: What its levels cost, charged to ``meter`` (``LEVEL_BYTES``, ``LEVELS_BYTES``).
+        self.levels_bytes = 0
         self._removed: set[int] | None = None
         self.mem_count = 0
         self.mem_bytes = 0
@@ -96,7 +107,7 @@ class Cursor:
         #: For a topic subscription reading a shared log: which records are its own.
         self.accepts = accepts
         #: What is past the memory part: on disk, in ``log`` and the message store.
-        self.disk_part = DiskPart(log) if log is not None else NO_DISK
+        self.disk_part = DiskPart(log, meter) if log is not None else NO_DISK
         #: What owns it, for the log ("/queue/orders").
         self.name = ""
         self.closed = False
@@ -109,6 +120,11 @@ class Cursor:
 
     def __len__(self) -> int:
         return self.mem_count + self.disk_part.total
+
+    @property
+    def charged_bytes(self) -> int:
+        """What its own structures are charged to its meter: its levels, its disk part's arrays."""
+        return self.levels_bytes + self.disk_part.arrays_bytes
 
     @property
     def disk_total(self) -> int:
@@ -152,12 +168,25 @@ class Cursor:
 
     def _level(self, priority: int) -> deque[Message]:
         levels = self._levels
+        grown = 0
         if levels is NO_LEVELS:
             levels = self._levels = [None] * LEVELS
+            grown = LEVELS_BYTES
         level = levels[priority]
         if level is None:
             level = levels[priority] = deque()
+            grown += LEVEL_BYTES
+        if grown:
+            self.levels_bytes += grown
+            if self.meter is not None:
+                self.meter.charge(grown)
         return level
+
+    def _drop_levels(self) -> None:
+        self._levels = NO_LEVELS
+        if self.levels_bytes and self.meter is not None:
+            self.meter.release(self.levels_bytes)
+        self.levels_bytes = 0
 
     def _room_in_memory(self, message: Message) -> bool:
         meter = self.meter
@@ -166,7 +195,7 @@ class Cursor:
     def _own_disk_part(self) -> DiskPart:
         disk = self.disk_part
         if disk is NO_DISK:
-            disk = self.disk_part = DiskPart(None)
+            disk = self.disk_part = DiskPart(None, self.meter)
         return disk
 
     def use_store(self, source: StoreSource) -> None:
@@ -182,9 +211,16 @@ class Cursor:
         """Could ``push`` place this message, at ``level`` (its destination's order), now
         without passing a hard limit?"""
         disk = self.disk_part
-        if not disk.count[level] and (self.meter is None or self.meter.fits(message.size)):
+        if not disk.count[level] and (self.meter is None or self.meter.fits(message.size + self._new(level))):
             return True
         return disk.fits(message, temp)
+
+    def _new(self, priority: int) -> int:
+        """What ``_level`` would charge to make ``priority``'s level (0: it is made)."""
+        levels = self._levels
+        if levels is NO_LEVELS:
+            return LEVELS_BYTES + LEVEL_BYTES
+        return LEVEL_BYTES if levels[priority] is None else 0
 
     def push_returned(self, message: Message) -> None:
         """Put back a message that was dispatched (taking over its hold): before newer ones."""
@@ -294,7 +330,7 @@ class Cursor:
     def clear(self) -> list[Message]:
         """Empty the cursor; returns the memory messages (their holds pass to the caller)."""
         messages = list(self)
-        self._levels = NO_LEVELS
+        self._drop_levels()
         self._removed = None
         self.mem_count = 0
         self.mem_bytes = 0
@@ -306,7 +342,7 @@ class Cursor:
         self.closed = True
         self.owner = None
         messages = list(self)
-        self._levels = NO_LEVELS
+        self._drop_levels()
         self._removed = None
         self.mem_count = 0
         self.mem_bytes = 0

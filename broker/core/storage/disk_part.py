@@ -24,7 +24,8 @@ store until acked: its sequence goes into ``skip`` so that a page-in passes over
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+import sys
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar, cast
 
 from broker.core.storage import disk_reads
 from broker.core.storage.swap import NOTHING
@@ -46,6 +47,8 @@ T = TypeVar("T")
 #: The counts of a disk part that has never held anything: shared, so a tuple, which
 #: fails loudly if anything writes to it before ``DiskPart._levels``.
 ZEROS = cast("list[int]", (0,) * LEVELS)
+#: What the three per-level arrays cost in RAM (with the collector's heads).
+LEVEL_ARRAYS_BYTES: Final = 3 * (16 + sys.getsizeof([0] * LEVELS))
 #: A scan's or a walk's position per level where nothing has been looked through.
 FROM_THE_START = (0,) * LEVELS
 
@@ -86,6 +89,7 @@ class DiskPart:
         "hi",
         "lo",
         "log",
+        "meter",
         "paging",
         "reader",
         "skip",
@@ -93,8 +97,10 @@ class DiskPart:
         "total",
     )
 
-    def __init__(self, log: Log | None) -> None:
+    def __init__(self, log: Log | None, meter: UsageMeter | None = None) -> None:
         self.log = log
+        #: Charged for the per-level arrays while they exist (its cursor's meter).
+        self.meter = meter
         #: Persistent messages past the memory part stay only in the message store.
         self.source: StoreSource | None = None
         #: Per level: messages on disk and their sequence range (``ZEROS``, shared, until
@@ -139,15 +145,19 @@ class DiskPart:
             return False
         if log.shared and message.in_log:
             return True
-        # Its record waits in RAM until written: it needs room in memory and on disk.
-        return log.space.memory.fits(message.size) and (temp is None or temp.fits(message.size))
+        # Its record waits in RAM until written: it needs room in memory (and, the first,
+        # for the per-level arrays) and on disk.
+        arrays = LEVEL_ARRAYS_BYTES if self.count is ZEROS else 0
+        return log.space.memory.fits(message.size + arrays) and (temp is None or temp.fits(message.size))
 
     def _levels(self) -> None:
-        """The per-level arrays, made on the first use."""
+        """The per-level arrays, made on the first use (and charged while they exist)."""
         if self.count is ZEROS:
             self.count = [0] * LEVELS
             self.lo = [0] * LEVELS
             self.hi = [0] * LEVELS
+            if self.meter is not None:
+                self.meter.charge(LEVEL_ARRAYS_BYTES)
 
     def _add(self, message: Message) -> None:
         self._levels()
@@ -184,9 +194,16 @@ class DiskPart:
                 if self.reader is not None:
                     self.reader.set(priority, 0)
 
+    @property
+    def arrays_bytes(self) -> int:
+        """What its per-level arrays are charged while they exist."""
+        return LEVEL_ARRAYS_BYTES if self.count is not ZEROS and self.meter is not None else 0
+
     def clear(self) -> None:
         """Forget what is here (the records stay until the log or the store drops them)."""
         self.skip = None
+        if self.count is not ZEROS and self.meter is not None:
+            self.meter.release(LEVEL_ARRAYS_BYTES)
         self.count = self.lo = self.hi = ZEROS
         self.total = 0
         self.bytes = 0
