@@ -18,18 +18,11 @@ import pytest
 
 from tests.broker_thread import BrokerThread
 from tests.http_support import call
-from tests.security_support import entries_file, start_secured
 from tests.stomp_raw import RawClient
+from tests.three_users import start_three_users
 
 pytestmark = pytest.mark.integration
 
-USERS = {"admin": "admins,everything", "app": "apps", "guest": "guests"}
-ENTRIES = """
-<authorizationEntry queue=">" read="everything" write="everything" admin="everything"/>
-<authorizationEntry topic=">" read="everything" write="everything" admin="everything"/>
-<authorizationEntry queue="ORDERS.>" read="apps" write="apps" admin="apps"/>
-<authorizationEntry topic="PUBLIC.>" read="guests"/>
-"""
 LONG_MAX = (1 << 63) - 1
 PAST_64_BITS = "99999999999999999999999999"
 MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
@@ -38,7 +31,7 @@ MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
 @pytest.fixture
 def broker(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[BrokerThread]:
     caplog.set_level(logging.INFO)
-    thread = start_secured(tmp_path, entries_file(tmp_path, USERS, ENTRIES), http=True)
+    thread = start_three_users(tmp_path)
     try:
         yield thread
     finally:

@@ -35,28 +35,17 @@ from tests.network_support import (
     wait_forwarding,
 )
 from tests.stomp_raw import RawClient
+from tests.three_users import plugins
 
 pytestmark = pytest.mark.integration
 
 __all__ = ["nodes"]
 
-THREE_USERS = """
-<plugins>
-  <simpleAuthenticationPlugin><users>
-    <authenticationUser username="admin" password="admin-pw" groups="admins,everything"/>
-    <authenticationUser username="app" password="app-pw" groups="apps"/>
-    <authenticationUser username="guest" password="guest-pw" groups="guests"/>
-  </users></simpleAuthenticationPlugin>
-  <authorizationPlugin><map><authorizationMap><authorizationEntries>
-    <authorizationEntry queue=">" read="everything" write="everything" admin="everything"/>
-    <authorizationEntry topic=">" read="everything" write="everything" admin="everything"/>
-    <authorizationEntry queue="ORDERS.>" read="apps" write="apps" admin="apps"/>
-    <authorizationEntry topic="PUBLIC.>" read="guests"/>
-    <authorizationEntry topic="ActiveMQ.Advisory.>"
-                        read="apps,guests" write="apps,guests" admin="apps,guests"/>
-  </authorizationEntries></authorizationMap></map></authorizationPlugin>
-</plugins>
-"""
+#: ActiveMQ's common grant on advisories, to app and guest.
+THREE_USERS = plugins(
+    '<authorizationEntry topic="ActiveMQ.Advisory.>"'
+    ' read="apps,guests" write="apps,guests" admin="apps,guests"/>\n'
+)
 PAYMENTS = "/queue/PAYMENTS.NET"
 LOGINS = {"admin": "admin-pw", "app": "app-pw", "guest": "guest-pw"}
 
