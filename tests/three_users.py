@@ -22,22 +22,30 @@ ENTRIES = """
 """
 
 
-def three_users_file(tmp_path: Path, *, http: str | None = None, more: str = "") -> Path:
-    """The file: one STOMP listener on a free port, the users and entries, ``more`` elements
-    of ``<broker>``; with ``http`` (attributes, or ""), an ``<httpServer>`` on a free port
-    (for ``stompd`` run as a process: in one, port 0 turns it off)."""
+def plugins(entries: str = "") -> str:
+    """The users and entries as a ``<plugins>`` element of ``<broker>``, with ``entries``
+    (``<authorizationEntry>`` lines) more."""
     listed = "".join(
         f'<authenticationUser username="{name}" password="{name}-pw" groups="{groups}"/>\n'
         for name, groups in USERS.items()
     )
+    return (
+        "<plugins>\n"
+        f"<simpleAuthenticationPlugin><users>\n{listed}</users></simpleAuthenticationPlugin>\n"
+        "<authorizationPlugin><map><authorizationMap><authorizationEntries>\n"
+        f"{ENTRIES}{entries}</authorizationEntries></authorizationMap></map></authorizationPlugin>\n</plugins>\n"
+    )
+
+
+def three_users_file(tmp_path: Path, *, http: str | None = None, more: str = "") -> Path:
+    """The file: one STOMP listener on a free port, the users and entries, ``more`` elements
+    of ``<broker>``; with ``http`` (attributes, or ""), an ``<httpServer>`` on a free port
+    (for ``stompd`` run as a process: in one, port 0 turns it off)."""
     server = f'<httpServer port="{free_port()}" {http}/>\n' if http is not None else ""
     return broker_file(
         tmp_path,
         f'<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/>'
-        f"</transportConnectors>\n{server}{more}<plugins>\n"
-        f"<simpleAuthenticationPlugin><users>\n{listed}</users></simpleAuthenticationPlugin>\n"
-        "<authorizationPlugin><map><authorizationMap><authorizationEntries>\n"
-        f"{ENTRIES}</authorizationEntries></authorizationMap></map></authorizationPlugin>\n</plugins>\n",
+        f"</transportConnectors>\n{server}{more}{plugins()}",
     )
 
 

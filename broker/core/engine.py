@@ -20,6 +20,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING
 
+from broker.core.base.audit import ProducerAudit
 from broker.core.base.chores import Chores
 from broker.core.base.clock import Clock
 from broker.core.base.errors import NoRoomToCreate
@@ -93,7 +94,9 @@ class Engine:
         self.chores = chores = Chores()
         self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
         self.router.chores = chores
-        self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing)
+        #: The ids of forwarded messages this broker has stored (copies are dropped).
+        self.audit = audit = ProducerAudit()
+        self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing, audit)
         self.settlement = settlement = Settlement(
             settings, clock, destinations, routing, persistence, observer
         )
@@ -104,10 +107,8 @@ class Engine:
         self.router.fanned_out = flow.fanned_out
         self.transactions = transactions = Transactions(scheduler, settlement)
         self.sending = sending = Sending(
-            settings, clock, destinations, persistence, scheduler, flow, transactions
+            settings, clock, destinations, persistence, scheduler, flow, transactions, audit
         )
-        #: The ids of forwarded messages this broker has (copies are dropped).
-        self.audit = sending.audit
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
         self.subscribing = subscribing = Subscribing(
             settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
@@ -149,6 +150,7 @@ class Engine:
         session.version = f.V1_2
         session.phase = CONNECTED
         session.principal = SYSTEM
+        session.network = self.settings.broker_name
         return session
 
     def close_session(self, session: Session) -> None:

@@ -20,7 +20,7 @@ from broker.core.admin.errors import AdminError, Invalid, NotFound
 from broker.core.admin.requests import check_target
 from broker.core.admin.views import DestinationInfo
 from broker.core.base import names
-from broker.core.base.errors import InvalidDestination
+from broker.core.base.errors import LONG_MAX, InvalidDestination
 from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
@@ -489,7 +489,8 @@ async def remove_all_scheduled(request: web.Request) -> web.Response:
         raise Invalid("start and end go together: a window of due times needs both ends")
     window = None
     if start is not None and end is not None:
-        window = int_field(start, "start", 0), int_field(end, "end", 0)
+        # Epoch ms a job's due time can be (the store's LONG_MAX): a 400 past it.
+        window = int_field(start, "start", 0, LONG_MAX), int_field(end, "end", 0, LONG_MAX)
     removed = await ops_of(request).remove_scheduled(None, window)
     return web.json_response({"removed": removed})
 

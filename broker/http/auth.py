@@ -18,9 +18,11 @@ import hmac
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker.core.base.guard import ADMINS
 from broker.io.loopback import host_is_loopback, is_loopback
 
-ADMIN_GROUPS = frozenset({"admins"})
+#: The broker's administrators: the same group as may connect as a network bridge.
+ADMIN_GROUPS = frozenset({ADMINS})
 
 
 class Authenticator(Protocol):

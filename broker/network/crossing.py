@@ -103,7 +103,9 @@ class Crossing:
             self, uri.host, uri.port, bridge.ssl_context, bridge.max_frame_size, CONNECT_TIMEOUT_S
         )
         connector = self.connector
-        headers = {"accept-version": "1.2,1.1,1.0", "host": "/"}
+        # stompd.network: this is broker local_name's bridge, whose SENDs' _STOMPD_* headers
+        # count (a stompd remote lets only its admins say so; other brokers ignore it).
+        headers = {"accept-version": "1.2,1.1,1.0", "host": "/", bridging.NETWORK: self.local_name}
         if connector.user_name is not None:
             headers["login"] = connector.user_name
             headers["passcode"] = connector.password or ""
@@ -195,6 +197,7 @@ class Crossing:
             self.local_name,
             connector.consumer_ttl,
             connector.conduit_subscriptions,
+            publisher=remote,
             excluded=connector.excluded,
             included=connector.dynamically_included,
             static=connector.statically_included,
@@ -211,6 +214,7 @@ class Crossing:
                 remote,
                 connector.consumer_ttl,
                 connector.conduit_subscriptions,
+                publisher=self.local_name,
                 excluded=connector.excluded,
                 included=connector.dynamically_included,
                 static=connector.pulled,
@@ -475,7 +479,7 @@ class Crossing:
                 self.bridge.pulled_again += 1
                 link.send(Frame("ACK", ack))
                 return
-        out = wire.pulled(headers, path, self.bridge.remote_name)
+        out = wire.pulled(headers, path, self.bridge.remote_name, self._stompd)
         receipt = f"r{next(self._ids)}"
         out["receipt"] = receipt
         self._pulled[receipt] = (ack, fingerprint)

@@ -14,10 +14,15 @@ over this link.  A consumer counts unless:
   holds it: a loop), or from further than ``consumerTTL`` brokers away.
 
 ``Demand.advisory`` turns one advisory into the changes of what the bridge subscribes
-to: ``Want`` added or removed.  With ``conduitSubscriptions`` one subscription serves
-every consumer of a destination (and selector); without, a queue gets one per consumer,
-so that the local dispatch shares its messages among them one for one.  Topics always
-go by conduit: a topic message crosses a link once.
+to: ``Want`` added or removed.  Only an advisory the broker published itself counts (its
+``_STOMPD_ADVISORY`` names it: a client's SEND cannot carry that header, and a common
+ActiveMQ grant lets clients write to ``ActiveMQ.Advisory.>``): a forged ``RemoveInfo``
+must not stop forwarding to a consumer that is still there.
+
+With ``conduitSubscriptions`` one subscription serves every consumer of a destination
+(and selector); without, a queue gets one per consumer, so that the local dispatch
+shares its messages among them one for one.  Topics always go by conduit: a topic
+message crosses a link once.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.core.base import bridging
 from broker.core.handlers import advisory
 from wildcards import is_wildcard, matches
 
@@ -93,11 +99,14 @@ class Demand:
         ttl: int,
         conduit: bool,
         *,
+        publisher: str,
         excluded: Iterable[NetworkDestination] = (),
         included: Iterable[NetworkDestination] = (),
         static: Iterable[NetworkDestination] = (),
     ) -> None:
         self.sender = sender
+        #: The broker whose advisories these are (the consumers' own).
+        self.publisher = publisher
         self.ttl = ttl
         self.conduit = conduit
         self._excluded = [(d.kind, d.pattern) for d in excluded]
@@ -113,8 +122,14 @@ class Demand:
         return [want for want, _ in self._wants.values()]
 
     def advisory(self, frame: Frame) -> list[Change]:
-        """What one advisory MESSAGE changes (nothing, for one that does not concern us)."""
-        destination = frame.headers.get("destination", "")
+        """What one advisory MESSAGE changes (nothing, for one that does not concern us, or
+        that its broker did not publish)."""
+        headers = frame.headers
+        destination = headers.get("destination", "")
+        if headers.get(bridging.ADVISORY_HEADER) != self.publisher:
+            # A client's message on the advisory topic (no log line: any client may send
+            # as many as it likes).
+            return []
         topic = destination.removeprefix("/topic/")
         if topic.startswith(advisory.CONSUMER_QUEUE):
             kind, name = QUEUE, topic[len(advisory.CONSUMER_QUEUE) :]

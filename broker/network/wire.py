@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging
+from broker.core.base.message import NETWORK_PREFIX
 from broker.core.delivery.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
 from broker.core.handlers.advisory import PREFIX as ADVISORY_PREFIX
 from broker.network.demand import NETWORK_PRIORITY, TOPIC
@@ -194,13 +195,27 @@ def send_pieces(pieces: list[bytes], index: int, redelivered: bool, local: bytes
     return [prefix, pieces[index], pieces[index + 1], FRAME_END]
 
 
-def pulled(headers: dict[str, str], path: str | None, remote: str) -> dict[str, str]:
+def pulled(headers: dict[str, str], path: str | None, remote: str, stompd: bool) -> dict[str, str]:
     """The SEND's headers, here, for a MESSAGE pulled from the remote broker ``remote``
-    (its id kept, the remote last on its path, ``redelivered`` said)."""
-    out = {name: value for name, value in headers.items() if name not in BROKER_ONLY}
+    (its id kept, the remote last on its path, ``redelivered`` said).
+
+    A remote that is not stompd passes its clients' ``_STOMPD_*`` headers on as they
+    are: none is taken from it (a client there could choose the id, and the origin, of
+    a message here, and so make the audit drop another broker's).  Its message is its
+    own: its id, and a path that starts there."""
+    if stompd:
+        out = {name: value for name, value in headers.items() if name not in BROKER_ONLY}
+        out[bridging.ID_HEADER] = headers.get(bridging.ID_HEADER) or headers.get("message-id", "")
+        out[bridging.PATH_HEADER] = f"{path},{remote}" if path else remote
+    else:
+        out = {
+            name: value
+            for name, value in headers.items()
+            if name not in BROKER_ONLY and not name.startswith(NETWORK_PREFIX)
+        }
+        out[bridging.ID_HEADER] = headers.get("message-id", "")
+        out[bridging.PATH_HEADER] = remote
     out["destination"] = headers.get("destination", "")
-    out[bridging.ID_HEADER] = headers.get(bridging.ID_HEADER) or headers.get("message-id", "")
-    out[bridging.PATH_HEADER] = f"{path},{remote}" if path else remote
     if headers.get("redelivered") == "true":
         out[bridging.REDELIVERED_HEADER] = "true"
     return out

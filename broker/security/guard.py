@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.base.guard import NotAuthenticated, Principal
+from broker.core.base.guard import ADMINS, NotAuthenticated, Principal
 from broker.security.access import AccessRules
 from broker.security.users import SLOW, Users
 from config.passwords import verify as verify_password
@@ -181,6 +181,13 @@ class Security:
         # Asked when a durable subscription is taken over or removed: not cached.
         rules = self.rules
         return rules is None or rules.allows(self.groups(principal), op, kind, pattern, whole=True)
+
+    def may_bridge(self, principal: Principal) -> bool:
+        # Its SENDs choose message-ids and say where messages have been: with users
+        # configured, that is for the broker's administrators (as its own bridges are).
+        if self.users is None or principal.system:
+            return True
+        return not principal.anonymous and ADMINS in self.groups(principal)
 
     def groups(self, principal: Principal) -> frozenset[str]:
         users = self.users

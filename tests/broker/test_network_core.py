@@ -10,13 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from broker.core.base import bridging
 from broker.core.base.audit import ProducerAudit
-from broker.core.base.bridging import ID_HEADER, PATH_HEADER, REDELIVERED_HEADER
+from broker.core.base.bridging import ADVISORY_HEADER, ID_HEADER, PATH_HEADER, REDELIVERED_HEADER
 from broker.core.base.errors import BrokerError
+from broker.core.base.message import NETWORK_HEADERS, NETWORK_PREFIX, NOT_THE_SENDERS
+from broker.network.demand import Demand
 from protocol.frames import Frame
-from tests.broker.harness import Peer, new_engine
+from tests.broker.harness import ListOutbox, Peer, new_engine
 
 ADVISORY_Q = "/topic/ActiveMQ.Advisory.Consumer.Queue."
+#: A CONNECT that says it is broker A's network bridge (no users: anyone may).
+BRIDGE_OF_A = {"stompd.network": "A"}
 
 
 def advisories(peer: Peer) -> list[tuple[str, dict[str, object], dict[str, str]]]:
@@ -150,7 +155,8 @@ def test_a_network_subscription_takes_no_message_that_was_on_the_broker_it_feeds
     None
 ):
     engine = new_engine()
-    network, producer, local = Peer(engine), Peer(engine), Peer(engine)
+    # The messages with a path come from a bridge (a client's path would be dropped).
+    network, producer, local = Peer(engine), Peer(engine, **BRIDGE_OF_A), Peer(engine)
     network.send_frame(
         "SUBSCRIBE",
         {"id": "n", "destination": "/queue/q", "stompd.network": "C", "stompd.networkTTL": "2"},
@@ -201,7 +207,7 @@ def test_what_a_link_drop_gives_back_never_goes_to_the_dead_letter_queue() -> No
 
 def test_a_forwarded_message_keeps_its_id_and_redelivered_and_a_copy_of_it_is_dropped_but_receipted() -> None:
     engine = new_engine()
-    link, consumer = Peer(engine), Peer(engine)
+    link, consumer = Peer(engine, **BRIDGE_OF_A), Peer(engine)
     consumer.send_frame("SUBSCRIBE", {"id": "c", "destination": "/queue/q"})
     headers = {
         "destination": "/queue/q",
@@ -222,7 +228,7 @@ def test_a_forwarded_message_keeps_its_id_and_redelivered_and_a_copy_of_it_is_dr
 
 def test_a_copys_receipt_waits_for_the_batch_that_stores_the_first_copy() -> None:
     engine = new_engine()
-    first, second = Peer(engine), Peer(engine)
+    first, second = Peer(engine, **BRIDGE_OF_A), Peer(engine, **BRIDGE_OF_A)
     headers = {"destination": "/queue/q", "persistent": "true", ID_HEADER: "ID-abc-7"}
     # Both in one batch: nothing flushed between them.
     engine.handle(first.session, Frame("SEND", {**headers, "receipt": "1"}, b"x"))
@@ -233,46 +239,145 @@ def test_a_copys_receipt_waits_for_the_batch_that_stores_the_first_copy() -> Non
     assert engine.queues["/queue/q"].cursor.count == 1
 
 
+# -- what only a bridge may say ---------------------------------------------------------------
+
+
+def test_a_clients_network_headers_are_dropped_its_message_has_its_own_id_and_is_not_redelivered() -> None:
+    engine = new_engine()
+    client, consumer = Peer(engine), Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"id": "c", "destination": "/queue/q"})
+    forged = {
+        ID_HEADER: "ID-abc-41",
+        REDELIVERED_HEADER: "true",
+        PATH_HEADER: "A",
+        ADVISORY_HEADER: "B",
+        "JMSXUserID": "someone-else",
+        "kept": "_STOMPD_ID in a value is only a value",
+    }
+    for _ in range(2):
+        client.send_frame("SEND", {"destination": "/queue/q", **forged}, b"x")
+    first, second = consumer.messages()
+    for message in (first, second):
+        assert (
+            message.headers["message-id"].startswith("ID-") and message.headers["message-id"] != "ID-abc-41"
+        )
+        assert "redelivered" not in message.headers and "JMSXUserID" not in message.headers
+        assert not NETWORK_HEADERS & set(message.headers)
+        assert message.headers["kept"] == forged["kept"]
+    # Two messages (nothing taken for a copy), and nothing recorded that a bridge's could be.
+    assert first.headers["message-id"] != second.headers["message-id"]
+    assert engine.audit.duplicates == 0 and not engine.audit.seen("A", "ID-abc-41")
+
+
+def test_every_network_header_the_broker_reads_is_on_the_one_list_a_client_may_not_set() -> None:
+    names = [value for value in vars(bridging).values() if isinstance(value, str)]
+    network = {name for name in names if name.startswith(NETWORK_PREFIX)}
+    assert network == NETWORK_HEADERS and network <= NOT_THE_SENDERS
+    assert {"message-id", "redelivered", "JMSXUserID"} <= NOT_THE_SENDERS
+
+
+def test_a_forwarded_message_is_audited_once_stored_never_from_an_aborted_transaction() -> None:
+    engine = new_engine()
+    bridge, consumer = Peer(engine, **BRIDGE_OF_A), Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"id": "c", "destination": "/queue/q"})
+    forwarded = {"destination": "/queue/q", ID_HEADER: "ID-abc-9", PATH_HEADER: "A"}
+    bridge.send_frame("BEGIN", {"transaction": "t"})
+    bridge.send_frame("SEND", {**forwarded, "transaction": "t"}, b"never stored")
+    bridge.send_frame("ABORT", {"transaction": "t"})
+    assert not engine.audit.seen("A", "ID-abc-9")
+    bridge.send_frame("SEND", forwarded, b"stored")
+    assert [m.body for m in consumer.messages()] == [b"stored"]
+    assert engine.audit.seen("A", "ID-abc-9") and engine.audit.duplicates == 0
+
+
+def test_the_audit_keeps_each_origins_ids_apart() -> None:
+    engine = new_engine()
+    bridge, consumer = Peer(engine, **BRIDGE_OF_A), Peer(engine)
+    consumer.send_frame("SUBSCRIBE", {"id": "c", "destination": "/queue/q"})
+    # The same id from two origins (the first of its path): two messages, not a copy.
+    for path in ("X", "A,X", "A"):
+        bridge.send_frame(
+            "SEND", {"destination": "/queue/q", ID_HEADER: "ID-abc-3", PATH_HEADER: path}, path.encode()
+        )
+    assert [m.body for m in consumer.messages()] == [b"X", b"A,X"]
+    assert engine.audit.duplicates == 1
+
+
+def test_a_connect_as_a_bridge_names_one_broker() -> None:
+    engine = new_engine()
+    session = engine.open_session(ListOutbox())
+    with pytest.raises(BrokerError, match="names the broker this is the bridge of"):
+        engine.handle(session, Frame("CONNECT", {"accept-version": "1.2", "stompd.network": "A,B"}))
+
+
+def test_a_bridge_acts_only_on_the_advisories_its_broker_published() -> None:
+    remote = new_engine(broker_name="B")
+    watcher, consumer, forger = Peer(remote), Peer(remote), Peer(remote)
+    watcher.send_frame("SUBSCRIBE", {"id": "w", "destination": ADVISORY_Q + ">"})
+    consumer.send_frame("SUBSCRIBE", {"id": "c", "destination": "/queue/PAYMENTS"})
+    (started,) = watcher.messages()
+    assert started.headers[ADVISORY_HEADER] == "B"
+    info = json.loads(started.body)["ConsumerInfo"]
+    # A client's RemoveInfo for that consumer, with every header an advisory has.
+    forged = {
+        name: value
+        for name, value in started.headers.items()
+        if name not in ("message-id", "subscription", "ack")
+    }
+    body = json.dumps({"RemoveInfo": {"objectId": info["consumerId"]}}).encode()
+    forger.send_frame("SEND", forged, body)
+    (forgery,) = watcher.messages()
+    assert ADVISORY_HEADER not in forgery.headers
+    demand = Demand("A", ttl=1, conduit=True, publisher="B")
+    assert [(c.added, c.want.destination) for c in demand.advisory(started)] == [(True, "/queue/PAYMENTS")]
+    assert demand.advisory(forgery) == []
+    assert [w.destination for w in demand.wants] == ["/queue/PAYMENTS"]
+    # Another broker's advisory does not count here either.
+    assert Demand("A", ttl=1, conduit=True, publisher="C").advisory(started) == []
+
+
 # -- the audit ---------------------------------------------------------------------------------
 
 
 def test_the_audit_remembers_a_window_of_sequence_numbers_per_prefix() -> None:
     audit = ProducerAudit(window=64)
     for seq in (5, 7, 6):
-        assert not audit.seen(f"ID-a-{seq}")
-        audit.record(f"ID-a-{seq}")
-    assert audit.seen("ID-a-5") and audit.seen("ID-a-6") and not audit.seen("ID-a-8")
-    assert not audit.seen("ID-b-5")
-    audit.record("ID-a-200")
+        assert not audit.seen("A", f"ID-a-{seq}")
+        audit.record("A", f"ID-a-{seq}")
+    assert audit.seen("A", "ID-a-5") and audit.seen("A", "ID-a-6") and not audit.seen("A", "ID-a-8")
+    assert not audit.seen("A", "ID-b-5")
+    # Another origin's are its own.
+    assert not audit.seen("B", "ID-a-5")
+    audit.record("A", "ID-a-200")
     # 5, 6 and 7 fell out of the window: taken as new, as ActiveMQ does.
-    assert not audit.seen("ID-a-7") and audit.seen("ID-a-200")
-    audit.record("no-number-here")
-    assert audit.seen("no-number-here")
+    assert not audit.seen("A", "ID-a-7") and audit.seen("A", "ID-a-200")
+    audit.record("A", "no-number-here")
+    assert audit.seen("A", "no-number-here") and not audit.seen("B", "no-number-here")
 
 
-@given(st.lists(st.integers(min_value=0, max_value=400), max_size=200))
-def test_the_audit_says_seen_for_exactly_the_recorded_sequences_within_its_window(seqs: list[int]) -> None:
+@given(st.lists(st.tuples(st.sampled_from("AB"), st.integers(min_value=0, max_value=400)), max_size=200))
+def test_the_audit_says_seen_for_exactly_the_recorded_sequences_within_its_window(
+    records: list[tuple[str, int]],
+) -> None:
     audit = ProducerAudit(window=128)
-    recorded: set[int] = set()
-    for seq in seqs:
-        audit.record(f"p-{seq}")
-        recorded.add(seq)
-        high = max(recorded)
-        for probe in range(max(0, high - 127), high + 2):
-            assert audit.seen(f"p-{probe}") == (probe in recorded and probe <= high), (probe, high)
+    recorded: dict[str, set[int]] = {"A": set(), "B": set()}
+    for origin, seq in records:
+        audit.record(origin, f"p-{seq}")
+        recorded[origin].add(seq)
+        for each, seqs in recorded.items():
+            if not seqs:
+                continue
+            high = max(seqs)
+            for probe in range(max(0, high - 127), high + 2):
+                assert audit.seen(each, f"p-{probe}") == (probe in seqs and probe <= high), (
+                    each,
+                    probe,
+                    high,
+                )
 
 
 def test_the_audit_forgets_the_oldest_prefix_past_its_limit() -> None:
     audit = ProducerAudit(window=8, origins=2)
     for prefix in "abc":
-        audit.record(f"{prefix}-1")
-    assert not audit.seen("a-1") and audit.seen("b-1") and audit.seen("c-1")
-
-
-@given(st.lists(st.integers(min_value=0, max_value=300), max_size=200))
-def test_the_audits_add_says_what_seen_said_before_recording(seqs: list[int]) -> None:
-    audit, twin = ProducerAudit(window=64), ProducerAudit(window=64)
-    for seq in seqs:
-        message_id = f"q-{seq}" if seq % 7 else f"plain-{seq}x"
-        assert audit.add(message_id) == twin.seen(message_id)
-        twin.record(message_id)
+        audit.record("A", f"{prefix}-1")
+    assert not audit.seen("A", "a-1") and audit.seen("A", "b-1") and audit.seen("A", "c-1")

@@ -40,7 +40,7 @@ def changes(demand: Demand, frames: list[Frame]) -> list[tuple[bool, str, str, t
 
 
 def test_with_conduit_one_subscription_per_destination_and_selector_until_its_last_consumer_goes() -> None:
-    remote, demand = Remote(), Demand("A", ttl=1, conduit=True)
+    remote, demand = Remote(), Demand("A", ttl=1, conduit=True, publisher="B")
     remote.subscribe("c1", "/queue/orders")
     remote.subscribe("c2", "/queue/orders")
     remote.subscribe("c3", "/queue/orders", selector="region = 'EU'")
@@ -57,7 +57,7 @@ def test_with_conduit_one_subscription_per_destination_and_selector_until_its_la
 
 
 def test_without_conduit_a_queue_gets_one_subscription_per_remote_consumer_a_topic_still_one() -> None:
-    remote, demand = Remote(), Demand("A", ttl=1, conduit=False)
+    remote, demand = Remote(), Demand("A", ttl=1, conduit=False, publisher="B")
     for who in ("c1", "c2"):
         remote.subscribe(who, "/queue/orders")
         remote.subscribe(who, "/topic/prices")
@@ -69,7 +69,7 @@ def test_without_conduit_a_queue_gets_one_subscription_per_remote_consumer_a_top
 
 
 def test_demand_that_came_through_the_sender_or_from_too_far_does_not_count() -> None:
-    remote, demand = Remote(), Demand("A", ttl=2, conduit=True)
+    remote, demand = Remote(), Demand("A", ttl=2, conduit=True, publisher="B")
     remote.subscribe("via-a", "/queue/looped", **{"stompd.network": "A", "stompd.networkPath": "A"})
     remote.subscribe("far", "/queue/far", **{"stompd.network": "D", "stompd.networkPath": "D,C"})
     remote.subscribe("near", "/queue/near", **{"stompd.network": "C", "stompd.networkPath": "C"})
@@ -83,6 +83,7 @@ def test_includes_excludes_statics_browsers_temporaries_and_queue_wildcards() ->
         "A",
         ttl=1,
         conduit=True,
+        publisher="B",
         excluded=[NetworkDestination("queue", "orders.secret")],
         included=[NetworkDestination("queue", "orders.>"), NetworkDestination("topic", ">")],
         static=[NetworkDestination("queue", "orders.audit")],

@@ -539,3 +539,79 @@ def test_the_action_header_elsewhere_is_an_ordinary_header(broker: Broker) -> No
     schedule(broker, b"plain", AMQ_SCHEDULER_ACTION="REMOVEALL")
     (frame,) = messages(peer)
     assert (frame.body, frame.headers["AMQ_SCHEDULER_ACTION"]) == (b"plain", "REMOVEALL")
+
+
+# -- numbers past what the store holds (issue 35 item 5) -------------------------------------
+
+LONG_MAX = (1 << 63) - 1
+PAST_64_BITS = "99999999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("headers", "named"),
+    [
+        ({"expires": PAST_64_BITS}, "expires"),
+        ({"expires": "-" + PAST_64_BITS}, "expires"),
+        ({"timestamp": PAST_64_BITS}, "timestamp"),
+        ({"ttl": str(LONG_MAX)}, "ttl"),
+        ({"AMQ_SCHEDULED_DELAY": str(LONG_MAX + 1)}, "AMQ_SCHEDULED_DELAY"),
+        ({"AMQ_SCHEDULED_PERIOD": PAST_64_BITS}, "AMQ_SCHEDULED_PERIOD"),
+        ({"AMQ_SCHEDULED_PERIOD": "1000", "AMQ_SCHEDULED_REPEAT": str(1 << 32)}, "AMQ_SCHEDULED_REPEAT"),
+        ({"AMQ_SCHEDULED_PERIOD": "1000", "AMQ_SCHEDULED_REPEAT": str(1 << 31)}, "AMQ_SCHEDULED_REPEAT"),
+    ],
+)
+def test_a_number_past_what_the_store_holds_is_an_invalid_header_naming_it(
+    broker: Broker, headers: dict[str, str], named: str
+) -> None:
+    for persistent in ("true", "false"):
+        with pytest.raises(StompError, match=f"header '{named}' must be") as info:
+            Peer(broker.engine).send_frame(
+                "SEND", {"destination": "/queue/jobs", "persistent": persistent, **headers}, b"x"
+            )
+        assert info.value.summary == "invalid header"
+
+
+@pytest.mark.parametrize("end", [PAST_64_BITS, str(LONG_MAX + 1), "-1"])
+def test_a_management_window_past_what_a_due_time_can_be_is_refused_and_the_jobs_still_fire(
+    broker: Broker, end: str
+) -> None:
+    peer = consumer(broker)
+    schedule(broker, AMQ_SCHEDULED_DELAY=str(MINUTE))
+    window = {"ACTION_START_TIME": "0", "ACTION_END_TIME": end}
+    with pytest.raises(StompError, match="'ACTION_END_TIME' must be a time in epoch milliseconds") as info:
+        Peer(broker.engine).send_frame(
+            "SEND", {"destination": MANAGEMENT, "AMQ_SCHEDULER_ACTION": "REMOVEALL", **window}
+        )
+    assert info.value.summary == "invalid header"
+    broker.advance(START + MINUTE)
+    assert [f.body for f in messages(peer)] == [b"job"]
+
+
+def test_the_widest_window_and_the_longest_delay_are_kept_and_walked(broker: Broker) -> None:
+    peer = consumer(broker)
+    schedule(broker, b"soon", AMQ_SCHEDULED_DELAY=str(MINUTE))
+    schedule(broker, b"never", AMQ_SCHEDULED_DELAY=str(LONG_MAX))
+    assert [f.body for f in browse(broker, ACTION_START_TIME="0", ACTION_END_TIME=str(LONG_MAX))] == [
+        b"soon",
+        b"never",
+    ]
+    broker.advance(START + MINUTE)
+    assert [f.body for f in messages(peer)] == [b"soon"]
+    manage(broker, "REMOVEALL", ACTION_START_TIME="0", ACTION_END_TIME=str(LONG_MAX))
+    assert browse(broker) == []
+
+
+def test_a_delivery_whose_time_to_live_counted_again_passes_what_the_store_holds_still_goes(
+    broker: Broker,
+) -> None:
+    """expires - timestamp + now would be past 64 bits: the delivery expires as late as
+    the store can say, and the job after it fires too."""
+    peer = consumer(broker)
+    schedule(
+        broker, b"far", AMQ_SCHEDULED_DELAY="1000", persistent="true", expires=str(LONG_MAX), timestamp="5"
+    )
+    schedule(broker, b"next", AMQ_SCHEDULED_DELAY="2000", persistent="true")
+    broker.advance(START + 2000)
+    far, following = messages(peer)
+    assert (far.body, far.headers["expires"]) == (b"far", str(LONG_MAX))
+    assert following.body == b"next"

@@ -295,7 +295,7 @@ BRIDGE_USERS = """
 <plugins>
   <simpleAuthenticationPlugin>
     <users>
-      <authenticationUser username="bridge" password="bridge-pw" groups="bridges"/>
+      <authenticationUser username="bridge" password="bridge-pw" groups="bridges,admins"/>
       <authenticationUser username="app" password="app-pw" groups="users"/>
     </users>
   </simpleAuthenticationPlugin>

@@ -12,6 +12,12 @@ per producer).  A sequence older than the window is taken as new, as ActiveMQ do
 id that does not end in digits is remembered in a bounded set of its own.  The oldest
 prefix is forgotten past ``origins`` of them.  Memory is bounded: ``window / 8`` bytes a
 prefix.
+
+Ids are kept per origin, the broker the message was first on (``bridging.origin_of``):
+an id is a copy only of one from the same origin, so whatever one origin's ids are, no
+other origin's message is taken for a copy.  And an id is recorded only once its message
+is stored (``Scheduler.deliver``), never when it arrives: a SEND in a transaction that
+is aborted, or one refused after waiting for room, leaves nothing here.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Final
 #: Sequence numbers remembered per prefix (ActiveMQ's audit depth is 2,048 per producer;
 #: a prefix here is a whole broker's sequence, shared by all its destinations).
 WINDOW: Final = 1 << 16
-#: Prefixes (brokers' boots, foreign producers) remembered at once.
+#: Prefixes (brokers' boots, foreign producers; of any origin) remembered at once.
 ORIGINS: Final = 256
 _DIGITS: Final = "0123456789"
 #: More digits than this is not a sequence number.
@@ -48,58 +54,45 @@ class ProducerAudit:
             raise ValueError("the window is a power of two, at least 8")
         self._size = window
         self._origins = origins
-        self._windows: OrderedDict[str, _Bits] = OrderedDict()
-        #: Ids without a sequence number, the last ``window`` of them.
-        self._others: OrderedDict[str, None] = OrderedDict()
+        #: (origin, prefix) -> its window.
+        self._windows: OrderedDict[tuple[str, str], _Bits] = OrderedDict()
+        #: (origin, id) of ids without a sequence number, the last ``window`` of them.
+        self._others: OrderedDict[tuple[str, str], None] = OrderedDict()
         #: Copies found so far (the caller drops them).
         self.duplicates = 0
 
-    def seen(self, message_id: str) -> bool:
-        """Whether ``message_id`` was recorded (and is still in its window)."""
+    def seen(self, origin: str, message_id: str) -> bool:
+        """Whether ``message_id`` of ``origin`` was recorded (and is still in its window)."""
         prefix, seq = _split(message_id)
         if seq < 0:
-            return message_id in self._others
-        window = self._windows.get(prefix)
+            return (origin, message_id) in self._others
+        window = self._windows.get((origin, prefix))
         if window is None or seq > window.high or seq <= window.high - self._size:
             return False
         index = seq & (self._size - 1)
         return bool(window.bits[index >> 3] & (1 << (index & 7)))
 
-    def add(self, message_id: str) -> bool:
-        """Record ``message_id``; whether it was recorded already (a copy), in one pass."""
+    def record(self, origin: str, message_id: str) -> None:
+        """``message_id`` of ``origin`` is stored here: a copy of it is one from now on."""
         prefix, seq = _split(message_id)
-        if seq >= 0:
-            window = self._windows.get(prefix)
-            if window is not None and window.high - self._size < seq <= window.high:
-                index = seq & (self._size - 1)
-                if window.bits[index >> 3] & (1 << (index & 7)):
-                    return True
-        elif message_id in self._others:
-            return True
-        self._record(prefix, seq, message_id)
-        return False
-
-    def record(self, message_id: str) -> None:
-        prefix, seq = _split(message_id)
-        self._record(prefix, seq, message_id)
-
-    def _record(self, prefix: str, seq: int, message_id: str) -> None:
         if seq < 0:
             others = self._others
-            others[message_id] = None
-            others.move_to_end(message_id)
+            key = (origin, message_id)
+            others[key] = None
+            others.move_to_end(key)
             if len(others) > self._size:
                 others.popitem(last=False)
             return
         size = self._size
         windows = self._windows
-        window = windows.get(prefix)
+        key = (origin, prefix)
+        window = windows.get(key)
         if window is None:
-            window = windows[prefix] = _Bits(size, seq)
+            window = windows[key] = _Bits(size, seq)
             if len(windows) > self._origins:
                 windows.popitem(last=False)
         else:
-            windows.move_to_end(prefix)
+            windows.move_to_end(key)
             if seq > window.high:
                 _clear(window.bits, window.high + 1, seq - window.high, size)
                 window.high = seq

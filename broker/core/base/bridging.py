@@ -9,6 +9,13 @@ that crosses a link is a STOMP header:
   and ``_STOMPD_PATH`` lists the brokers it was on before, first one first (kept with
   the message, so each broker can tell where it has been).  Underscores, not dashes:
   the names are selector identifiers.
+* they are a bridge's word, so only a bridge's own connection may say them: one whose
+  CONNECT carries ``stompd.network`` (the broker it is the bridge of) and whose user the
+  guard lets be one (``Guard.may_bridge``), or the broker's own bridge sessions.  Every
+  other SEND loses them at the edge (``message.NOT_THE_SENDERS``), so a client can
+  neither choose a message-id, set ``redelivered``, nor make the audit drop another
+  broker's message.  A consumer advisory carries ``_STOMPD_ADVISORY`` (the
+  broker that published it) for the same reason: a bridge believes no other.
 * on a SUBSCRIBE, ``stompd.network`` makes a network subscription: it feeds the broker
   it names, so it is never given a message that was there before, nor one that has
   crossed ``stompd.networkTTL`` links already; ``stompd.networkPath`` is the path the
@@ -21,16 +28,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core.base.message import find_header
+from broker.core.base.message import (
+    NETWORK_ADVISORY_HEADER,
+    NETWORK_ID_HEADER,
+    NETWORK_PATH_HEADER,
+    NETWORK_REDELIVERED_HEADER,
+    find_header,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.base.message import Message
 
-PATH_HEADER: Final = "_STOMPD_PATH"
-ID_HEADER: Final = "_STOMPD_ID"
-REDELIVERED_HEADER: Final = "_STOMPD_REDELIVERED"
+# Named with the one list of what a client may not set (``message.NOT_THE_SENDERS``),
+# which a SEND keeps only from a bridge.
+PATH_HEADER: Final = NETWORK_PATH_HEADER
+ID_HEADER: Final = NETWORK_ID_HEADER
+REDELIVERED_HEADER: Final = NETWORK_REDELIVERED_HEADER
+#: On a consumer advisory: the broker that published it (a client's SEND cannot carry
+#: it), so that a bridge acts only on the remote broker's own (``demand.Demand``).
+ADVISORY_HEADER: Final = NETWORK_ADVISORY_HEADER
 
 NETWORK: Final = "stompd.network"
 NETWORK_TTL: Final = "stompd.networkTTL"
@@ -49,6 +67,13 @@ class NetworkInfo:
         self.node = node
         self.ttl = ttl
         self.path = path
+
+
+def origin_of(message: Message) -> str:
+    """The broker a forwarded message was first on (the first of its path): the audit
+    keeps each origin's ids apart, so no other origin's id can pass for one of its."""
+    path = find_header(message.header_block, PATH_HEADER)
+    return path.partition(",")[0] if path else ""
 
 
 def split_path(text: str | None) -> tuple[str, ...]:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import logging
+from typing import Final
 
 from protocol.errors import StompError
 from protocol.frames import ERROR, Frame
 
 log = logging.getLogger("stompd.errors")
+
+#: What the message store keeps a number in, a signed 64-bit integer (Java's long, as
+#: ActiveMQ reads ``expires``, ``timestamp``, ``AMQ_SCHEDULED_DELAY``...): a header's
+#: number past it is refused when it comes in (``int_header``), never met by the store.
+LONG_MIN: Final = -(1 << 63)
+LONG_MAX: Final = (1 << 63) - 1
 
 
 class BrokerError(StompError):
@@ -85,12 +92,21 @@ class StoreFailed(BrokerError):
     summary = "message store failed"
 
 
-def int_header(name: str, text: str) -> int:
-    """A header's value as an integer, or the ERROR saying it is not one."""
+def int_header(name: str, text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
+    """A header's value as an integer from ``lo`` to ``hi`` (by default what the store
+    keeps a number in), or the ERROR saying it is not one, naming the header."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise InvalidHeader(f"header {name!r} must be an integer, got {text!r}") from None
+        raise InvalidHeader(f"header {name!r} must be an integer, got {shown(text)}") from None
+    if not lo <= value <= hi:
+        raise InvalidHeader(f"header {name!r} must be an integer from {lo} to {hi}, got {shown(text)}")
+    return value
+
+
+def shown(text: str) -> str:
+    """A client's value as an error quotes it: whole if short (a header may be 10 KB)."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
 
 
 def to_error_frame(exc: BaseException, receipt: str | None = None) -> Frame:

@@ -26,6 +26,9 @@ from broker.core.base.errors import AccessDenied
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+#: The broker's administrators (the admin server's group too): with users configured,
+#: only they may connect as another broker's network bridge (``Guard.may_bridge``).
+ADMINS: Final = "admins"
 READ: Final = "read"
 WRITE: Final = "write"
 ADMIN: Final = "admin"
@@ -84,6 +87,10 @@ class Guard(Protocol):
         """Whether ``principal`` may ``op`` every destination ``pattern`` matches (a concrete
         name: that one), so whatever a subscription on it holds."""
 
+    def may_bridge(self, principal: Principal) -> bool:
+        """Whether ``principal`` may connect as another broker's network bridge, whose
+        SENDs say what a message's id is and where it has been (``bridging``)."""
+
 
 class OpenGuard:
     """No security configured: any login is accepted, everything is allowed."""
@@ -105,6 +112,9 @@ class OpenGuard:
         return True
 
     def allows_every(self, principal: Principal, op: str, kind: str, pattern: str) -> bool:
+        return True
+
+    def may_bridge(self, principal: Principal) -> bool:
         return True
 
 

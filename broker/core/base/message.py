@@ -47,18 +47,22 @@ DEFAULT_PRIORITY: Final = 4
 #: beside other destinations' messages as one of default priority would be.
 FIFO_LEVEL: Final = DEFAULT_PRIORITY
 
-# Headers a producer may not set: they are the broker's (ActiveMQ strips the same
-# ones, so a consumer can trust them).
-BROKER_HEADERS: Final = (
-    "destination",
-    "message-id",
-    "redelivered",
-    "subscription",
-    "ack",
-    "receipt",
-    "transaction",
-    "content-length",
+# Headers a client may not set on a SEND, the one list (``Sending._build`` drops them at
+# the edge, one C-level ``isdisjoint`` on the hot path): the broker's own (ActiveMQ strips
+# the same, so a consumer can trust them) ...
+BROKER_OWN: Final = frozenset({"message-id", "redelivered", "subscription", "ack", "JMSXUserID"})
+#: ... and the network's (``bridging`` says what each means: a forwarded message's id,
+#: its ``redelivered``, the brokers it went through; an advisory's publisher), which only
+#: a network bridge's own connection sets (``Session.network``).
+NETWORK_PREFIX: Final = "_STOMPD_"
+NETWORK_ID_HEADER: Final = NETWORK_PREFIX + "ID"
+NETWORK_REDELIVERED_HEADER: Final = NETWORK_PREFIX + "REDELIVERED"
+NETWORK_PATH_HEADER: Final = NETWORK_PREFIX + "PATH"
+NETWORK_ADVISORY_HEADER: Final = NETWORK_PREFIX + "ADVISORY"
+NETWORK_HEADERS: Final = frozenset(
+    {NETWORK_ID_HEADER, NETWORK_REDELIVERED_HEADER, NETWORK_PATH_HEADER, NETWORK_ADVISORY_HEADER}
 )
+NOT_THE_SENDERS: Final = BROKER_OWN | NETWORK_HEADERS
 
 # Where the message store keeps a field (``message_codecs``; ``Field.stored``).
 #: In the record's key, not its value (the priority: its level, the key's order; the
@@ -66,6 +70,7 @@ BROKER_HEADERS: Final = (
 IN_KEY: Final = "key"
 #: A signed 64-bit integer in the record's fixed head, in field order.
 IN_HEAD: Final = "head"
+#: (What such an integer holds: ``errors.LONG_MIN`` .. ``LONG_MAX``.)
 #: A bit of the head's flags byte, in field order from bit 0.
 AS_FLAG: Final = "flag"
 #: A UTF-8 string after the head (its byte length in the head), in field order.

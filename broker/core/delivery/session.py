@@ -124,6 +124,7 @@ class Session:
         "last_sent",
         "login",
         "login_verdict",
+        "network",
         "outbox",
         "parked",
         "parked_bytes",
@@ -153,6 +154,10 @@ class Session:
         self.principal = UNAUTHENTICATED
         #: The slow part of the CONNECT's password check, done off the loop (guard.Guard).
         self.login_verdict: object = None
+        #: The broker this is the network bridge of (its CONNECT's ``stompd.network``, let
+        #: by the guard; this broker's own name for its bridges' local sides): only then
+        #: are a SEND's ``_STOMPD_*`` headers taken (``bridging``).  None: a client.
+        self.network: str | None = None
         self.heartbeat_send_ms = 0
         self.heartbeat_recv_ms = 0
         self.subscriptions: dict[str, Subscription] = {}

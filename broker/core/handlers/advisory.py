@@ -10,7 +10,9 @@ The MESSAGE is what an ActiveMQ STOMP client gets (ActiveMQ 5.17's JmsFrameTrans
 ``type:Advisory``, ``consumerCount`` (the destination's consumers after the change),
 ``originBrokerName``, ``originBrokerId``, ``originBrokerURL``,
 ``transformation:jms-advisory-json`` and a JSON body, ``{"ConsumerInfo": {...}}`` or
-``{"RemoveInfo": {...}}``, with ActiveMQ's field names.  stompd's network bridges read
+``{"RemoveInfo": {...}}``, with ActiveMQ's field names; and stompd's
+``_STOMPD_ADVISORY`` (this broker's name), which no client's SEND can carry, so that a
+bridge knows a forged one.  stompd's network bridges read
 them to learn where consumers are (``brokerPath``: the brokers a network consumer's
 demand came through; ``networkSubscription``).  They are not persistent.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from broker.core.base import names
+from broker.core.base import bridging, names
 from broker.core.base.message import Message
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.subscription import Subscription
@@ -128,6 +130,8 @@ class Advisories:
             "originBrokerId": settings.broker_id,
             "originBrokerURL": settings.broker_url,
             "transformation": TRANSFORMATION,
+            # Which broker published it, as no client's SEND can say (bridges check it).
+            bridging.ADVISORY_HEADER: settings.broker_name,
         }
         body = consumer_info(sub, name, kind) if added else remove_info(sub)
         now = self.clock.ms

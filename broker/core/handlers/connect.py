@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from broker.core.base.errors import ClientIdInUse
+from broker.core.base import bridging
+from broker.core.base.errors import AccessDenied, ClientIdInUse, InvalidHeader
+from broker.core.base.guard import ADMINS
 from broker.core.delivery.session import AWAIT_CONNECT, CLOSING, CONNECTED
 from protocol import frames as f
 from protocol.errors import UnexpectedFrame
@@ -66,6 +68,9 @@ class Connect:
         # A wrong login is fatal: the ERROR goes out and the connection closes.
         verdict, session.login_verdict = session.login_verdict, None
         session.principal = self.guard.login(login, headers.get("passcode"), verdict)
+        network = headers.get(bridging.NETWORK)
+        if network is not None:
+            self._bridge(session, network)
         client_id = headers.get("client-id")
         if client_id:
             self._claim(session, client_id)
@@ -92,6 +97,21 @@ class Connect:
             reply["response-id"] = request_id
         session.phase = after
         session.send_frame(f.Frame(f.CONNECTED, reply))
+
+    def _bridge(self, session: Session, network: str) -> None:
+        """The connection says it is broker ``network``'s bridge: its SENDs' ``_STOMPD_*``
+        headers will be taken (a message's id, redelivered and path), so the guard must
+        let its user be one; a refusal is an ERROR (the bridge says why), never a bridge
+        whose headers are quietly dropped."""
+        if not network or "," in network:
+            raise InvalidHeader(f"{bridging.NETWORK} names the broker this is the bridge of, got {network!r}")
+        principal = session.principal
+        if not self.guard.may_bridge(principal):
+            raise AccessDenied(
+                f"User {principal.user} may not connect as a network bridge (of {network}): "
+                f"that is for the group {ADMINS}"
+            )
+        session.network = network
 
     def _claim(self, session: Session, client_id: str) -> None:
         """Take ``client_id`` for ``session``, unless another open connection has it: two

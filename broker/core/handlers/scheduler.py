@@ -36,8 +36,9 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from broker.core.base import bridging
 from broker.core.base.cron import BadCron, Cron
-from broker.core.base.errors import InvalidHeader
+from broker.core.base.errors import LONG_MAX, InvalidHeader, shown
 from broker.core.storage import jobs
 from broker.core.storage.jobs import BROWSE, JOB_ID, REMOVE, Job, Request, Window, browsed_copy
 from protocol.errors import StompError
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import tzinfo
 
+    from broker.core.base.audit import ProducerAudit
     from broker.core.base.clock import Clock
     from broker.core.base.message import Message
     from broker.core.delivery.destinations import Destination, Destinations
@@ -57,8 +59,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stompd.scheduler")
 
-#: Later than any job is due (epoch ms): a read "until" that takes them all.
-_FAR_FUTURE: Final = 1 << 62
+#: Later than any job is due (epoch ms; ``_add`` keeps them so): a read "until" that
+#: takes them all.
+_FAR_FUTURE: Final = LONG_MAX
+#: The most repeats a job may ask for: a Java int, as ActiveMQ reads ``_REPEAT``.
+MAX_REPEAT: Final = (1 << 31) - 1
 DELAY = "AMQ_SCHEDULED_DELAY"
 PERIOD = "AMQ_SCHEDULED_PERIOD"
 REPEAT = "AMQ_SCHEDULED_REPEAT"
@@ -97,7 +102,9 @@ def timing_of(headers: dict[str, str]) -> Timing | None:
     """The schedule a SEND asks for, or None for a message to deliver now."""
     if SCHEDULING_HEADERS.isdisjoint(headers):
         return None
-    delay, period, repeat = (_non_negative(headers, name) for name in (DELAY, PERIOD, REPEAT))
+    delay = _non_negative(headers, DELAY)
+    period = _non_negative(headers, PERIOD)
+    repeat = _non_negative(headers, REPEAT, MAX_REPEAT)
     if repeat and not period:
         raise InvalidHeader(f"{REPEAT} needs a positive {PERIOD}")
     cron = cron_of(headers)
@@ -116,16 +123,18 @@ def cron_of(headers: dict[str, str]) -> Cron | None:
         raise InvalidHeader(f"header {CRON!r}: {exc}") from None
 
 
-def _non_negative(headers: dict[str, str], name: str) -> int:
+def _non_negative(headers: dict[str, str], name: str, most: int = LONG_MAX) -> int:
     text = headers.get(name)
     if text is None:
         return 0
     try:
         value = int(text)
     except ValueError:
-        raise InvalidHeader(f"header {name!r} must be a whole number, got {text!r}") from None
+        raise InvalidHeader(f"header {name!r} must be a whole number, got {shown(text)}") from None
     if value < 0:
-        raise InvalidHeader(f"header {name!r} must not be negative, got {text!r}")
+        raise InvalidHeader(f"header {name!r} must not be negative, got {shown(text)}")
+    if value > most:
+        raise InvalidHeader(f"header {name!r} must be at most {most}, got {shown(text)}")
     return value
 
 
@@ -180,7 +189,8 @@ def delivery(job: Message, now: int) -> Message:
     if message.expires > 0 and message.timestamp > 0:
         expires = now + message.expires - message.timestamp
         if expires > message.expires:
-            message.expires = expires
+            # No later than the store can keep (expires and timestamp may be anything).
+            message.expires = min(expires, LONG_MAX)
             message.timestamp = now
     return message
 
@@ -222,6 +232,7 @@ class Scheduler:
         "_added_min",
         "_busy",
         "_walks",
+        "audit",
         "clock",
         "destinations",
         "next_due",
@@ -230,9 +241,16 @@ class Scheduler:
     )
 
     def __init__(
-        self, clock: Clock, persistence: Persistence, destinations: Destinations, routing: Routing
+        self,
+        clock: Clock,
+        persistence: Persistence,
+        destinations: Destinations,
+        routing: Routing,
+        audit: ProducerAudit,
     ) -> None:
         self.clock = clock
+        #: The ids of the forwarded messages stored here (``deliver`` records them).
+        self.audit = audit
         self.persistence = persistence
         self.destinations = destinations
         self.routing = routing
@@ -253,6 +271,10 @@ class Scheduler:
     ) -> None:
         """Route a SEND now, or keep it until its scheduling headers say it is due;
         ``sender``'s later frames wait until what it stored is durable."""
+        if message.id_prefix:
+            # Forwarded by a bridge (it came with its id; any other SEND gets one when
+            # routed): stored now, so a copy of it is one from now on, and not before.
+            self.audit.record(bridging.origin_of(message), message.id_prefix)
         # Every scheduling header's name starts so: one C-level find over the header
         # block, and no dict built, for the SENDs (nearly all) that have none.
         if PREFIX in message.header_block and not HEADERS.isdisjoint(headers := message.headers):
@@ -268,6 +290,9 @@ class Scheduler:
         self.routing.route_all(message, targets, sender)
 
     def _add(self, due: int, job: Message, destination: str, period: int, repeats: int) -> None:
+        # A delay or period near the most a header may say (LONG_MAX) would be due later
+        # than a window or a read can name: then as late as they can (292 million years).
+        due = min(due, LONG_MAX)
         seq = self.routing.next_seq()
         if not job.id_prefix:
             # A new job: named for good by its first sequence (a message's id, never used by one).

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging, names
 from broker.core.base.audit import ProducerAudit
-from broker.core.base.errors import InvalidHeader, StoreFailed, int_header
+from broker.core.base.errors import LONG_MAX, InvalidHeader, StoreFailed, int_header
 from broker.core.base.guard import WRITE
-from broker.core.base.message import DEFAULT_PRIORITY, Message
+from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, Message
 from broker.core.delivery.session import FanningOut, ParkedCreate, ParkedSend
 from broker.core.handlers import scheduler
 from broker.core.handlers.flow import DEFERRED
@@ -47,9 +47,6 @@ class _Management(tuple):  # type: ignore[type-arg]
 
 MANAGEMENT: Final[tuple[Destination, ...]] = _Management()
 
-#: Headers of the broker's that a producer may not set (see ``message.BROKER_HEADERS``);
-#: one C-level check on the hot path, pops only when one is there.
-_SPOOFED: Final = frozenset({"message-id", "redelivered", "subscription", "ack"})
 #: The destinations a connection is counted as a producer of (the first it sent to).
 SENT_TO_KEPT: Final = 1024
 
@@ -110,7 +107,7 @@ class Sending:
             # At once, in a transaction too, as ActiveMQ's SchedulerBroker does.
             self._manage(session, message)
             return None
-        if message.id_prefix and self._copy_of_known(session, message.id_prefix):
+        if message.id_prefix and self._copy_of_known(session, message):
             return None
         if targets is not session.last_sent:
             self._sent(session, targets)
@@ -146,19 +143,14 @@ class Sending:
         flow.park(session, send)
         return DEFERRED
 
-    def _copy_of_known(self, session: Session, message_id: str) -> bool:
-        """Whether a forwarded message (it came with its id) is one this broker has already:
-        then it is dropped, and its RECEIPT waits until the batch that holds whatever
-        else is stored now is durable (the first copy is in it, or in one before it).
-
-        Not while SENDs wait for room (flow control): the first copy may be one of them,
-        not yet stored, and a receipt for the second would let the sender forget a
-        message this broker could still lose.  Then both are kept (a duplicate, never a
-        loss)."""
+    def _copy_of_known(self, session: Session, message: Message) -> bool:
+        """Whether a forwarded message (it came with its id) is one this broker has already
+        stored (``Scheduler.deliver`` records it): then it is dropped, and its RECEIPT waits
+        until the batch that holds whatever else is stored now is durable (the first copy
+        is in it, or in one before it).  A first copy not stored yet (in a transaction,
+        waiting for room) is not known: the second is kept too, a duplicate, never a loss."""
         audit = self.audit
-        if not audit.add(message_id):
-            return False
-        if self.flow:
+        if not audit.seen(bridging.origin_of(message), message.id_prefix):
             return False
         audit.duplicates += 1
         self.persistence.hold(session.outbox)
@@ -279,8 +271,16 @@ class Sending:
         pop = headers.pop
         pop("receipt", None)
         content_length = pop("content-length", None) is not None
-        if not _SPOOFED.isdisjoint(headers):
-            for name in _SPOOFED:
+        network_id = None
+        redelivered = False
+        # What a client may not set (the one list): one C-level check on the hot path,
+        # pops only when one is there; a bridge's connection keeps the network's.
+        if not NOT_THE_SENDERS.isdisjoint(headers):
+            if session.network is not None:
+                # A bridge's: the id and redelivered the message had where it came from.
+                network_id = pop(bridging.ID_HEADER, None)
+                redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
+            for name in NOT_THE_SENDERS if session.network is None else BROKER_OWN:
                 pop(name, None)
         now = self.clock.ms
         priority = DEFAULT_PRIORITY
@@ -295,15 +295,14 @@ class Sending:
             expires = int_header("expires", text)
         text = pop("ttl", None)
         if text is not None:
-            ttl = int_header("ttl", text)
+            # What now + ttl can be: an expiry the store holds.
+            ttl = int_header("ttl", text, hi=LONG_MAX - now)
             if ttl > 0:
                 expires = now + ttl
         timestamp = now
         text = pop("timestamp", None)
         if text is not None:
             timestamp = int_header("timestamp", text)
-        network_id = pop(bridging.ID_HEADER, None)
-        redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)

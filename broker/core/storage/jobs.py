@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from broker.core.base.errors import InvalidHeader
+from broker.core.base.errors import LONG_MAX, InvalidHeader, shown
 
 if TYPE_CHECKING:
     from broker.core.base.message import Message
@@ -114,10 +114,16 @@ def window_of(start: str | None, end: str | None) -> Window:
 
 
 def _epoch_ms(name: str, text: str) -> int:
+    """A window's end: epoch ms, 0 to what a job's due time can be (``LONG_MAX``)."""
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise InvalidHeader(f"header {name!r} must be a time in epoch milliseconds, got {text!r}") from None
+        value = -1
+    if not 0 <= value <= LONG_MAX:
+        raise InvalidHeader(
+            f"header {name!r} must be a time in epoch milliseconds (0 to {LONG_MAX}), got {shown(text)}"
+        )
+    return value
 
 
 def within(due: int, window: Window) -> bool:
