@@ -137,7 +137,7 @@ class Chore(Generic[T]):
     def _resumed(self) -> None:
         if self._state == _WAITING:
             self._state = _READY
-            self._chores._ready_again(self)
+            self._chores._line_up(self)
 
 
 class Chores:
@@ -167,10 +167,10 @@ class Chores:
         """Run ``steps`` between other clients' work; ``answer`` gets its outcome (``Ok``
         with its return value, or ``Failed``; None: a failure is logged)."""
         chore = Chore(self, steps, answer)
-        self._ready_again(chore)
+        self._line_up(chore)
         return chore
 
-    def _ready_again(self, chore: Chore[Any]) -> None:
+    def _line_up(self, chore: Chore[Any]) -> None:
         self._ready.append(chore)
         if self._running:
             return  # ``run`` says there is more
