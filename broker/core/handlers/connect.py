@@ -74,7 +74,10 @@ class Connect:
         client_id = headers.get("client-id")
         if client_id:
             self._claim(session, client_id)
-        session.client_id = client_id
+        # Without one, the connection's own id, as ActiveMQ's ProtocolConverter gives it
+        # (CONNECTED's ``session``): what a durable subscription it makes is kept under.
+        # Not claimed: no other connection has that id unless it chose it as its client-id.
+        session.client_id = client_id or session.id
         settings = self.settings
         # broker-name: which node of a network this is (a bridge's path check needs it).
         reply = {
@@ -116,8 +119,7 @@ class Connect:
     def _claim(self, session: Session, client_id: str) -> None:
         """Take ``client_id`` for ``session``, unless another open connection has it: two
         processes must not share one durable subscription (ActiveMQ's RegionBroker
-        refuses the second with an InvalidClientIDException, worded so).  Without a
-        client-id a connection takes none: ActiveMQ gives it its own connection id."""
+        refuses the second with an InvalidClientIDException, worded so)."""
         holder = self.client_ids.get(client_id)
         if holder is not None and holder is not session:
             raise ClientIdInUse(
