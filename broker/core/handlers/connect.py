@@ -74,10 +74,9 @@ class Connect:
         client_id = headers.get("client-id")
         if client_id:
             self._claim(session, client_id)
-        # Without one, the connection's own id, as ActiveMQ's ProtocolConverter gives it
-        # (CONNECTED's ``session``): what a durable subscription it makes is kept under.
-        # Not claimed: no other connection has that id unless it chose it as its client-id.
-        session.client_id = client_id or session.id
+        # Without one, a durable subscription it makes is kept under the connection's own
+        # id, as ActiveMQ's ProtocolConverter gives it one (``subscribing``).
+        session.client_id = client_id
         settings = self.settings
         # broker-name: which node of a network this is (a bridge's path check needs it).
         reply = {
