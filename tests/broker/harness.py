@@ -6,9 +6,10 @@ import asyncio
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from broker.core.admin.steps import Steps
 from broker.core.admin.views import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.core.base.clock import Clock
 from broker.core.base.errors import to_error_frame
@@ -24,6 +25,9 @@ from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
 from store.memory import memory_stores
+from store.worker import DeferredWorker
+
+T = TypeVar("T")
 
 
 class ListOutbox:
@@ -68,11 +72,13 @@ class Peer:
         self.outbox.parser.version = self.session.version
 
     def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
-        """One frame, as if it came in a read of its own (the edge flushes after each read)."""
+        """One frame, as if it came in a read of its own (the edge flushes after each read),
+        then the disk jobs it asked for, as later turns of the loop."""
         try:
             self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
         finally:
             self.engine.flush()
+            run_io(self.engine)
 
     def received(self) -> list[Frame]:
         return self.outbox.frames()
@@ -99,6 +105,50 @@ def structures_in_memory(engine: Engine) -> int:
             cursors[id(durable.cursor)] = durable.cursor
     levels = sum(cursor.charged_bytes for cursor in cursors.values() if cursor.meter is not None)
     return engine.destinations.charged + engine.subscribing.charged + levels
+
+
+def run_io(engine: Engine) -> int:
+    """Complete the disk jobs ``engine`` asked for (its stores are ``memory_stores()``), as
+    the server's loop would: each outcome on a turn of its own through ``Engine.after_io``,
+    and the jobs those ask for in turn; how many ran."""
+    worker = engine.disk.worker
+    assert isinstance(worker, DeferredWorker), worker
+    return worker.run(engine.after_io)
+
+
+def tick(engine: Engine) -> None:
+    """A tick, as the server's timer runs one, then the disk jobs it asked for (due
+    scheduled jobs read, retries) come back."""
+    engine.tick()
+    run_io(engine)
+
+
+def finish(engine: Engine, work: Steps[T]) -> T:
+    """Run admin work to its end, as ``broker.http.slices.finish`` does on the loop: a step
+    that waits for a disk job goes on once ``run_io`` has completed it."""
+    while True:
+        try:
+            wait = next(work)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        if wait is not None:
+            run_io(engine)
+            assert wait.done, "a step waits for something no disk job brings"
+
+
+def run_with_io(engine: Engine, awaitable: Awaitable[T]) -> T:
+    """Run ``awaitable`` on an event loop between whose turns ``engine``'s disk jobs complete
+    (``run_io``), as the server's worker's outcomes come back between the loop's turns."""
+
+    async def main() -> T:
+        task = asyncio.ensure_future(awaitable)
+        while not task.done():
+            await asyncio.sleep(0)
+            run_io(engine)
+        return task.result()
+
+    return asyncio.run(main())
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
@@ -246,6 +296,7 @@ class WirePeer:
             self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
         finally:
             self.engine.flush()
+            run_io(self.engine)
         self.loop.run()
 
     def received(self) -> list[Frame]:
@@ -284,9 +335,12 @@ class ConnectionPeer:
         self.session: Session = engine.sessions[str(self.connection.session_id)]
 
     def feed(self, data: bytes) -> None:
-        """``data`` arrives in one read; the loop then runs what that scheduled."""
+        """``data`` arrives in one read; the loop then runs what that scheduled, and the
+        disk jobs it asked for come back."""
         self.connection.data_received(data)
         self.loop.run()
+        if run_io(self.engine):
+            self.loop.run()
 
     def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
         version = self.transport.parser.version
@@ -311,13 +365,13 @@ def destination_info(engine: Engine, name: str) -> DestinationInfo:
 
 def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
     """Every destination's statistics, by name."""
-    return {info.name: info for info in asyncio.run(EngineAdminOps(engine, dict).list_destinations())}
+    return {info.name: info for info in run_with_io(engine, EngineAdminOps(engine, dict).list_destinations())}
 
 
 def connection_infos(engine: Engine) -> list[ConnectionInfo]:
-    return asyncio.run(EngineAdminOps(engine, dict).connections())
+    return run_with_io(engine, EngineAdminOps(engine, dict).connections())
 
 
 def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
     """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
-    return asyncio.run(EngineAdminOps(engine, dict).subscriptions())
+    return run_with_io(engine, EngineAdminOps(engine, dict).subscriptions())

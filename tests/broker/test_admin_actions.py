@@ -14,8 +14,8 @@ from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
-from tests.broker.harness import Peer, destination_info, new_engine
-from tests.broker.test_admin import BODY, filled, ops, run
+from tests.broker.harness import Peer, destination_info, new_engine, run_with_io, tick
+from tests.broker.test_admin import BODY, filled, ops
 from tests.broker.test_redelivery import consumer, nack_until_dead
 from tests.broker.test_security import entry
 from tests.broker.test_swap import KB, swapping_engine
@@ -24,8 +24,11 @@ from tests.broker.test_swap import KB, swapping_engine
 def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
     engine = new_engine()
     admin = ops(engine)
-    run(admin.send(None, "/queue/orders", {"region": "EU", "persistent": "true", "priority": "7"}, b"hi"))
-    (browsed,) = run(admin.browse("/queue/orders", None, 10, None, 256)).messages
+    run_with_io(
+        engine,
+        admin.send(None, "/queue/orders", {"region": "EU", "persistent": "true", "priority": "7"}, b"hi"),
+    )
+    (browsed,) = run_with_io(engine, admin.browse("/queue/orders", None, 10, None, 256)).messages
     assert (browsed.priority, browsed.persistent, browsed.preview) == (7, True, b"hi")
     assert browsed.headers["region"] == "EU"
     # Stored, as a client's persistent SEND is: the store counts it.
@@ -40,19 +43,19 @@ def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
 def test_a_delayed_message_is_a_scheduled_job_until_it_is_due() -> None:
     engine = new_engine()
     admin = ops(engine)
-    run(admin.send(None, "/queue/later", {"AMQ_SCHEDULED_DELAY": "60000"}, b"soon"))
-    (job,) = run(admin.scheduled(10, None, 64)).jobs
+    run_with_io(engine, admin.send(None, "/queue/later", {"AMQ_SCHEDULED_DELAY": "60000"}, b"soon"))
+    (job,) = run_with_io(engine, admin.scheduled(10, None, 64)).jobs
     assert (job.destination, job.delay, job.preview) == ("/queue/later", 60000, b"soon")
     assert "/queue/later" not in engine.queues or engine.queues["/queue/later"].cursor.count == 0
     engine.clock.ms += 60_000
-    engine.tick()
+    tick(engine)
     assert engine.queues["/queue/later"].cursor.count == 1
 
 
 def test_a_bad_header_is_refused_as_a_client_would_be() -> None:
     engine = new_engine()
     with pytest.raises(Invalid, match="priority must be 0-9"):
-        run(ops(engine).send(None, "/queue/q", {"priority": "12"}, b""))
+        run_with_io(engine, ops(engine).send(None, "/queue/q", {"priority": "12"}, b""))
     assert "/queue/q" not in engine.queues
     assert not engine.sessions
 
@@ -67,10 +70,10 @@ def secured() -> Engine:
 def test_a_send_is_authorized_as_the_admin_user() -> None:
     engine = secured()
     admin = ops(engine)
-    run(admin.send("admin", "/queue/OPEN.a", {}, b"ok"))
+    run_with_io(engine, admin.send("admin", "/queue/OPEN.a", {}, b"ok"))
     assert engine.queues["/queue/OPEN.a"].cursor.count == 1
     with pytest.raises(Forbidden, match="User admin is not authorized to write to: /queue/CLOSED"):
-        run(admin.send("admin", "/queue/CLOSED", {}, b"no"))
+        run_with_io(engine, admin.send("admin", "/queue/CLOSED", {}, b"no"))
     assert "/queue/CLOSED" not in engine.queues
 
 
@@ -78,33 +81,33 @@ def test_one_message_is_shown_whole_wherever_it_lies() -> None:
     engine, _ = filled()
     admin = ops(engine)
     queue = engine.queues["/queue/q"]
-    page = run(admin.browse("/queue/q", None, 600, None, 0))
+    page = run_with_io(engine, admin.browse("/queue/q", None, 600, None, 0))
     # The last in dispatch order lies on disk (the queue swapped most of its messages).
     last = page.messages[-1]
     assert queue.cursor.disk_total > 0
-    whole = run(admin.message("/queue/q", last.id))
+    whole = run_with_io(engine, admin.message("/queue/q", last.id))
     assert (whole.id, whole.preview, whole.body_size) == (last.id, BODY, len(BODY))
     assert whole.headers["n"] == last.headers["n"]
     with pytest.raises(NotFound, match="no message ID:nope waiting on /queue/q"):
-        run(admin.message("/queue/q", "ID:nope"))
+        run_with_io(engine, admin.message("/queue/q", "ID:nope"))
 
 
 def test_one_message_is_removed_or_moved_and_no_other() -> None:
     engine, _ = filled()
     admin = ops(engine)
-    page = run(admin.browse("/queue/q", None, 600, None, 0)).messages
+    page = run_with_io(engine, admin.browse("/queue/q", None, 600, None, 0)).messages
     doomed, moving = page[10], page[-3]
-    run(admin.remove_message("/queue/q", doomed.id))
+    run_with_io(engine, admin.remove_message("/queue/q", doomed.id))
     assert engine.queues["/queue/q"].cursor.count == 599
     with pytest.raises(NotFound):
-        run(admin.remove_message("/queue/q", doomed.id))
-    run(admin.move_message("/queue/q", moving.id, "/queue/t"))
+        run_with_io(engine, admin.remove_message("/queue/q", doomed.id))
+    run_with_io(engine, admin.move_message("/queue/q", moving.id, "/queue/t"))
     assert engine.queues["/queue/q"].cursor.count == 598
-    (moved,) = run(admin.browse("/queue/t", None, 10, None, 0)).messages
+    (moved,) = run_with_io(engine, admin.browse("/queue/t", None, 10, None, 0)).messages
     # The same message, its id kept, as ActiveMQ's moveMessageTo keeps it.
     assert (moved.id, moved.headers["n"]) == (moving.id, moving.headers["n"])
     assert moved.headers["original-destination"] == "/queue/q"
-    left = {m.id for m in run(admin.browse("/queue/q", None, 600, None, 0)).messages}
+    left = {m.id for m in run_with_io(engine, admin.browse("/queue/q", None, 600, None, 0)).messages}
     assert left == {m.id for m in page} - {doomed.id, moving.id}
 
 
@@ -116,25 +119,25 @@ def test_retry_sends_a_dead_letter_back_where_it_came_from(prefix: str | None, d
     Peer(engine).send_frame("SEND", {"destination": "/queue/orders", "color": "red"}, b"poison")
     nack_until_dead(c)
     c.send_frame("UNSUBSCRIBE", {"id": "1"})
-    (dead,) = run(admin.browse(dlq, None, 10, None, 0)).messages
-    assert run(admin.retry(dlq, dead.id)) == "/queue/orders"
+    (dead,) = run_with_io(engine, admin.browse(dlq, None, 10, None, 0)).messages
+    assert run_with_io(engine, admin.retry(dlq, dead.id)) == "/queue/orders"
     assert destination_info(engine, dlq).depth == 0
-    (back,) = run(admin.browse("/queue/orders", None, 10, None, 64)).messages
+    (back,) = run_with_io(engine, admin.browse("/queue/orders", None, 10, None, 64)).messages
     assert (back.id, back.preview, back.headers["color"]) == (dead.id, b"poison", "red")
     with pytest.raises(NotFound):
-        run(admin.retry(dlq, dead.id))
+        run_with_io(engine, admin.retry(dlq, dead.id))
     # Back on its queue it is no dead letter, though it says where it was moved from.
     with pytest.raises(Invalid, match="is not a dead letter"):
-        run(admin.retry("/queue/orders", back.id))
+        run_with_io(engine, admin.retry("/queue/orders", back.id))
 
 
 def test_retry_refuses_a_message_that_was_not_dead_lettered() -> None:
     engine = new_engine()
     admin = ops(engine)
     Peer(engine).send_frame("SEND", {"destination": "/queue/plain"}, b"m")
-    (message,) = run(admin.browse("/queue/plain", None, 10, None, 0)).messages
+    (message,) = run_with_io(engine, admin.browse("/queue/plain", None, 10, None, 0)).messages
     with pytest.raises(Invalid, match="no original-destination header"):
-        run(admin.retry("/queue/plain", message.id))
+        run_with_io(engine, admin.retry("/queue/plain", message.id))
     assert engine.queues["/queue/plain"].cursor.count == 1
 
 

@@ -3,10 +3,8 @@ while the subscriber is away (ActiveMQ's keepDurableSubsActive, its default)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -17,11 +15,18 @@ from broker.core.base.errors import ClientIdInUse
 from broker.http.engine_ops import EngineAdminOps
 from protocol.errors import StompError
 from protocol.frames import Frame
-from tests.broker.harness import ListOutbox, Peer, messages_in_memory, new_engine, subscription_infos
+from tests.broker.harness import (
+    ListOutbox,
+    Peer,
+    finish,
+    messages_in_memory,
+    new_engine,
+    run_with_io,
+    subscription_infos,
+)
 from tests.broker.test_persistence import KB, StoredEngine
 from tests.broker.test_swap import bodies, send
 
-T = TypeVar("T")
 DURABLE = {"destination": "/topic/t", "id": "1", "activemq.subscriptionName": "s"}
 
 
@@ -315,7 +320,7 @@ def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and
         publish(Peer(second.engine), b"1", b"2", b"3")
         second.settle()
         admin = EngineAdminOps(second.engine, dict)
-        rows, total = asyncio.run(_awaited(admin.topic_subscribers("/topic/t", 10)))
+        rows, total = run_with_io(second.engine, admin.topic_subscribers("/topic/t", 10))
         assert total == 1
         assert [(r.client_id, r.durable, r.connection, r.pending) for r in rows] == [("c1", "s", None, 3)]
         assert [info.pending for info in subscription_infos(second.engine)] == [3]
@@ -334,10 +339,6 @@ def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and
         third.close()
 
 
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
 def test_a_durable_subscription_being_walked_is_not_deleted_under_the_walk() -> None:
     engine = new_engine()
     away = Peer(engine, **{"client-id": "c1"})
@@ -352,8 +353,7 @@ def test_a_durable_subscription_being_walked_is_not_deleted_under_the_walk() -> 
     next(purge)
     with pytest.raises(Conflict, match="is being browsed or purged"):
         service.delete_subscription("c1", "s")
-    for _ in purge:
-        pass
+    finish(engine, purge)
     assert [info.pending for info in subscription_infos(engine)] == [0]
 
     # Deleted after a purge was asked for but before it began: the purge finds it gone.

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 class QueueBrowser(Subscription):
     """A subscription that browses ``queue`` once, then ends its snapshot with ``browser:end``."""
 
-    __slots__ = ("_browse", "_busy", "_inline", "_pending", "_queue", "_walked", "done")
+    __slots__ = ("_browse", "_busy", "_pending", "_queue", "_walked", "done")
 
     def __init__(
         self,
@@ -68,7 +68,6 @@ class QueueBrowser(Subscription):
         self._walked = False
         #: A disk read or a turn of the loop is awaited: ``pump`` waits for it.
         self._busy = False
-        self._inline = False
         self.done = False
 
     @property
@@ -103,16 +102,13 @@ class QueueBrowser(Subscription):
                 return
 
     def _yield(self) -> None:
-        """Come back on a later turn of the loop (unless the worker runs jobs inline)."""
+        """Come back on a later turn of the loop."""
         self._busy = True
-        self._inline = True
         self._queue.cursor.disk().submit(_nothing, self._turned)
-        self._inline = False
 
     def _turned(self, outcome: Outcome[None]) -> None:
         self._busy = False
-        if not self._inline:
-            self.pump()
+        self.pump()
 
     def _resumed(self) -> None:
         self._busy = False

@@ -263,13 +263,11 @@ class QueueOperation:
     def _disk_step(self, resume: Callable[[], None]) -> bool:
         """Ask for the next disk job; True once the disk part is done."""
         self.waiting = True
-        submitting = True
 
         def done(outcome: Outcome[tuple[list[Message], list[int], int]]) -> None:
             self.waiting = False
             self._walked(outcome)
-            if not submitting:
-                resume()
+            resume()
 
         started = self.backlog.cursor.disk_part.walk(
             self._span,
@@ -282,7 +280,6 @@ class QueueOperation:
             self.needle,
             done,
         )
-        submitting = False
         if not started:
             self.waiting = False
             return True
@@ -402,7 +399,6 @@ class Browse:
         if self.top is not None:
             upto = self.top if upto is None else min(upto, self.top)
         self.waiting = True
-        submitting = True
 
         def done(outcome: Outcome[tuple[list[Message], int, bool]]) -> None:
             self.waiting = False
@@ -413,11 +409,9 @@ class Browse:
             else:
                 found, cut, to_end = outcome.value
                 self._merge(level, found, cut, whole=mem_cut is None and to_end)
-            if not submitting:
-                resume()
+            resume()
 
         started = cursor.disk_part.browse(level, self._after, upto, BATCH, done)
-        submitting = False
         if not started:
             self.waiting = False
             self._take(memory, mem_cut)
