@@ -52,9 +52,10 @@ from protocol import frames as f
 from protocol.errors import StompError, UnexpectedFrame, UnknownCommand
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from broker.core.base.channel import Outbox
+    from broker.core.base.chores import Steps
     from broker.core.base.guard import Guard
     from broker.core.delivery.topic import FanOut
     from store.api import Stores
@@ -110,7 +111,15 @@ class Engine:
         )
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
         self.subscribing = subscribing = Subscribing(
-            settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
+            settings,
+            usage.memory,
+            destinations,
+            durables,
+            persistence,
+            routing,
+            settlement,
+            advisories,
+            chores,
         )
         self.housekeeping = Housekeeping(
             clock, destinations, durables, settlement, transactions, flow, chores
@@ -169,7 +178,7 @@ class Engine:
         self.transactions.close(session)
         self.chores.add(self._tear_down(session))
 
-    def _tear_down(self, session: Session) -> Iterator[int]:
+    def _tear_down(self, session: Session) -> Steps[None]:
         yield from self.subscribing.close(session)
         self.destinations.drop_temporaries(session)
         self.sending.close(session)

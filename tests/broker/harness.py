@@ -6,17 +6,16 @@ import asyncio
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from broker.core.admin.steps import Steps
+from broker.core.admin.service import AdminService
 from broker.core.admin.views import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.core.base.clock import Clock
 from broker.core.base.errors import to_error_frame
 from broker.core.base.settings import CoreSettings
 from broker.core.delivery.session import Session
 from broker.core.engine import Engine
-from broker.http.engine_ops import EngineAdminOps
 from broker.io.connection import StompConnection
 from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox
@@ -24,8 +23,13 @@ from broker.io.verifier import Verifier
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+from store.api import Failed
 from store.memory import memory_stores
 from store.worker import DeferredWorker
+
+if TYPE_CHECKING:
+    from broker.core.base.chores import Steps
+    from store.api import Outcome
 
 T = TypeVar("T")
 
@@ -121,34 +125,6 @@ def tick(engine: Engine) -> None:
     scheduled jobs read, retries) come back."""
     engine.tick()
     run_io(engine)
-
-
-def finish(engine: Engine, work: Steps[T]) -> T:
-    """Run admin work to its end, as ``broker.http.slices.finish`` does on the loop: a step
-    that waits for a disk job goes on once ``run_io`` has completed it."""
-    while True:
-        try:
-            wait = next(work)
-        except StopIteration as done:
-            result: T = done.value
-            return result
-        if wait is not None:
-            run_io(engine)
-            assert wait.done, "a step waits for something no disk job brings"
-
-
-def run_with_io(engine: Engine, awaitable: Awaitable[T]) -> T:
-    """Run ``awaitable`` on an event loop between whose turns ``engine``'s disk jobs complete
-    (``run_io``), as the server's worker's outcomes come back between the loop's turns."""
-
-    async def main() -> T:
-        task = asyncio.ensure_future(awaitable)
-        while not task.done():
-            await asyncio.sleep(0)
-            run_io(engine)
-        return task.result()
-
-    return asyncio.run(main())
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
@@ -358,20 +334,41 @@ class ConnectionPeer:
         return self.transport.frames()
 
 
+def finished(engine: Engine, work: Steps[T]) -> T:
+    """``work`` run by the engine's chores, as the admin API has it run, to its end (with no
+    loop to come back on, the chores run it at once, and on as each disk job it waits for
+    comes back, ``run_io``): its answer, or what it raised."""
+    outcomes: list[Outcome[T]] = []
+    engine.chores.add(work, outcomes.append)
+    engine.chores.run_all()
+    while not outcomes and run_io(engine):
+        engine.chores.run_all()
+    assert outcomes, "the work waits for something no disk job brings"
+    outcome = outcomes[0]
+    if isinstance(outcome, Failed):
+        raise outcome.error
+    return outcome.value
+
+
+def admin(engine: Engine) -> AdminService:
+    """The admin service over ``engine`` (no transports: no peer addresses)."""
+    return AdminService(engine, dict)
+
+
 def destination_info(engine: Engine, name: str) -> DestinationInfo:
     """A destination's statistics as the admin API reports them (depth, in flight, expired...)."""
-    return EngineAdminOps(engine, dict).destination(name)
+    return admin(engine).destinations.get(name)
 
 
 def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
     """Every destination's statistics, by name."""
-    return {info.name: info for info in run_with_io(engine, EngineAdminOps(engine, dict).list_destinations())}
+    return {info.name: info for info in finished(engine, admin(engine).destinations.every())}
 
 
 def connection_infos(engine: Engine) -> list[ConnectionInfo]:
-    return run_with_io(engine, EngineAdminOps(engine, dict).connections())
+    return finished(engine, admin(engine).connections.every())
 
 
 def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
     """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
-    return run_with_io(engine, EngineAdminOps(engine, dict).subscriptions())
+    return finished(engine, admin(engine).subscriptions.every())

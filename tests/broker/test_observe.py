@@ -11,7 +11,7 @@ from broker.core.base.message import Message
 from broker.core.base.observe import LATENCY_BOUNDS_MS, EventSink, Latency
 from broker.core.base.selector import compile_selector
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
-from tests.broker.harness import Peer, new_engine, run_with_io
+from tests.broker.harness import Peer, finished, new_engine
 from tests.broker.test_admin import ops
 from tests.broker.test_swap import KB, send, swapping_engine
 
@@ -160,14 +160,11 @@ def test_an_admin_move_is_a_move_event_a_copy_an_enqueue_at_its_target_a_removal
     for i in range(6):
         producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i)}, b"x")
     events = engine.observer.events = Recorder()
-    run_with_io(
-        engine, ops(engine).move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress())
-    )
-    run_with_io(
-        engine, ops(engine).copy("/queue/src", "/queue/cpy", compile_selector("n = 0"), None, Progress())
-    )
-    run_with_io(engine, ops(engine).remove("/queue/src", compile_selector("n = 1"), None, Progress()))
-    run_with_io(engine, ops(engine).purge("/queue/cpy", Progress()))
+    queues = ops(engine).queues
+    finished(engine, queues.move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress()))
+    finished(engine, queues.copy("/queue/src", "/queue/cpy", compile_selector("n = 0"), None, Progress()))
+    finished(engine, queues.remove("/queue/src", compile_selector("n = 1"), None, Progress()))
+    finished(engine, queues.purge("/queue/cpy", Progress()))
     assert events.calls == [
         ("move", "4", "/queue/src", "/queue/dst"),
         ("move", "5", "/queue/src", "/queue/dst"),
