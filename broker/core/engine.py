@@ -31,7 +31,13 @@ from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
 from broker.core.delivery.durable import DurableSubscriptions
 from broker.core.delivery.routing import Routing, boot_prefix
-from broker.core.delivery.session import CLOSING, CONNECTED, Session
+
+# A session and its phases are what the edges hold of a connection: they take them from
+# here (delivery is protected: pyproject's contracts), so they are re-exported.
+from broker.core.delivery.session import AWAIT_CONNECT as AWAIT_CONNECT
+from broker.core.delivery.session import CLOSING
+from broker.core.delivery.session import CONNECTED as CONNECTED
+from broker.core.delivery.session import Session as Session
 from broker.core.delivery.topic import TopicRouter
 from broker.core.handlers.acks import Acks
 from broker.core.handlers.advisory import Advisories

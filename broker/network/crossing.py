@@ -27,7 +27,7 @@ from protocol.frames import CONNECTED, ERROR, MESSAGE, RECEIPT, Frame
 if TYPE_CHECKING:
     import asyncio
 
-    from broker.core.delivery.subscription import MessagePieces
+    from broker.core.base.pieces import MessagePieces
     from broker.core.engine import Engine
     from broker.network.pull import PulledCopies
     from broker.network.push import Refusals

@@ -7,7 +7,7 @@ real ``broker.io.outbox.Outbox``, so prefetch credit, the holds that keep a RECE
 MESSAGE back until the store has made it durable, flow control and write coalescing are
 the engine's own.  The outbox writes the pieces it was pushed to ``_Pipe``, which hands
 them back to the bridge: a subscription's MESSAGE as its pieces, read by the core's
-definition (``subscription.read_pieces``), anything else parsed into a frame.
+definition (``pieces.read_pieces``), anything else parsed into a frame.
 
 Frames handed in are run at once; the engine's end-of-batch work (``Engine.flush``:
 the store batch) runs once per loop turn, as after a socket read, so a burst of
@@ -20,7 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, cast
 
-from broker.core.delivery.subscription import MESSAGE_HEAD, read_pieces
+from broker.core.base.pieces import MESSAGE_HEAD, read_pieces
 from broker.io.outbox import Outbox
 from protocol.errors import StompError
 from protocol.frames import V1_2, Frame
@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-    from broker.core.delivery.session import Session
-    from broker.core.delivery.subscription import MessagePieces
-    from broker.core.engine import Engine
+    from broker.core.base.pieces import MessagePieces
+    from broker.core.engine import Engine, Session
 
 log = logging.getLogger("stompd.network")
 
@@ -148,7 +147,7 @@ class LocalClient:
 
     def _frames(self, chunks: list[bytes]) -> None:
         """A MESSAGE from a subscription comes as its pieces (``Subscription.deliver``;
-        ``subscription.read_pieces`` reads them): those go to ``on_message`` unparsed.
+        ``pieces.read_pieces`` reads them): those go to ``on_message`` unparsed.
         Anything else (a RECEIPT, a browser's end) is a whole frame, parsed."""
         parser = self._parser
         on_frame = self._on_frame

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Callable
 
-    from broker.core.delivery.subscription import MessagePieces
+    from broker.core.base.pieces import MessagePieces
     from broker.core.engine import Engine
     from broker.network.link import Link
     from broker.network.local import LocalClient

@@ -1,6 +1,6 @@
 """What crosses a bridge, as values: the SUBSCRIBEs of push and pull, the SEND a MESSAGE
 becomes (from its parsed headers, or bytes for bytes from the pieces the engine wrote,
-``subscription.MessagePieces``), the ACK a remote wants, a pulled message's headers and
+``pieces.MessagePieces``), the ACK a remote wants, a pulled message's headers and
 fingerprint, and the words for what went wrong (``push`` and ``pull`` send them)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging
 from broker.core.base.message import NETWORK_PREFIX
-from broker.core.handlers.advisory import PREFIX as ADVISORY_PREFIX
+from broker.core.base.names import ADVISORY_PREFIX
 from broker.network.demand import NETWORK_PRIORITY, TOPIC
 from protocol.encoder import FRAME_END
 from protocol.errors import MalformedFrame
@@ -21,7 +21,7 @@ from protocol.parser import FrameParser
 from wildcards import matches
 
 if TYPE_CHECKING:
-    from broker.core.delivery.subscription import MessagePieces
+    from broker.core.base.pieces import MessagePieces
     from broker.network.demand import Want
     from config.model import NetworkConnector
     from protocol.frames import Frame

@@ -1,4 +1,4 @@
-"""A MESSAGE as the core hands it to an outbox, in pieces (``subscription.read_pieces``):
+"""A MESSAGE as the core hands it to an outbox, in pieces (``pieces.read_pieces``):
 every kind of delivery reads back by the one definition, whatever order its own headers
 come in, so nothing that takes a MESSAGE apart (a network bridge) counts positions."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.core.delivery.subscription import MessagePieces, read_pieces
+from broker.core.base.pieces import MessagePieces, read_pieces
 from protocol.encoder import FRAME_END, encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from broker.core.base import bridging
-from broker.core.delivery.subscription import MESSAGE_HEAD, read_pieces
+from broker.core.base.pieces import MESSAGE_HEAD, read_pieces
 from broker.network.status import CONNECTED, Figures, report
 from protocol.encoder import FRAME_END
 from protocol.frames import Frame

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from broker.core.delivery.subscription import MessagePieces
+from broker.core.base.pieces import MessagePieces
 from broker.network.local import LocalClient
 from protocol.frames import Frame
 from tests.broker.harness import MockLoop, Peer, new_engine

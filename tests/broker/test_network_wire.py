@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from broker.core.base import bridging
-from broker.core.delivery.subscription import MessagePieces
+from broker.core.base.pieces import MessagePieces
 from broker.network import wire
 from broker.network.demand import Want
 from protocol.encoder import FRAME_END

@@ -28,7 +28,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
 from broker.core.base.chores import STEP, Wait
-from broker.core.delivery.subscription import AUTO, REDELIVERED_HEADER, Subscription
+from broker.core.base.pieces import REDELIVERED_HEADER
+from broker.core.delivery.subscription import AUTO, Subscription
 from protocol.encoder import FRAME_END, encode_frame, encode_headers
 from protocol.frames import Frame
 from store.api import LEVELS, Failed
