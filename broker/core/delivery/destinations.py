@@ -458,9 +458,10 @@ class Destinations:
 
 
 def _name_to_owner(session: Session) -> None:
-    """``session`` is about to have its first temporary destination (or another): from now
-    on its subscriptions show those by its own names (``names.owners_head``), whichever
-    destination the MESSAGE came by (a reply-to naming one, on a queue it consumes)."""
+    """``session`` is about to make a temporary destination: if it is its first, from now on
+    its subscriptions (and those it makes after, ``Subscribing``) show its temporary
+    destinations by its own names (``names.owners_head``), whichever destination the
+    MESSAGE came by (a reply-to naming one, on a queue it consumes)."""
     if session.temp_queues or session.temp_topics:
         return
     renames = names.owner_renames(session.id)
