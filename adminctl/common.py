@@ -16,9 +16,24 @@ class CommandFailed(Exception):
         self.payload = payload
 
 
+#: The prefixes of a STOMP destination name (the broker's names.PREFIXES, which this
+#: client does not import): a name without one is a queue.
+_PREFIXES = (
+    "/queue/",
+    "/topic/",
+    "/temp-queue/",
+    "/temp-topic/",
+    "/remote-temp-queue/",
+    "/remote-temp-topic/",
+)
+
+
 def queue_name(text: str) -> str:
-    """A bare name means a queue, as in ``activemq browse``."""
-    return text if text.startswith("/") else "/queue/" + text
+    """The full name of ``text``: one without a STOMP prefix is a queue, as in ``activemq
+    browse`` and as a SEND to it (``orders`` is ``/queue/orders``, ``/custom/x`` the queue
+    ``/queue//custom/x``)."""
+    text = text.strip()
+    return text if text.startswith(_PREFIXES) else "/queue/" + text
 
 
 def dest_path(name: str) -> str:

@@ -20,7 +20,12 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
         self.errors: list[StompPyFrame] = []
         self.receipts: list[str] = []
         self.disconnected = threading.Event()
+        #: The CONNECTED frame's headers (its ``session``: the connection's id).
+        self.connected: dict[str, str] = {}
         self._cond = threading.Condition()
+
+    def on_connected(self, frame: StompPyFrame) -> None:
+        self.connected = dict(frame.headers)
 
     def on_message(self, frame: StompPyFrame) -> None:
         with self._cond:

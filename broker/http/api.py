@@ -81,12 +81,11 @@ async def done(ops: AdminService, work: Steps[T]) -> T:
 
 
 def parse_destination(text: str) -> str:
-    """A STOMP destination name; a bare name is a queue.  Raises Invalid."""
+    """A STOMP destination name, its full name: a name without a known prefix is a queue
+    (``orders``, ``/custom/x``), as a SEND's.  Raises Invalid."""
     text = text.strip()
     if not text:
         raise Invalid("empty destination name")
-    if not text.startswith("/"):
-        text = names.QUEUE + text
     try:
         parts = names.split_destination(text)
     except InvalidDestination as exc:

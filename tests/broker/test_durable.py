@@ -182,12 +182,38 @@ def refused(peer: Peer, command: str, headers: dict[str, str]) -> str:
     return info.value.summary
 
 
-def test_a_durable_subscription_needs_a_client_id_and_a_topic(stored: StoredEngine) -> None:
-    anonymous = Peer(stored.engine)
-    assert refused(anonymous, "SUBSCRIBE", DURABLE) == "invalid header"
+def test_a_durable_subscription_needs_a_topic(stored: StoredEngine) -> None:
     named = Peer(stored.engine, **{"client-id": "c1"})
     assert refused(named, "SUBSCRIBE", {**DURABLE, "destination": "/queue/q"}) == "invalid header"
     assert not [s for s in subscription_infos(stored.engine) if s.durable]
+
+
+def test_without_a_client_id_a_durable_subscription_is_kept_under_the_connection_id(
+    stored: StoredEngine,
+) -> None:
+    """As ActiveMQ: the connection's id (CONNECTED's ``session``) is its client-id; the
+    subscription outlives the connection, and a connection that CONNECTs with that id as
+    its ``client-id`` gets what it kept; another without one has a subscription of its own."""
+    anonymous = Peer(stored.engine)
+    anonymous.send_frame("SUBSCRIBE", DURABLE)
+    connection_id = anonymous.session.id
+    assert [(s.client_id, s.durable) for s in subscription_infos(stored.engine)] == [(connection_id, "s")]
+    stored.engine.close_session(anonymous.session)
+    publish(Peer(stored.engine), b"while away")
+    stored.settle()
+    other = Peer(stored.engine)
+    other.send_frame("SUBSCRIBE", DURABLE)
+    stored.settle()
+    assert messages(other) == []
+    stored.engine.close_session(other.session)
+    back = Peer(stored.engine, **{"client-id": connection_id})
+    back.send_frame("SUBSCRIBE", DURABLE)
+    stored.settle()
+    assert [f.body for f in messages(back)] == [b"while away"]
+    back.send_frame("UNSUBSCRIBE", {"id": "1"})
+    back.send_frame("UNSUBSCRIBE", {"id": "1", "activemq.subscriptionName": "s"})
+    left = sorted(s.client_id for s in subscription_infos(stored.engine) if s.durable)
+    assert left == [other.session.id]
 
 
 def test_persistent_messages_wait_for_an_offline_subscription_one_stored_copy_for_all(

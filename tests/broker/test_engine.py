@@ -81,7 +81,7 @@ def test_errors_carry_the_receipt() -> None:
     with pytest.raises(UnknownMessage):
         p.send_frame("ACK", {"id": "1-1"})
     with pytest.raises(InvalidDestination):
-        p.send_frame("SEND", {"destination": "plain"})
+        p.send_frame("SEND", {"destination": "/queue/"})
 
 
 def test_exclusive_consumer_failover() -> None:

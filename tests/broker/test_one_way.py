@@ -61,7 +61,8 @@ def test_every_job_waits_in_the_store_one_for_a_temporary_queue_too() -> None:
     engine.clock.ms += 1
     tick(engine)
     (message,) = peer.received()
-    assert message.body == b"job" and message.headers["destination"].startswith("/remote-temp-queue/")
+    # Named to its owner as it named it, as in ActiveMQ.
+    assert message.body == b"job" and message.headers["destination"] == "/temp-queue/later"
     assert engine.usage.store.used == 0
 
 

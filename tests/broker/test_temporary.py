@@ -111,3 +111,41 @@ def test_a_temporary_destination_of_a_closed_connection_cannot_be_subscribed_to(
     requester, server, name = request(engine, "/temp-queue/replies")
     engine.close_session(requester.session)
     assert refused(server, "SUBSCRIBE", {"destination": name, "id": "2"}).summary == "invalid destination"
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.1", "1.2"])
+@pytest.mark.parametrize("kind", ["queue", "topic"])
+def test_its_owner_sees_a_temporary_destination_by_the_name_it_gave_it(kind: str, version: str) -> None:
+    """As ActiveMQ: a reply on ``/temp-queue/rq`` says ``destination:/temp-queue/rq`` to the
+    connection that made it, and a reply-to naming it says so too; another connection sees
+    the broker-wide ``/remote-temp-queue/ID-…-rq``."""
+    engine = new_engine()
+    own = f"/temp-{kind}/rq"
+    server = Peer(engine)
+    server.send_frame("SUBSCRIBE", {"destination": "/queue/service", "id": "1"})
+    requester = Peer(engine, version)
+    requester.send_frame("SUBSCRIBE", {"destination": own, "id": "replies"})
+    requester.send_frame("SEND", {"destination": "/queue/service", "reply-to": own}, b"ping")
+    (request_frame,) = server.messages()
+    remote = request_frame.headers["reply-to"]
+    assert remote == f"/remote-temp-{kind}/{requester.session.id}-rq"
+    server.send_frame("SEND", {"destination": remote, "reply-to": remote}, b"pong")
+    requester.send_frame("SEND", {"destination": own, "reply-to": own}, b"to myself")
+    got = [(f.body, f.headers["destination"], f.headers["reply-to"]) for f in requester.messages()]
+    assert got == [(b"pong", own, own), (b"to myself", own, own)]
+
+
+def test_a_reply_to_naming_its_own_temporary_queue_is_shown_so_on_any_destination() -> None:
+    """Its request, read back on a queue it consumes itself: reply-to as it wrote it; a
+    composite reply-to is written by the broker-wide names."""
+    engine = new_engine()
+    peer = Peer(engine)
+    peer.send_frame("SUBSCRIBE", {"destination": "/queue/service", "id": "1"})
+    peer.send_frame("SEND", {"destination": "/queue/service", "reply-to": "/temp-queue/rq"}, b"a")
+    peer.send_frame("SEND", {"destination": "/queue/service", "reply-to": "/temp-queue/rq,back"}, b"b")
+    first, second = peer.messages()
+    assert first.headers["reply-to"] == "/temp-queue/rq"
+    remote = f"/remote-temp-queue/{peer.session.id}-rq"
+    assert second.headers["reply-to"] == f"{remote},/queue/back"
+    # A composite reply-to made no queue of its other part.
+    assert "/queue/back" not in destination_infos(engine)

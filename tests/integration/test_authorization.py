@@ -46,6 +46,23 @@ def test_send_needs_write(broker: BrokerThread) -> None:
     assert not exists(broker, "/queue/SECRET")
 
 
+def test_a_name_without_a_prefix_is_the_queue_its_rights_are_of(broker: BrokerThread) -> None:
+    # SECRET is /queue/SECRET: the same entries, the same refusal, in its full name.
+    with client(broker.port, **APP) as c:
+        body = refused(c, "SEND", {"destination": "SECRET"})
+    assert "User app is not authorized to write to: /queue/SECRET" in body
+    with client(broker.port, **APP) as c:
+        body = refused(c, "SUBSCRIBE", {"destination": "/topic/PRICES.A,SECRET", "id": "1"})
+    assert "User app is not authorized to read from: /queue/SECRET" in body
+    assert not exists(broker, "/queue/SECRET")
+    with client(broker.port, **ADMIN) as admin:
+        admin.send("ORDERS.BARE", "made by admin", sync=True)
+    with client(broker.port, **READER) as reader:
+        reader.subscribe("ORDERS.BARE")
+        (message,) = reader.listener.wait_messages(1)
+        assert (message.body, message.headers["destination"]) == ("made by admin", "/queue/ORDERS.BARE")
+
+
 def test_a_destination_that_does_not_exist_needs_admin(broker: BrokerThread) -> None:
     with client(broker.port, **APP) as c:
         body = refused(c, "SEND", {"destination": "/queue/ORDERS.NEW"})

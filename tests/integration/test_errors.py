@@ -91,11 +91,13 @@ def test_missing_required_headers(
     assert raw.closed_by_peer()
 
 
-def test_bad_destination_name(broker_server: BrokerServer) -> None:
+@pytest.mark.parametrize("destination", ["/queue/", "/queue/a,", " "])
+def test_bad_destination_name(broker_server: BrokerServer, destination: str) -> None:
+    # A name without a prefix is a queue (ActiveMQ's rule): only an empty one is wrong.
     raw = RawClient(broker_server.port)
     raw.connect()
-    raw.send("SEND", {"destination": "nowhere"}, b"x")
-    assert "/queue/" in error_then_close(raw)
+    raw.send("SEND", {"destination": destination}, b"x")
+    assert "empty name" in error_then_close(raw)
 
 
 @pytest.mark.parametrize("bad", [{"priority": "high"}, {"priority": "12"}, {"expires": "soon"}])

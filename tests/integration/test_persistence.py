@@ -150,11 +150,20 @@ def test_unsubscribe_with_the_name_removes_the_durable_subscription_and_its_mess
         assert sub.through_mark("/topic/news") == []
 
 
-def test_durable_subscription_needs_a_client_id(tmp_path: Path) -> None:
-    with broker(tmp_path / "data") as b, client(b.port) as c:
-        c.conn.subscribe("/topic/x", "1", headers={"activemq.subscriptionName": "n"})
-        eventually(lambda: bool(c.listener.errors))
-        assert "client-id" in c.listener.errors[0].body
+def test_a_durable_subscription_without_a_client_id_is_kept_under_the_connection_id(tmp_path: Path) -> None:
+    """As ActiveMQ: the connection's id is its client-id; the subscription and what it
+    is owed outlive the connection and a restart, for a connection with that client-id."""
+    durable = {"activemq.subscriptionName": "n"}
+    with broker(tmp_path / "data") as b:
+        with client(b.port) as c:
+            session = c.listener.connected["session"]
+            c.subscribe("/topic/x", "1", **durable)
+            assert not c.listener.errors
+        with client(b.port) as producer:
+            producer.send("/topic/x", "while away", sync=True, **P)
+    with broker(tmp_path / "data") as b, client(b.port, headers={"client-id": session}) as back:
+        back.subscribe("/topic/x", "1", **durable)
+        assert [m.body for m in back.listener.wait_messages(1)] == ["while away"]
 
 
 def test_dead_letter_queue_after_maximum_redeliveries_keeps_the_message_stored(tmp_path: Path) -> None:

@@ -296,7 +296,7 @@ const scenarios = {
     await withTimeout(
       new Promise((resolve, reject) => {
         const client = new Client({ brokerURL: url, reconnectDelay: 0 });
-        client.onConnect = () => client.subscribe('/nowhere/x', () => {});
+        client.onConnect = () => client.subscribe('/queue/', () => {});
         client.onStompError = (frame) => {
           result.message = frame.headers.message;
         };

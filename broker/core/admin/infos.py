@@ -159,7 +159,8 @@ def subscription_info(sub: Subscription) -> SubscriptionInfo:
         delivered=sub.delivered,
         pending=sub.cursor.count,
         durable=durable.name if durable is not None else None,
-        client_id=sub.session.client_id,
+        # A durable one's: the connection's id where it CONNECTed without a client-id.
+        client_id=durable.client_id if durable is not None else sub.session.client_id,
     )
 
 

@@ -3,8 +3,10 @@
 ``/queue/NAME``, ``/topic/NAME``, ``/temp-queue/NAME``, ``/temp-topic/NAME`` (private to
 the connection that uses them), ``/remote-temp-queue/ID`` and ``/remote-temp-topic/ID``
 (another connection's temporary destination, as ActiveMQ shows it), and composites
-``/queue/a,/topic/b``: an element without a prefix takes the kind of the one before
-it, as ActiveMQ's composite destinations do.
+``/queue/a,/topic/b``.  A name (or a composite's part) without one of these prefixes is
+a queue of that name, as ActiveMQ's STOMP side takes it (``LegacyFrameTranslator``'s
+fallback, checked against ActiveMQ 5.17): ``orders`` is ``/queue/orders``, ``/custom/x``
+the queue ``/queue//custom/x``, and ``/topic/a,b`` the topic ``a`` and the queue ``b``.
 """
 
 from __future__ import annotations
@@ -31,22 +33,17 @@ CONSUMER_ADVISORY_TOPIC: Final = ADVISORY_PREFIX + "Consumer.Topic."
 
 
 def split_destination(destination: str) -> list[tuple[str, str]]:
-    """``"/queue/a,b,/topic/c"`` -> ``[("/queue/", "a"), ("/queue/", "b"), ("/topic/", "c")]``."""
+    """``"/queue/a,b,/topic/c,/x"`` -> ``[("/queue/", "a"), ("/queue/", "b"), ("/topic/", "c"),
+    ("/queue/", "/x")]``: a part without a known prefix is a queue named as it is written."""
     parts: list[tuple[str, str]] = []
-    kind: str | None = None
     for raw in destination.split(","):
         element = raw.strip()
+        kind = QUEUE
         for prefix in PREFIXES:
             if element.startswith(prefix):
                 kind = prefix
                 element = element[len(prefix) :]
                 break
-        else:
-            if kind is None:
-                raise InvalidDestination(
-                    f"Illegal destination name {destination!r}: STOMP destinations must begin with "
-                    "/queue/, /topic/, /temp-queue/ or /temp-topic/"
-                )
         if not element:
             raise InvalidDestination(f"Illegal destination name {destination!r}: empty name")
         parts.append((kind, element))
@@ -66,3 +63,39 @@ def full_name(session_id: str, kind: str, name: str) -> str:
     if kind == TEMP_TOPIC:
         return REMOTE_TEMP_TOPIC + temp_name(session_id, name)
     return kind + name
+
+
+#: What a connection's own temporary destinations' broker-wide names start with, and its
+#: own names for them: (``/remote-temp-queue/ID-1-``, ``/temp-queue/``), the same for topics.
+Renames = tuple[tuple[bytes, bytes], ...]
+#: The headers of a MESSAGE that name a destination, each at the start of a line.
+_NAMING_HEADERS: Final = (b"\ndestination:", b"\nreply-to:")
+
+
+def owner_renames(session_id: str) -> Renames:
+    """How ``session_id``'s temporary destinations are named to it (``owners_head``)."""
+    mine = f"{session_id}-".encode()
+    return (
+        (REMOTE_TEMP_QUEUE.encode() + mine, TEMP_QUEUE.encode()),
+        (REMOTE_TEMP_TOPIC.encode() + mine, TEMP_TOPIC.encode()),
+    )
+
+
+def owners_head(head: bytes, renames: Renames) -> bytes:
+    """A MESSAGE's head as the connection that owns a temporary destination it names sees
+    it: its ``destination`` and ``reply-to`` by the names that connection gave them
+    (``/temp-queue/rq``, not ``/remote-temp-queue/ID-…-rq``), as ActiveMQ names them to
+    it (``ProtocolConverter.getCreatedTempDestinationName``); other connections see the
+    broker-wide name.  A composite ``reply-to`` is left as it is."""
+    for header in _NAMING_HEADERS:
+        start = head.find(header)
+        if start < 0:
+            continue
+        value = start + len(header)
+        for full, own in renames:
+            if head.startswith(full, value):
+                end = head.find(b"\n", value)
+                if head.find(b",", value, end) < 0:
+                    head = head[:value] + own + head[value + len(full) :]
+                break
+    return head

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 Destination = Queue | Topic
 _TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC)
+_OWN_TEMP = (names.TEMP_QUEUE, names.TEMP_TOPIC)
 _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 
 # What an idle destination costs in RAM besides its name, as Python allocates it: its
@@ -232,6 +233,7 @@ class Destinations:
         full = names.REMOTE_TEMP_QUEUE + names.temp_name(session.id, name)
         queue = session.temp_queues.get(full)
         if queue is None:
+            _name_to_owner(session)
             queue = session.temp_queues[full] = self.queue(full, owner=session)
         return queue
 
@@ -240,6 +242,7 @@ class Destinations:
         full = names.REMOTE_TEMP_TOPIC + bare
         topic = session.temp_topics.get(full)
         if topic is None:
+            _name_to_owner(session)
             topic = session.temp_topics[full] = self.topic(names.REMOTE_TEMP_TOPIC, bare, owner=session)
         return topic
 
@@ -430,9 +433,11 @@ class Destinations:
         return targets
 
     def advertise_temp(self, session: Session, reply_to: str) -> str:
-        """``reply-to:/temp-queue/x`` becomes the name other connections can send to."""
+        """``reply-to:/temp-queue/x`` becomes the name other connections can send to (the
+        other parts of a composite are written by their full names, made nowhere)."""
         return ",".join(
-            self.resolve(session, kind, name).name for kind, name in names.split_destination(reply_to)
+            self.resolve(session, kind, name).name if kind in _OWN_TEMP else kind + name
+            for kind, name in names.split_destination(reply_to)
         )
 
     def topic_cursor(self, sub: Subscription) -> Cursor:
@@ -450,6 +455,18 @@ class Destinations:
         kind, pattern = patterns[0]
         high_water = self._resolve(kind + pattern).cursor_high_water
         return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+
+
+def _name_to_owner(session: Session) -> None:
+    """``session`` is about to make a temporary destination: if it is its first, from now on
+    its subscriptions (and those it makes after, ``Subscribing``) show its temporary
+    destinations by its own names (``names.owners_head``), whichever destination the
+    MESSAGE came by (a reply-to naming one, on a queue it consumes)."""
+    if session.temp_queues or session.temp_topics:
+        return
+    renames = names.owner_renames(session.id)
+    for sub in session.subscriptions.values():
+        sub.renames = renames
 
 
 def sendable(kind: str, name: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Final, Protocol
 
+from broker.core.base import names
 from broker.core.base.observe import LATENCY_BOUNDS_MS, Observer
 from broker.core.base.pieces import REDELIVERED_HEADER
 from broker.core.storage.cursor import Cursor
@@ -81,6 +82,7 @@ class Subscription:
         "prefetch",
         "priority",
         "queues",
+        "renames",
         "selector",
         "selector_text",
         "session",
@@ -151,6 +153,9 @@ class Subscription:
         self.closed = False
         self._sub_header = b""
         self._sub_header_version = ""
+        #: Set once its connection has a temporary destination: the names of those its
+        #: MESSAGEs show as that connection named them (``names.owners_head``).
+        self.renames: names.Renames | None = None
         #: Bytes charged to the memory meter while it exists (``Subscribing``).
         self.footprint = 0
 
@@ -179,6 +184,9 @@ class Subscription:
         session = self.session
         version = session.version
         head, tail = message.wire(version)
+        renames = self.renames
+        if renames is not None:
+            head = names.owners_head(head, renames)
         if self._sub_header_version != version:
             self._sub_header = encode_headers([("subscription", self.id)], version)
             self._sub_header_version = version

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
+from broker.core.base import names
 from broker.core.base.chores import STEP, Wait
 from broker.core.base.pieces import REDELIVERED_HEADER
 from broker.core.delivery.subscription import AUTO, Subscription
@@ -303,6 +304,8 @@ class QueueBrowser(Subscription):
         for _ in range(count):
             message = pending.popleft()
             head, tail = message.wire(version)
+            if self.renames is not None:
+                head = names.owners_head(head, self.renames)
             parts = [head, sub_header]
             if not self.auto:
                 # Only to be named by an ACK (which frees room): never settled.

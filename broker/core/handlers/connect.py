@@ -74,6 +74,8 @@ class Connect:
         client_id = headers.get("client-id")
         if client_id:
             self._claim(session, client_id)
+        # Without one, a durable subscription it makes is kept under the connection's own
+        # id, as ActiveMQ's ProtocolConverter gives it one (``subscribing``).
         session.client_id = client_id
         settings = self.settings
         # broker-name: which node of a network this is (a bridge's path check needs it).
@@ -116,8 +118,7 @@ class Connect:
     def _claim(self, session: Session, client_id: str) -> None:
         """Take ``client_id`` for ``session``, unless another open connection has it: two
         processes must not share one durable subscription (ActiveMQ's RegionBroker
-        refuses the second with an InvalidClientIDException, worded so).  Without a
-        client-id a connection takes none: ActiveMQ gives it its own connection id."""
+        refuses the second with an InvalidClientIDException, worded so)."""
         holder = self.client_ids.get(client_id)
         if holder is not None and holder is not session:
             raise ClientIdInUse(

@@ -2,10 +2,11 @@
 
 A SUBSCRIBE binds a new ``Subscription`` to the queues its destination names (where
 it competes with other consumers) and to its topic patterns (a cursor of its own,
-which matching topics fill).  With ``activemq.subscriptionName`` (and a ``client-id``
-on CONNECT) it attaches to a durable subscription instead, made or remade as
-ActiveMQ does, and takes over that subscription's cursor.  The SUBSCRIBE's RECEIPT
-goes out before any MESSAGE: dispatch to it starts after the receipt.
+which matching topics fill).  With ``activemq.subscriptionName`` (kept under
+CONNECT's ``client-id``, else the connection's id, as in ActiveMQ) it attaches to a
+durable subscription instead, made or remade as ActiveMQ does, and takes over that
+subscription's cursor.  The SUBSCRIBE's RECEIPT goes out before any MESSAGE: dispatch
+to it starts after the receipt.
 
 What a subscription costs in RAM is charged to memory usage while it exists
 (``destinations.subscription_footprint``): a SUBSCRIBE there is no room for waits for
@@ -171,6 +172,8 @@ class Subscribing:
             network=network,
         )
         sub.selector_text = selector_text
+        if session.temp_queues or session.temp_topics:
+            sub.renames = names.owner_renames(session.id)
         destinations = self.destinations
         for kind, name in targets:
             if kind in (names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC):
@@ -267,9 +270,8 @@ class Subscribing:
         """The durable subscription a SUBSCRIBE attaches to (made, or remade, if need be)."""
         if any(kind != names.TOPIC for kind, _ in targets):
             raise InvalidHeader("activemq.subscriptionName is for /topic/ destinations only")
-        client_id = session.client_id
-        if not client_id:
-            raise InvalidHeader("a durable subscription needs a 'client-id' header on CONNECT")
+        # CONNECT's client-id, else the connection's id (``connect``), as in ActiveMQ.
+        client_id = session.client_id or session.id
         durable = self.durables.get(client_id, name)
         if durable is not None:
             same = durable.same_as(destination, selector_text, no_local)
@@ -368,7 +370,7 @@ class Subscribing:
         durable_name = durable_name_of(headers)
         durable = None
         if durable_name is not None:
-            durable = self.durables.get(session.client_id or "", durable_name)
+            durable = self.durables.get(session.client_id or session.id, durable_name)
             if durable is not None:
                 # Before anything ends: a refusal leaves the subscriber subscribed too.
                 self._may_claim(session, durable, "remove")

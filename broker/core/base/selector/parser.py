@@ -107,6 +107,8 @@ class _Parser:
             if token.text in _ORDERING:
                 self._numeric(left, token.text)
                 self._numeric(right, token.text)
+            right = _destination_named(right, left)
+            left = _destination_named(left, right)
             if token.text == "<>":
                 return Not(Comparison("=", left, right, left.pos), left.pos)
             return Comparison(token.text, left, right, left.pos)
@@ -144,6 +146,8 @@ class _Parser:
         while self._accept_operator(","):
             values.add(self._string("expected a string literal in the IN list"))
         self._expect_operator(")", 'expected "," or ")" in the IN list')
+        if operand.name == _DESTINATION:
+            values = {stompd_destination(value) for value in values}
         return In(operand, frozenset(values), operand.pos)
 
     def _like(self, operand: Expr) -> Like:
@@ -271,3 +275,38 @@ class _Parser:
 
     def _error(self, token: Token, problem: str) -> InvalidSelector:
         return InvalidSelector(self._text, token.pos, problem)
+
+
+_DESTINATION = "JMSDestination"
+#: ActiveMQ's names of destinations as its selectors see them (``ActiveMQDestination``'s
+#: qualified names) and stompd's prefix for each; another connection's temporary ones are
+#: ``/remote-temp-*/`` here, as a MESSAGE names them.
+_QUALIFIED = (
+    ("queue://", "/queue/"),
+    ("topic://", "/topic/"),
+    ("temp-queue://", "/remote-temp-queue/"),
+    ("temp-topic://", "/remote-temp-topic/"),
+)
+
+
+def stompd_destination(value: str) -> str:
+    """A name a selector compares ``JMSDestination`` with, as a message's destination is
+    named here: ActiveMQ's ``queue://orders`` (what ``JMSDestination`` is in ActiveMQ) is
+    ``/queue/orders``; any other string stays as it is (``/queue/orders`` already is)."""
+    for qualified, prefix in _QUALIFIED:
+        if value.startswith(qualified):
+            return prefix + value[len(qualified) :]
+    return value
+
+
+def _destination_named(expr: Expr, other: Expr | None = None) -> Expr:
+    """``expr``, a string literal compared with ``JMSDestination`` (``other``), in stompd's
+    spelling (``stompd_destination``): done once, when the selector is parsed."""
+    if (
+        isinstance(expr, Literal)
+        and isinstance(expr.value, str)
+        and isinstance(other, Identifier)
+        and other.name == _DESTINATION
+    ):
+        return replace(expr, value=stompd_destination(expr.value))
+    return expr
