@@ -14,6 +14,7 @@ from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.topic import Topic
+from broker.core.delivery.virtual import ORIGINAL_DESTINATION, Route
 from broker.core.storage.persistence import QUEUE_KIND
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "durables", "observer", "persistence", "router", "seq")
+    __slots__ = ("_id_prefix", "dropped", "durables", "observer", "persistence", "router", "seq")
 
     def __init__(
         self,
@@ -44,6 +45,8 @@ class Routing:
         self.seq = 0
         #: Message ids are this plus the sequence (``boot_prefix``).
         self._id_prefix = prefix_of(id_prefix)
+        #: Virtual topic copies dropped for want of room (``dropOnResourceLimit``).
+        self.dropped = 0
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -63,13 +66,41 @@ class Routing:
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
         """Route ``message`` to every destination of a (composite) SEND."""
-        if len(targets) == 1:
+        if type(targets) is Route:
+            self.fan_out(message, targets, sender)
+        elif len(targets) == 1:
             target = targets[0]
             message.destination = target.name
             self.route(target, message, sender, sent=True)
         else:
             for target, copy in copies(message, targets):
                 self.route(target, copy, sender, sent=True)
+
+    def fan_out(self, message: Message, route: Route, sender: Session | None) -> None:
+        """Route ``message`` along each leg of ``route`` that takes it (virtual topics,
+        composites, mirrors): the first plain one gets the message itself, every other a
+        copy with its own id (each copy's ``original-destination`` where it has one).
+        Copies are made before anything is routed, so each starts as the message was sent."""
+        taken = [leg for leg in route.legs if leg.takes(message)]
+        if len(taken) < len(route.legs):
+            self.dropped += sum(1 for leg in route.legs if leg.droppable and leg not in taken)
+        sends: list[tuple[Destination, Message]] = []
+        itself = True
+        for leg in taken:
+            if itself and leg.original is None:
+                itself = False
+                sends.append((leg.target, message))
+                continue
+            headers = None
+            if leg.original is not None:
+                headers = message.headers
+                headers[ORIGINAL_DESTINATION] = leg.original
+            copy = message.copy_to(0, "", leg.target.name, headers)
+            copy.arrived = message.arrived
+            sends.append((leg.target, copy))
+        for (target, out), leg in zip(sends, taken, strict=True):
+            out.destination = leg.target.name
+            self.route(target, out, sender, sent=True)
 
     def route(
         self, target: Destination, message: Message, sender: Session | None = None, *, sent: bool = False
