@@ -83,3 +83,21 @@ def test_kill_9_after_the_receipts_loses_no_copy(procs: Processes, tmp_path: Pat
         consumer.close()
     broker.stop()
     assert "Traceback" not in broker.output(tail=1 << 20)
+
+
+def test_an_empty_consumer_queue_is_kept_over_a_restart(procs: Processes, tmp_path: Path) -> None:
+    """Made by its first consumer, it holds nothing when the broker stops: after the
+    restart it still takes the topic's copies before its consumers come back."""
+    broker = procs.broker(tmp_path)
+    broker.start()
+    first = connected(broker.port)
+    subscribe(first, GROUPS[0], "auto")
+    first.close()
+    broker.stop()
+    broker.start()
+    producer = connected(broker.port)
+    send_all(producer, "/topic/VirtualTopic.Crash", 3)
+    consumer = connected(broker.port)
+    subscribe(consumer, GROUPS[0], "auto")
+    assert [body(f) for f in collect(consumer, 3)] == [f"/topic/VirtualTopic.Crash-{i}" for i in range(3)]
+    broker.stop()

@@ -28,6 +28,7 @@ from broker.core.delivery.virtual import Interceptors, Route
 from broker.core.storage import jobs
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.disk_part import DiskPart
+from broker.core.storage.persistence import QUEUE_KIND
 from broker.core.storage.swap import Log, LogReader
 from store.api import LEVELS
 from wildcards import has_wildcard_element, is_wildcard
@@ -179,12 +180,21 @@ class Destinations:
             self.queues[name] = queue
             self._made(queue, names.QUEUE)
             if self.interceptors:
-                for fed in self.interceptors.made(queue):
-                    # A new consumer queue of a virtual topic: the routes through it take it.
-                    topic = self.router.topics.get(fed)
-                    if topic is not None:
-                        self._forget_routes(topic)
+                self._consumer_queue(queue)
         return queue
+
+    def _consumer_queue(self, queue: Queue) -> None:
+        """If ``queue`` is a consumer queue of virtual topics, the routes through them take
+        it, and it is recorded in the store at once: kept while its consumers are away, a
+        restart included, as ActiveMQ's store keeps it, empty or not."""
+        fed = self.interceptors.made(queue)
+        for name in fed:
+            topic = self.router.topics.get(name)
+            if topic is not None:
+                self._forget_routes(topic)
+        if fed and queue.stores and not queue.store_id:
+            dest_id = self.persistence.destination_id(QUEUE_KIND, queue.name)
+            queue.stored_as(dest_id, self.persistence.queue_reader(dest_id))
 
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         topic = self.router.topic(kind, bare, owner)

@@ -14,7 +14,7 @@ from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.topic import Topic
-from broker.core.delivery.virtual import ORIGINAL_DESTINATION, Route
+from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Route
 from broker.core.storage.persistence import QUEUE_KIND
 
 if TYPE_CHECKING:
@@ -91,11 +91,16 @@ class Routing:
                 itself = False
                 sends.append((leg.target, message))
                 continue
-            headers = None
-            if leg.original is not None:
+            if leg.original is None:
+                copy = message.copy_to(0, "", leg.target.name)
+            elif ORIGINAL_LINE not in message.header_block:
+                copy = message.copy_to(0, "", leg.target.name, None, leg.line)
+            else:
+                # The sender's own original-destination (or a value that looks like one)
+                # is replaced, not shadowed.
                 headers = message.headers
                 headers[ORIGINAL_DESTINATION] = leg.original
-            copy = message.copy_to(0, "", leg.target.name, headers)
+                copy = message.copy_to(0, "", leg.target.name, headers)
             copy.arrived = message.arrived
             sends.append((leg.target, copy))
         for (target, out), leg in zip(sends, taken, strict=True):

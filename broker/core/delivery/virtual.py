@@ -26,10 +26,12 @@ targets flow control waits for that also carries its ``Leg`` list.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
 from broker.core.base.bridging import origin_of
+from broker.core.base.message import header_block
 from broker.core.base.selector import compile_selector
 from wildcards import matches
 
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     Resolve = Callable[[str, str], Queue | Topic]
 
 ORIGINAL_DESTINATION: Final = "original-destination"
+#: What a ``header_block`` holds where the sender gave one of its own.
+ORIGINAL_LINE: Final = f"{ORIGINAL_DESTINATION}:".encode()
 #: How deep copies of copies go (a composite forwarding to a composite ...): a loop in
 #: the file stops here instead of growing without end.
 _DEPTH: Final = 8
@@ -54,7 +58,7 @@ _DEPTH: Final = 8
 class Leg:
     """One target of a route, and what a message must be for it to go there."""
 
-    __slots__ = ("aware", "droppable", "local", "original", "selectors", "target", "unless")
+    __slots__ = ("aware", "droppable", "line", "local", "original", "selectors", "target", "unless")
 
     def __init__(
         self, target: Queue | Topic, original: str | None = None, selectors: tuple[Selector, ...] = ()
@@ -63,6 +67,8 @@ class Leg:
         #: ``original-destination`` of the copy (None: it is the message itself, or a
         #: mirror's, which ActiveMQ gives none).
         self.original = original
+        #: Its ``original-destination`` as a line of a ``header_block``.
+        self.line = header_block({ORIGINAL_DESTINATION: original}) if original is not None else b""
         #: Every one must take the message (filtered destinations on its way).
         self.selectors = selectors
         #: Taken only where none of these does (``sendWhenNotMatched``).
@@ -144,13 +150,13 @@ class Interceptors:
         for composite in rules.composites:
             for forward in composite.forwards:
                 if forward.selector is not None:
-                    self._selector(forward.selector)
+                    self.selector(forward.selector)
 
     def __bool__(self) -> bool:
         rules = self.rules
         return bool(rules.virtual_topics or rules.composites or rules.mirror)
 
-    def _selector(self, text: str) -> Selector:
+    def selector(self, text: str) -> Selector:
         selector = self._selectors.get(text)
         if selector is None:
             selector = self._selectors[text] = compile_selector(text)
@@ -187,99 +193,98 @@ class Interceptors:
 
     def route(self, parts: list[tuple[str, str]], resolve: Resolve) -> tuple[Queue | Topic, ...]:
         """Where a SEND to ``parts`` goes: a plain tuple, or a ``Route`` with its legs."""
-        legs: list[Leg] = []
+        walk = _Walk(self, resolve)
         for kind, name in parts:
-            self._legs(kind, name, resolve, legs, None, (), 0)
+            walk.legs(kind, name, _Hop(None, (), 0))
+        legs = walk.out
         if all(leg.plain for leg in legs):
             return tuple(leg.target for leg in legs)
         return Route.of(legs)
 
-    def _legs(
-        self,
-        kind: str,
-        name: str,
-        resolve: Resolve,
-        out: list[Leg],
-        original: str | None,
-        selectors: tuple[Selector, ...],
-        depth: int,
-    ) -> None:
-        composite = self._composite(kind, name) if depth < _DEPTH else None
-        if composite is not None:
-            self._forward(composite, kind, name, resolve, out, original, selectors, depth)
-            return
-        self._own(kind, name, resolve, out, original, selectors, depth)
+    def consumer_queues(self, topic: str) -> list[tuple[VirtualTopicRule, list[Queue]]]:
+        """Each virtual topic rule ``topic`` (bare) falls under, and its consumer queues."""
+        found = []
+        for index, consumers in enumerate(self._virtual):
+            if matches(consumers.rule.pattern, topic):
+                found.append((consumers.rule, self._queues.get((index, topic), [])))
+        return found
 
-    def _forward(
-        self,
-        composite: CompositeRule,
-        kind: str,
-        name: str,
-        resolve: Resolve,
-        out: list[Leg],
-        original: str | None,
-        selectors: tuple[Selector, ...],
-        depth: int,
-    ) -> None:
-        here = kind + name
-        filters: list[Selector] = []
-        for forward in composite.forwards:
-            (to_kind, to_name), *_ = names.split_destination(forward.destination)
-            extra = selectors
-            if forward.selector is not None:
-                selector = self._selector(forward.selector)
-                filters.append(selector)
-                extra = (*selectors, selector)
-            self._legs(to_kind, to_name, resolve, out, here, extra, depth + 1)
-        unfiltered = len(filters) < len(composite.forwards)
-        if not composite.forward_only:
-            self._own(kind, name, resolve, out, original, selectors, depth)
-        elif composite.send_when_not_matched and not unfiltered:
-            start = len(out)
-            self._own(kind, name, resolve, out, original, selectors, depth)
-            for leg in out[start:]:
-                leg.unless = tuple(filters)
-
-    def _own(
-        self,
-        kind: str,
-        name: str,
-        resolve: Resolve,
-        out: list[Leg],
-        original: str | None,
-        selectors: tuple[Selector, ...],
-        depth: int,
-    ) -> None:
-        """``kind`` + ``name`` itself, its mirror topic, its virtual topic's queues."""
-        target = resolve(kind, name)
-        out.append(Leg(target, original, selectors))
-        if depth >= _DEPTH:
-            return
-        mirror = self.rules.mirror
-        if mirror is not None and kind == names.QUEUE:
-            # The mirror's copy says the mirror topic, with no original-destination (ActiveMQ's).
-            self._own(
-                names.TOPIC, mirror.prefix + name + mirror.postfix, resolve, out, None, selectors, depth + 1
-            )
-        if kind == names.TOPIC:
-            for index, consumers in enumerate(self._virtual):
-                rule = consumers.rule
-                if not matches(rule.pattern, name):
-                    continue
-                for queue in self._queues.get((index, name), ()):
-                    copy = Leg(queue, None, selectors)
-                    if rule.set_original_destination:
-                        copy.original = target.name
-                    copy.aware = rule.selector_aware
-                    copy.local = rule.local
-                    copy.droppable = rule.drop_on_resource_limit
-                    out.append(copy)
-
-    def _composite(self, kind: str, name: str) -> CompositeRule | None:
+    def composite(self, kind: str, name: str) -> CompositeRule | None:
         for composite in self.rules.composites:
             if composite.kind == kind and matches(composite.pattern, name):
                 return composite
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Hop:
+    """How a walk came to a destination: the copy's ``original-destination`` (None: the
+    message itself), the filters on its way, how many copies of copies deep."""
+
+    original: str | None
+    selectors: tuple[Selector, ...]
+    depth: int
+
+
+class _Walk:
+    """One route worked out: the legs from a destination name, depth first."""
+
+    __slots__ = ("interceptors", "out", "resolve")
+
+    def __init__(self, interceptors: Interceptors, resolve: Resolve) -> None:
+        self.interceptors = interceptors
+        self.resolve = resolve
+        self.out: list[Leg] = []
+
+    def legs(self, kind: str, name: str, hop: _Hop) -> None:
+        composite = self.interceptors.composite(kind, name) if hop.depth < _DEPTH else None
+        if composite is not None:
+            self.forward(composite, kind, name, hop)
+        else:
+            self.own(kind, name, hop)
+
+    def forward(self, composite: CompositeRule, kind: str, name: str, hop: _Hop) -> None:
+        # The composite is a destination of its own, made as ActiveMQ makes it (a SEND
+        # needs write on it, and admin to make it), though it holds nothing forwardOnly.
+        here = self.resolve(kind, name).name
+        filters: list[Selector] = []
+        for forward in composite.forwards:
+            (to_kind, to_name), *_ = names.split_destination(forward.destination)
+            selectors = hop.selectors
+            if forward.selector is not None:
+                selector = self.interceptors.selector(forward.selector)
+                filters.append(selector)
+                selectors = (*selectors, selector)
+            self.legs(to_kind, to_name, _Hop(here, selectors, hop.depth + 1))
+        if not composite.forward_only:
+            self.own(kind, name, hop)
+        elif composite.send_when_not_matched and len(filters) == len(composite.forwards):
+            start = len(self.out)
+            self.own(kind, name, hop)
+            for leg in self.out[start:]:
+                leg.unless = tuple(filters)
+
+    def own(self, kind: str, name: str, hop: _Hop) -> None:
+        """``kind`` + ``name`` itself, its mirror topic, its virtual topics' queues."""
+        target = self.resolve(kind, name)
+        out = self.out
+        out.append(Leg(target, hop.original, hop.selectors))
+        if hop.depth >= _DEPTH:
+            return
+        interceptors = self.interceptors
+        mirror = interceptors.rules.mirror
+        if mirror is not None and kind == names.QUEUE:
+            # The mirror's copy says the mirror topic, with no original-destination (ActiveMQ's).
+            mirrored = mirror.prefix + name + mirror.postfix
+            self.own(names.TOPIC, mirrored, _Hop(None, hop.selectors, hop.depth + 1))
+        if kind == names.TOPIC:
+            for rule, queues in interceptors.consumer_queues(name):
+                for queue in queues:
+                    copy = Leg(queue, target.name if rule.set_original_destination else None, hop.selectors)
+                    copy.aware = rule.selector_aware
+                    copy.local = rule.local
+                    copy.droppable = rule.drop_on_resource_limit
+                    out.append(copy)
 
 
 def _regex(part: str) -> str:
