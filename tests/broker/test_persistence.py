@@ -21,8 +21,8 @@ from store.keys import prefix_end
 from store.layout import DISPATCHED
 from store.memory import memory_temp_store
 from store.persistent import MessageStore
-from store.worker import InlineWorker
-from tests.broker.harness import ListOutbox, Peer
+from store.worker import DeferredWorker
+from tests.broker.harness import ListOutbox, Peer, run_io
 from tests.broker.test_swap import bodies, send
 
 KB = 1024
@@ -34,12 +34,12 @@ class StoredEngine:
         self.store = MessageStore.open(path)
         self.store.start_committer(self.posted.append, lambda exc: None)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=InlineWorker())
+        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=DeferredWorker())
         self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.recovered = self.engine.recover()
 
     def settle(self) -> None:
-        """Wait for the store, then run its completions as the loop would."""
+        """Wait for the store, then run its completions and the worker's as the loop would."""
         for _ in range(5):
             self.engine.flush()
             assert self.store.committer is not None
@@ -47,6 +47,7 @@ class StoredEngine:
             posted, self.posted[:] = list(self.posted), []
             for callback in posted:
                 self.engine.after_io(callback)
+            run_io(self.engine)
 
     def close(self) -> None:
         self.settle()
@@ -290,7 +291,10 @@ def test_a_read_of_the_store_waits_for_the_batch_being_built_and_never_cuts_it(s
     engine.handle(consumer.session, f_subscribe("/queue/q"))
     assert batches == []
     engine.flush()
-    # The work's batch, then (the worker here runs jobs inline) the page-in's delivery's.
+    # The work's batch; the page-in waits on the worker behind it.
+    assert len(batches) == 1 and engine.disk.worker.pending == 1
+    # On a later turn it comes back, and its delivery's dispatch mark is the next batch.
+    assert run_io(engine) == 1
     assert len(batches) == 2
     stored.settle()
     assert [f.body for f in consumer.received() if f.command == "MESSAGE"] == [b"000000stored"]

@@ -1,4 +1,5 @@
-"""Swapping to the temp store, with the engine driven directly (in-memory store, inline worker)."""
+"""Swapping to the temp store, with the engine driven directly (in-memory store; its disk jobs
+come back as a frame's flush ends, ``run_io``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from broker.core.engine import Engine
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store
 from store.temp import TempStore
-from store.worker import InlineWorker
-from tests.broker.harness import Peer, messages_in_memory
+from store.worker import DeferredWorker
+from tests.broker.harness import Peer, messages_in_memory, run_io
 
 KB = 1024
 
@@ -36,7 +37,7 @@ def swapping_engine(
 ) -> tuple[Engine, CountingStore]:
     store = CountingStore()
     core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
-    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=InlineWorker())
+    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=DeferredWorker())
     engine = Engine(core, Clock(1_000_000), stores=stores)
     return engine, store
 
@@ -138,8 +139,10 @@ def test_topic_message_is_stored_once_for_many_slow_subscribers() -> None:
     # Both slow subscribers have (nearly) everything on disk, but each record once.
     assert sum(s.cursor.disk_total for s in subs) > on_disk * 1.5
     engine.set_writable(slow1.session, True)
+    run_io(engine)
     assert bodies(slow1) == list(range(300))
     engine.set_writable(slow2.session, True)
+    run_io(engine)
     assert bodies(slow2) == list(range(300))
     assert len(store) == 0
     assert engine.usage.temp.used == 0

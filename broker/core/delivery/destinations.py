@@ -115,6 +115,7 @@ class Destinations:
         persistence: Persistence,
         guard: Guard,
         durables: DurableSubscriptions,
+        router: TopicRouter,
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer
@@ -128,7 +129,8 @@ class Destinations:
         #: Persistent messages queues found expired, with their holds, for ``settlement``.
         self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
-        self.router = TopicRouter()
+        #: The topics and who subscribes to them.
+        self.router = router
         #: The route cache: a SEND's destination header -> where it goes (made as needed).
         self.routes: dict[str, tuple[Destination, ...]] = {}
         #: Virtual topics, composites, mirrored queues: what else a route holds.
