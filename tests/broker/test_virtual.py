@@ -121,3 +121,16 @@ def test_a_loop_in_the_rules_ends() -> None:
     producer = Peer(engine)
     producer.send_frame("SEND", {"destination": "/queue/A", "receipt": "r"}, b"x")
     assert [f.command for f in producer.received()] == ["RECEIPT"]
+
+
+def test_a_transaction_s_send_is_copied_at_its_commit() -> None:
+    engine = new_engine()
+    producer, a = Peer(engine), Peer(engine)
+    a.send_frame("SUBSCRIBE", {"destination": GROUP_A, "id": "1"})
+    producer.send_frame("BEGIN", {"transaction": "t"})
+    producer.send_frame("SEND", {"destination": TOPIC, "transaction": "t"}, b"in t")
+    assert bodies(a) == []
+    producer.send_frame("COMMIT", {"transaction": "t"})
+    frames = a.messages()
+    assert [f.body for f in frames] == [b"in t"]
+    assert frames[0].headers["original-destination"] == TOPIC

@@ -78,33 +78,10 @@ class Routing:
 
     def fan_out(self, message: Message, route: Route, sender: Session | None) -> None:
         """Route ``message`` along each leg of ``route`` that takes it (virtual topics,
-        composites, mirrors): the first plain one gets the message itself, every other a
-        copy with its own id (each copy's ``original-destination`` where it has one).
-        Copies are made before anything is routed, so each starts as the message was sent."""
-        taken = [leg for leg in route.legs if leg.takes(message)]
-        if len(taken) < len(route.legs):
-            self.dropped += sum(1 for leg in route.legs if leg.droppable and leg not in taken)
-        sends: list[tuple[Destination, Message]] = []
-        itself = True
-        for leg in taken:
-            if itself and leg.original is None:
-                itself = False
-                sends.append((leg.target, message))
-                continue
-            if leg.original is None:
-                copy = message.copy_to(0, "", leg.target.name)
-            elif ORIGINAL_LINE not in message.header_block:
-                copy = message.copy_to(0, "", leg.target.name, None, leg.line)
-            else:
-                # The sender's own original-destination (or a value that looks like one)
-                # is replaced, not shadowed.
-                headers = message.headers
-                headers[ORIGINAL_DESTINATION] = leg.original
-                copy = message.copy_to(0, "", leg.target.name, headers)
-            copy.arrived = message.arrived
-            sends.append((leg.target, copy))
-        for (target, out), leg in zip(sends, taken, strict=True):
-            out.destination = leg.target.name
+        composites, mirrors)."""
+        sends, dropped = legs_taken(message, route)
+        self.dropped += dropped
+        for target, out in sends:
             self.route(target, out, sender, sent=True)
 
     def route(
@@ -159,7 +136,10 @@ class Routing:
 
 
 def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Destination, Message]]:
-    """One message per destination of a composite send (each has its own id)."""
+    """One message per destination of a composite send (each has its own id), or per leg
+    of a ``Route`` that takes it (a transaction holds them so until its COMMIT)."""
+    if type(targets) is Route:
+        return legs_taken(message, targets)[0]
     message.destination = targets[0].name
     out = [(targets[0], message)]
     for target in targets[1:]:
@@ -167,6 +147,39 @@ def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Des
         copy.arrived = message.arrived
         out.append((target, copy))
     return out
+
+
+def legs_taken(message: Message, route: Route) -> tuple[list[tuple[Destination, Message]], int]:
+    """Where ``message`` goes along ``route``, and how many copies were dropped for want of
+    room: the first leg that is the message itself gets it, every other a copy with its
+    own id (and its ``original-destination``, where it has one).  Copies are made before
+    anything is routed, so each starts as the message was sent."""
+    taken = [leg for leg in route.legs if leg.takes(message)]
+    dropped = 0
+    if len(taken) < len(route.legs):
+        dropped = sum(1 for leg in route.legs if leg.droppable and leg not in taken)
+    sends: list[tuple[Destination, Message]] = []
+    itself = True
+    for leg in taken:
+        target = leg.target
+        if itself and leg.original is None:
+            itself = False
+            message.destination = target.name
+            sends.append((target, message))
+            continue
+        if leg.original is None:
+            copy = message.copy_to(0, "", target.name)
+        elif ORIGINAL_LINE not in message.header_block:
+            copy = message.copy_to(0, "", target.name, None, leg.line)
+        else:
+            # The sender's own original-destination (or a value that looks like one) is
+            # replaced, not shadowed.
+            headers = message.headers
+            headers[ORIGINAL_DESTINATION] = leg.original
+            copy = message.copy_to(0, "", target.name, headers)
+        copy.arrived = message.arrived
+        sends.append((target, copy))
+    return sends, dropped
 
 
 def boot_prefix(now_ms: int) -> str:
