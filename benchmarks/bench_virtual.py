@@ -4,7 +4,7 @@ measures it (1 KiB SENDs parsed, routed, MESSAGE bytes built; one auto-ack consu
 group's queue, or per topic subscription).
 
 Run: ``python benchmarks/bench_virtual.py [--messages N] [--groups 4] [--persistent]
-[--mode topic|virtual|both]``.  ``--persistent``: ``persistent:true`` SENDs, each store
+[--mode topic|virtual|both] [--repeats 5]``.  ``--persistent``: ``persistent:true`` SENDs, each store
 write built as for LevelDB and dropped by a committer that says each batch is durable at
 once (bench_engine.py's); a virtual topic stores a copy per group, a topic's
 non-durable subscribers none, which is the "stores' writes" the issue allows.
@@ -70,10 +70,13 @@ def main() -> None:
     arguments.add_argument("--groups", type=int, default=4)
     arguments.add_argument("--persistent", action="store_true")
     arguments.add_argument("--mode", choices=("topic", "virtual", "both"), default="both")
+    arguments.add_argument("--repeats", type=int, default=REPEATS)
     options = arguments.parse_args()
     modes = ("topic", "virtual") if options.mode == "both" else (options.mode,)
     for mode in modes:
-        best = min(run(mode, options.messages, options.groups, options.persistent) for _ in range(REPEATS))
+        best = min(
+            run(mode, options.messages, options.groups, options.persistent) for _ in range(options.repeats)
+        )
         what = (
             f"{TOPIC} to {options.groups} subscribers"
             if mode == "topic"
