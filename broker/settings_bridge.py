@@ -18,7 +18,16 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from broker.app import BrokerOptions, LockSettings
-from broker.core.base.settings import CoreSettings
+from broker.core.base import names
+from broker.core.base.selector import InvalidSelector, compile_selector
+from broker.core.base.settings import (
+    CompositeRule,
+    CoreSettings,
+    ForwardRule,
+    Interceptors,
+    MirrorRule,
+    VirtualTopicRule,
+)
 from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.io.limits import ConnectionLimits
@@ -41,7 +50,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Iterable
 
-    from config.model import TransportConnector, TransportDefaults
+    from config.model import DestinationInterceptors, TransportConnector, TransportDefaults
 
 
 class CannotRun(Exception):
@@ -104,6 +113,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             inactive_timeout_ms=policy.inactive_timeout_ms,
             expire_period_ms=policy.expire_period_ms,
             policies=resolver(config.policies, config.redelivery),
+            interceptors=interceptors(config.interceptors),
         ),
         http_host=config.http.host,
         http_port=config.http.port or None,
@@ -198,6 +208,48 @@ def _tls_context(connector: TransportConnector, config: BrokerConfig) -> ssl.SSL
         raise CannotRun(f"cannot load the TLS certificates for {where}: {exc}") from None
 
 
+def interceptors(config: DestinationInterceptors) -> Interceptors:
+    """``<destinationInterceptors>`` (or ActiveMQ's default ones) as the core's rules; a
+    filtered destination's selector that does not compile stops the broker, naming its line."""
+    kinds = {"queue": names.QUEUE, "topic": names.TOPIC}
+    composites = []
+    for composite in config.composites:
+        forwards = []
+        for target in composite.forward_to:
+            if target.selector is not None:
+                try:
+                    compile_selector(target.selector)
+                except InvalidSelector as exc:
+                    raise CannotRun(f"{target.source}: filteredDestination selector: {exc}") from None
+            forwards.append(ForwardRule(kinds[target.kind] + target.name, target.selector))
+        composites.append(
+            CompositeRule(
+                kinds[composite.kind],
+                composite.name,
+                tuple(forwards),
+                composite.forward_only,
+                composite.send_when_not_matched,
+            )
+        )
+    mirrored = config.mirrored
+    return Interceptors(
+        virtual_topics=tuple(
+            VirtualTopicRule(
+                v.name,
+                v.prefix,
+                v.postfix,
+                v.selector_aware,
+                v.local,
+                v.drop_on_resource_limit,
+                v.set_original_destination,
+            )
+            for v in config.virtual_topics
+        ),
+        composites=tuple(composites),
+        mirror=MirrorRule(mirrored.prefix, mirrored.postfix) if mirrored is not None else None,
+    )
+
+
 #: Settings broker_options wires, per object (the rest of each object is not applied yet).
 #: Each destination's own entry, the default entry's too (broker/policies.py):
 _APPLIED_ENTRY = frozenset(
@@ -253,7 +305,14 @@ def not_applied(config: BrokerConfig) -> set[str]:
         config.broker,
         defaults.broker,
         "broker",
-        ("data_directory", "tmp_data_directory", "broker_name", "advisory_support"),
+        (
+            "data_directory",
+            "tmp_data_directory",
+            "broker_name",
+            "advisory_support",
+            "use_virtual_topics",
+            "use_mirrored_queues",
+        ),
     )
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_ENTRY)
     dead_letter = config.policies.default.dead_letter

@@ -229,4 +229,12 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "taskRunnerFactory updateClusterClients updateClusterClientsOnRemove updateClusterFilter "
         "uri warnOnRemoteClose"
     ),
+    "virtualTopic": _names(
+        "concurrentSend dropOnResourceLimit local name postfix prefix selectorAware "
+        "setOriginalDestination transactedSend"
+    ),
+    "compositeQueue": _names("concurrentSend copyMessage forwardOnly forwardTo name sendWhenNotMatched"),
+    "compositeTopic": _names("concurrentSend copyMessage forwardOnly forwardTo name sendWhenNotMatched"),
+    "mirroredQueue": _names("brokerService copyMessage postfix prefix"),
+    "filteredDestination": _names("destination filter queue selector topic"),
 }

@@ -28,6 +28,7 @@ from config.loader_network import load_network_connectors
 from config.loader_policies import load_destination_policy
 from config.loader_security import load_plugins, load_ssl
 from config.loader_transports import allowed_origins, inherit, load_connectors, load_defaults
+from config.loader_virtual import default_interceptors, load_interceptors
 from config.model import (
     BrokerConfig,
     BrokerSettings,
@@ -60,6 +61,7 @@ _BROKER_CHILDREN_ONCE = (
     "httpServer",
     "export",
     "networkConnectors",
+    "destinationInterceptors",
 )
 
 
@@ -187,6 +189,8 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
     fields.get("persistent", "persistent", boolean)
     fields.get("schedulerSupport", "scheduler_support", boolean)
     fields.get("advisorySupport", "advisory_support", boolean)
+    fields.get("useVirtualTopics", "use_virtual_topics", boolean)
+    fields.get("useMirroredQueues", "use_mirrored_queues", boolean)
     fields.finish()
     config = BrokerConfig(broker=BrokerSettings(**fields.values, origins=fields.origins))
     seen: dict[str, Node] = {}
@@ -239,6 +243,21 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
         connectors = load_network_connectors(ctx, seen["networkConnectors"])
         config = replace(config, network_connectors=tuple(connectors))
         _check_network(ctx, node, config)
+    if "destinationInterceptors" in seen:
+        config = replace(config, interceptors=load_interceptors(ctx, seen["destinationInterceptors"]))
+        for attr, key in (
+            ("useVirtualTopics", "use_virtual_topics"),
+            ("useMirroredQueues", "use_mirrored_queues"),
+        ):
+            if key in config.broker.origins:
+                ctx.warn(
+                    node,
+                    f"{attr}: changes nothing where <destinationInterceptors> is given (line "
+                    f"{seen['destinationInterceptors'].line}), which replaces ActiveMQ's default "
+                    "interceptors",
+                )
+    else:
+        config = replace(config, interceptors=default_interceptors(config.broker))
     _check_seed_002(ctx, seen.get("systemUsage"), config)
     return config
 

@@ -101,6 +101,11 @@ class BrokerSettings:
     #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
     #: learn each other's consumers from).
     advisory_support: bool = _setting(True, "advisorySupport")
+    #: ActiveMQ's default interceptors, which a file's own <destinationInterceptors>
+    #: replaces: every ``VirtualTopic.>`` topic virtual, and (false by default) every queue
+    #: mirrored on a topic.
+    use_virtual_topics: bool = _setting(True, "useVirtualTopics")
+    use_mirrored_queues: bool = _setting(False, "useMirroredQueues")
     origins: Origins = _origins()
 
 
@@ -507,6 +512,84 @@ class NetworkConnector:
     origins: Origins = _origins()
 
 
+@dataclass(frozen=True, slots=True)
+class VirtualTopic:
+    """``<virtualTopic>``: a message sent to a topic ``name`` matches is copied to every
+    queue named ``prefix`` + the topic + ``postfix`` that exists (``*`` in the prefix
+    stands for one name element: a consumer group)."""
+
+    name: str = _setting(">", "name")
+    prefix: str = _setting("Consumer.*.", "prefix")
+    postfix: str = _setting("", "postfix")
+    #: A copy goes only to a queue one of whose consumers' selectors takes it.
+    selector_aware: bool = _setting(False, "selectorAware")
+    #: Messages that came over a network bridge are not copied.
+    local: bool = _setting(False, "local")
+    #: A copy a full queue has no room for is dropped instead of making the producer wait.
+    drop_on_resource_limit: bool = _setting(False, "dropOnResourceLimit")
+    #: A copy's ``original-destination`` says the topic (false: it has none; its MESSAGE
+    #: says its queue either way, as ActiveMQ 5.17's does).
+    set_original_destination: bool = _setting(True, "setOriginalDestination")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardTo:
+    """A ``<forwardTo>`` target of a composite: a ``<queue>``, a ``<topic>`` or a
+    ``<filteredDestination selector>`` (taken only by messages the selector matches)."""
+
+    kind: Literal["queue", "topic"]
+    name: str
+    selector: str | None = None
+    source: Origin = field(default=DEFAULT, compare=False)
+
+    def __str__(self) -> str:
+        where = f"{self.kind}://{self.name}"
+        return f"{where} if {self.selector}" if self.selector is not None else where
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeDestination:
+    """``<compositeQueue>`` or ``<compositeTopic>``: a message sent to ``name`` goes to
+    each ``forward_to`` (a copy whose ``original-destination`` says ``name``)."""
+
+    kind: Literal["queue", "topic"]
+    name: str
+    #: False: the composite's own queue or topic gets the message too.
+    forward_only: bool = _setting(True, "forwardOnly")
+    #: The composite's own destination gets a message no ``forwardTo`` took.
+    send_when_not_matched: bool = _setting(False, "sendWhenNotMatched")
+    #: Accepted; ActiveMQ 5.17 copies whatever it says, and so does stompd.
+    copy_message: bool = _setting(True, "copyMessage")
+    forward_to: tuple[ForwardTo, ...] = ()
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class MirroredQueue:
+    """``<mirroredQueue>`` (or ``useMirroredQueues``): every queue's messages are also
+    published on the topic ``prefix`` + the queue + ``postfix``."""
+
+    prefix: str = _setting("VirtualTopic.Mirror.", "prefix")
+    postfix: str = _setting("", "postfix")
+    copy_message: bool = _setting(True, "copyMessage")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationInterceptors:
+    """What ``<destinationInterceptors>`` says, or ActiveMQ's default without one."""
+
+    virtual_topics: tuple[VirtualTopic, ...] = (VirtualTopic(name="VirtualTopic.>"),)
+    composites: tuple[CompositeDestination, ...] = ()
+    mirrored: MirroredQueue | None = None
+    #: Where ``<destinationInterceptors>`` is (default: none in the file).
+    source: Origin = field(default=DEFAULT, compare=False)
+
+
 def _default_connectors() -> tuple[TransportConnector, ...]:
     return (TransportConnector(),)
 
@@ -532,6 +615,8 @@ class BrokerConfig:
     export: Export = field(default_factory=Export)
     #: ``<networkConnectors>``, in file order.
     network_connectors: tuple[NetworkConnector, ...] = ()
+    #: Virtual topics, composite destinations and mirrored queues in force.
+    interceptors: DestinationInterceptors = field(default_factory=DestinationInterceptors)
     #: The file it was loaded from (None: embedded defaults).
     source: Path | None = field(default=None, compare=False)
 

@@ -28,7 +28,6 @@ FEATURES: Mapping[str, str] = {
     "managementContext": "JMX is not supported: stompd serves Prometheus metrics on its HTTP server",
     "proxyConnectors": "proxy connectors are not supported",
     "jmsBridgeConnectors": "JMS bridges are not supported",
-    "destinationInterceptors": "virtual and composite destination interceptors are not supported",
     "persistenceFactory": "the journal persistence factory is not supported: stompd stores in LevelDB",
     "shutdownHooks": "Spring shutdown hooks have nothing to stop in stompd",
     "destinations": "destinations are created when first used",

@@ -156,6 +156,34 @@ def sections(config: BrokerConfig) -> list[Section]:
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
     out.extend(_network(config))
+    out.extend(_interceptors(config))
+    return out
+
+
+def _interceptors(config: BrokerConfig) -> list[Section]:
+    """Each virtual topic, composite destination and mirrored queue, where it was read
+    (ActiveMQ's default ones: ``default``)."""
+    interceptors = config.interceptors
+    out: list[Section] = []
+    for index, virtual in enumerate(interceptors.virtual_topics):
+        key = f"interceptors.virtual_topics[{index}]"
+        queues = f"{virtual.prefix}<topic>{virtual.postfix}"
+        title = f"virtualTopic {virtual.name!r} -> queues {queues} ({virtual.source})"
+        out.append(Section(key, title, tuple(_rows(virtual, key))))
+    for index, composite in enumerate(interceptors.composites):
+        key = f"interceptors.composites[{index}]"
+        rows = _rows(composite, key, only=("forward_only", "send_when_not_matched"))
+        rows += [
+            Row(f"{key}.forward_to", "forwardTo", str(target), str(target.source))
+            for target in composite.forward_to
+        ]
+        title = f"composite{composite.kind.title()} {composite.name!r} ({composite.source})"
+        out.append(Section(key, title, tuple(rows)))
+    mirrored = interceptors.mirrored
+    if mirrored is not None:
+        key = "interceptors.mirrored"
+        title = f"mirroredQueue -> topics {mirrored.prefix}<queue>{mirrored.postfix} ({mirrored.source})"
+        out.append(Section(key, title, tuple(_rows(mirrored, key))))
     return out
 
 

@@ -9,7 +9,7 @@ import pytest
 import trustme
 
 from broker.app import BrokerOptions
-from broker.core.base.settings import CoreSettings
+from broker.core.base.settings import CoreSettings, Interceptors
 from broker.io.limits import ConnectionLimits
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config.loader import load
@@ -43,7 +43,13 @@ def test_the_example_maps_onto_the_broker() -> None:
     assert options.data_dir == Path.cwd() / "data"
     assert options.store_dir == Path.cwd() / "data" / "store"
     # The example sets initialRedeliveryDelay="0" on its default entry.
-    assert options.core == CoreSettings(cursor_high_water=0.70, initial_redelivery_delay_ms=0)
+    # And its <destinationInterceptors>: ActiveMQ's default virtual topic and a composite.
+    interceptors = options.core.interceptors
+    assert interceptors.virtual_topics == Interceptors().virtual_topics
+    assert [c.pattern for c in interceptors.composites] == ["ORDERS.IN"]
+    assert options.core == CoreSettings(
+        cursor_high_water=0.70, initial_redelivery_delay_ms=0, interceptors=interceptors
+    )
     assert options.http_stomp_limits == ConnectionLimits()
 
 

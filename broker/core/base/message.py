@@ -380,11 +380,17 @@ class Message:
             self.meter.release(self.size)
 
     def copy_to(
-        self, seq: int, message_id: str, destination: str, headers: Mapping[str, str] | None = None
+        self,
+        seq: int,
+        message_id: str,
+        destination: str,
+        headers: Mapping[str, str] | None = None,
+        more: bytes = b"",
     ) -> Message:
         """The same payload routed to another destination (composite sends), with other
-        headers if given; its deliveries start afresh."""
-        block = self.header_block if headers is None else header_block(headers)
+        headers if given, and ``more`` header lines (a ``header_block``'s) after them; its
+        deliveries start afresh."""
+        block = (self.header_block if headers is None else header_block(headers)) + more
         copy = self._copy(seq, destination, block, 0)
         copy.id_prefix = _id_part(message_id, seq) if message_id else ""
         # Its order is its own destination's (``arrival_order`` when routed there).

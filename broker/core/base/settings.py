@@ -79,6 +79,62 @@ class DestinationPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class VirtualTopicRule:
+    """A topic ``pattern`` matches is virtual: what it is sent is also copied to every
+    queue ``prefix`` + its name + ``postfix`` that exists (``*``: one name element)."""
+
+    pattern: str = ">"
+    prefix: str = "Consumer.*."
+    postfix: str = ""
+    #: Copied only to a queue one of whose consumers' selectors takes the message.
+    selector_aware: bool = False
+    #: Messages that came over a network bridge are not copied.
+    local: bool = False
+    #: A copy its queue has no room for is dropped; the producer does not wait for it.
+    drop_on_resource_limit: bool = False
+    #: The copy's ``original-destination`` is the topic (false: it has none; its MESSAGE
+    #: says its queue either way, as ActiveMQ 5.17's does).
+    set_original_destination: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardRule:
+    """A composite's target: a full name (``/queue/X``), with a selector if filtered."""
+
+    destination: str
+    selector: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeRule:
+    """What is sent to ``kind`` + a name ``pattern`` matches goes to each of ``forwards``."""
+
+    kind: str
+    pattern: str
+    forwards: tuple[ForwardRule, ...] = ()
+    forward_only: bool = True
+    send_when_not_matched: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorRule:
+    """Every queue's messages are also published on topic ``prefix`` + its name + ``postfix``."""
+
+    prefix: str = "VirtualTopic.Mirror."
+    postfix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Interceptors:
+    """ActiveMQ's destination interceptors (``<destinationInterceptors>``); the default
+    is ActiveMQ's: every topic ``VirtualTopic.>`` virtual."""
+
+    virtual_topics: tuple[VirtualTopicRule, ...] = (VirtualTopicRule("VirtualTopic.>"),)
+    composites: tuple[CompositeRule, ...] = ()
+    mirror: MirrorRule | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CoreSettings:
     server: str = "stompd/0.1.0"
     #: ``<broker brokerName>``: this broker's name in a network of brokers (each
@@ -146,6 +202,8 @@ class CoreSettings:
     #: (kind, name) -> that destination's policy, kind one of broker.core.base.names'
     #: prefixes; None: every destination has ``default_policy()``.
     policies: Callable[[str, str], DestinationPolicy] | None = field(default=None, compare=False)
+    #: Virtual topics, composite destinations, mirrored queues (broker.core.delivery.virtual).
+    interceptors: Interceptors = field(default_factory=Interceptors)
 
     def default_policy(self) -> DestinationPolicy:
         return DestinationPolicy(

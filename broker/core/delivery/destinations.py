@@ -24,9 +24,11 @@ from broker.core.base.usage import UsageMeter
 from broker.core.delivery.queue import Queue, QueueStats
 from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
+from broker.core.delivery.virtual import Interceptors, Route
 from broker.core.storage import jobs
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.disk_part import DiskPart
+from broker.core.storage.persistence import QUEUE_KIND
 from broker.core.storage.swap import Log, LogReader
 from store.api import LEVELS
 from wildcards import has_wildcard_element, is_wildcard
@@ -132,6 +134,8 @@ class Destinations:
         self.router = router
         #: The route cache: a SEND's destination header -> where it goes (made as needed).
         self.routes: dict[str, tuple[Destination, ...]] = {}
+        #: Virtual topics, composites, mirrored queues: what else a route holds.
+        self.interceptors = Interceptors(settings.interceptors)
         self._default_policy = settings.default_policy()
         #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
         self._counted: dict[tuple[bool, str], int] = {}
@@ -178,7 +182,22 @@ class Destinations:
             )
             self.queues[name] = queue
             self._made(queue, names.QUEUE)
+            if self.interceptors:
+                self._consumer_queue(queue)
         return queue
+
+    def _consumer_queue(self, queue: Queue) -> None:
+        """If ``queue`` is a consumer queue of virtual topics, the routes through them take
+        it, and it is recorded in the store at once: kept while its consumers are away, a
+        restart included, as ActiveMQ's store keeps it, empty or not."""
+        fed = self.interceptors.made(queue)
+        for name in fed:
+            topic = self.router.topics.get(name)
+            if topic is not None:
+                self._forget_routes(topic)
+        if fed and queue.stores and not queue.store_id:
+            dest_id = self.persistence.destination_id(QUEUE_KIND, queue.name)
+            queue.stored_as(dest_id, self.persistence.queue_reader(dest_id))
 
     def topic(self, kind: str, bare: str, owner: object = None) -> Topic:
         topic = self.router.topic(kind, bare, owner)
@@ -206,13 +225,20 @@ class Destinations:
         policy = target.policy
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
+        self._forget_routes(target)
+        if type(target) is Queue and self.interceptors:
+            self.interceptors.gone(target)
+        granted = self.guard.granted
+        for grant in target.grant_keys or ():
+            granted.discard(grant)
+
+    def _forget_routes(self, target: Destination) -> None:
+        """Every cached route that holds ``target``: made again at its next SEND."""
         routes = self.routes
         routes.pop(target.name, None)
         for alias in target.route_keys or ():
             routes.pop(alias, None)
-        granted = self.guard.granted
-        for grant in target.grant_keys or ():
-            granted.discard(grant)
+        target.route_keys = None
 
     def grew(self, target: Destination, n: int) -> None:
         """``target`` costs ``n`` bytes more (fewer, if negative) while it exists, as its
@@ -421,15 +447,21 @@ class Destinations:
                 f"{destination}: {jobs.MANAGEMENT} takes requests only: a SEND to it alone, with an "
                 f"{jobs.ACTION} header ({jobs.BROWSE}, {jobs.REMOVE} or {jobs.REMOVEALL})"
             )
-        targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
+        if self.interceptors:
+            targets = self.interceptors.route(parts, lambda kind, name: self.resolve(session, kind, name))
+        else:
+            targets = tuple(self.resolve(session, kind, name) for kind, name in parts)
         if not any(kind in _TEMP_KINDS for kind, _ in parts):
             self.routes[destination] = targets
             # Each target keeps the other names it is cached under, for its removal.
-            for target in targets:
+            rebuilt = type(targets) is Route
+            for target in [leg.target for leg in targets.legs] if rebuilt else targets:  # type: ignore[attr-defined]
                 if target.name != destination:
                     if target.route_keys is None:
                         target.route_keys = []
-                    target.route_keys.append(destination)
+                    # A virtual topic's route is made again as its queues come: said once.
+                    if not rebuilt or destination not in target.route_keys:
+                        target.route_keys.append(destination)
         return targets
 
     def advertise_temp(self, session: Session, reply_to: str) -> str:

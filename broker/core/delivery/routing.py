@@ -14,6 +14,7 @@ from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.topic import Topic
+from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Route
 from broker.core.storage.persistence import QUEUE_KIND
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "durables", "observer", "persistence", "router", "seq")
+    __slots__ = ("_id_prefix", "dropped", "durables", "observer", "persistence", "router", "seq")
 
     def __init__(
         self,
@@ -44,6 +45,8 @@ class Routing:
         self.seq = 0
         #: Message ids are this plus the sequence (``boot_prefix``).
         self._id_prefix = prefix_of(id_prefix)
+        #: Virtual topic copies dropped for want of room (``dropOnResourceLimit``).
+        self.dropped = 0
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -63,13 +66,23 @@ class Routing:
         self, message: Message, targets: tuple[Destination, ...], sender: Session | None = None
     ) -> None:
         """Route ``message`` to every destination of a (composite) SEND."""
-        if len(targets) == 1:
+        if type(targets) is Route:
+            self.fan_out(message, targets, sender)
+        elif len(targets) == 1:
             target = targets[0]
             message.destination = target.name
             self.route(target, message, sender, sent=True)
         else:
             for target, copy in copies(message, targets):
                 self.route(target, copy, sender, sent=True)
+
+    def fan_out(self, message: Message, route: Route, sender: Session | None) -> None:
+        """Route ``message`` along each leg of ``route`` that takes it (virtual topics,
+        composites, mirrors)."""
+        sends, dropped = legs_taken(message, route)
+        self.dropped += dropped
+        for target, out in sends:
+            self.route(target, out, sender, sent=True)
 
     def route(
         self, target: Destination, message: Message, sender: Session | None = None, *, sent: bool = False
@@ -123,7 +136,10 @@ class Routing:
 
 
 def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Destination, Message]]:
-    """One message per destination of a composite send (each has its own id)."""
+    """One message per destination of a composite send (each has its own id), or per leg
+    of a ``Route`` that takes it (a transaction holds them so until its COMMIT)."""
+    if type(targets) is Route:
+        return legs_taken(message, targets)[0]
     message.destination = targets[0].name
     out = [(targets[0], message)]
     for target in targets[1:]:
@@ -131,6 +147,39 @@ def copies(message: Message, targets: tuple[Destination, ...]) -> list[tuple[Des
         copy.arrived = message.arrived
         out.append((target, copy))
     return out
+
+
+def legs_taken(message: Message, route: Route) -> tuple[list[tuple[Destination, Message]], int]:
+    """Where ``message`` goes along ``route``, and how many copies were dropped for want of
+    room: the first leg that is the message itself gets it, every other a copy with its
+    own id (and its ``original-destination``, where it has one).  Copies are made before
+    anything is routed, so each starts as the message was sent."""
+    taken = [leg for leg in route.legs if leg.takes(message)]
+    dropped = 0
+    if len(taken) < len(route.legs):
+        dropped = sum(1 for leg in route.legs if leg.droppable and leg not in taken)
+    sends: list[tuple[Destination, Message]] = []
+    itself = True
+    for leg in taken:
+        target = leg.target
+        if itself and leg.original is None:
+            itself = False
+            message.destination = target.name
+            sends.append((target, message))
+            continue
+        if leg.original is None:
+            copy = message.copy_to(0, "", target.name)
+        elif ORIGINAL_LINE not in message.header_block:
+            copy = message.copy_to(0, "", target.name, None, leg.line)
+        else:
+            # The sender's own original-destination (or a value that looks like one) is
+            # replaced, not shadowed.
+            headers = message.headers
+            headers[ORIGINAL_DESTINATION] = leg.original
+            copy = message.copy_to(0, "", target.name, headers)
+        copy.arrived = message.arrived
+        sends.append((target, copy))
+    return sends, dropped
 
 
 def boot_prefix(now_ms: int) -> str:
