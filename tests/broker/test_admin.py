@@ -4,9 +4,7 @@ log and in the message store, at several priorities."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Callable
 
 import pytest
 
@@ -14,38 +12,8 @@ from broker.core.admin.views import Progress
 from broker.core.base.selector import compile_selector
 from broker.core.engine import Engine
 from broker.core.storage import disk_reads
-from broker.http.engine_ops import EngineAdminOps
 from tests.broker.harness import Peer, new_engine
-from tests.broker.test_swap import swapping_engine
-
-T = TypeVar("T")
-BODY = b"x" * 200
-
-
-def run(awaitable: Awaitable[T]) -> T:
-    async def wait() -> T:
-        return await awaitable
-
-    return asyncio.run(wait())
-
-
-def ops(engine: Engine) -> EngineAdminOps:
-    return EngineAdminOps(engine, dict)
-
-
-def filled(n: int = 600) -> tuple[Engine, Peer]:
-    """``n`` messages with ``n`` = 0..n-1: priorities 9, 4 and 0 in turn, every third
-    persistent, in a queue that dispatches them by priority."""
-    engine, _ = swapping_engine(prioritized_messages=True)
-    producer = Peer(engine)
-    for i in range(n):
-        headers = {"destination": "/queue/q", "n": str(i), "priority": str((9, 4, 0)[i % 3])}
-        if i % 2:
-            headers["persistent"] = "true"
-        producer.send_frame("SEND", headers, BODY)
-    queue = engine.queues["/queue/q"]
-    assert queue.cursor.disk_total > n // 2 and queue.cursor.mem_count > 0
-    return engine, producer
+from tests.broker.support import BODY, filled, ops, run, swapping_engine
 
 
 def dispatch_order(n: int) -> list[int]:

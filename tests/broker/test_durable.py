@@ -18,8 +18,7 @@ from broker.http.engine_ops import EngineAdminOps
 from protocol.errors import StompError
 from protocol.frames import Frame
 from tests.broker.harness import ListOutbox, Peer, messages_in_memory, new_engine, subscription_infos
-from tests.broker.test_persistence import KB, StoredEngine
-from tests.broker.test_swap import bodies, send
+from tests.broker.support import KB, StoredEngine, bodies, send
 
 T = TypeVar("T")
 DURABLE = {"destination": "/topic/t", "id": "1", "activemq.subscriptionName": "s"}
