@@ -78,6 +78,32 @@ def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
     return BrokerThread(options).start()
 
 
+#: Test modules that start a peer broker of their own (ActiveMQ's JVM, RabbitMQ): in a
+#: parallel run one worker takes them all, one after another, so two peers never start
+#: at once on two cores, and never beside the Spark tests' JVMs.
+PEER_MODULES = frozenset(
+    {
+        "tests/integration/test_activemq_compat.py",
+        "tests/integration/test_ack_durability.py",
+        "tests/integration/test_network_activemq.py",
+        "tests/integration/test_network_rabbitmq.py",
+    }
+)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Groups for ``--dist loadgroup`` (pyproject's addopts): every Spark test on one
+    worker (one session-wide SparkSession and report for them all, and JVMs never two
+    to a core), every peer-broker test on another."""
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif item.path.relative_to(ROOT).as_posix() in PEER_MODULES:
+            item.add_marker(pytest.mark.xdist_group("peers"))
+
+
 @pytest.fixture(autouse=True)
 def _close_raw_sockets() -> Iterator[None]:
     yield
