@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from broker.core.admin import operations  # noqa: E402
 from broker.core.base.message import Message  # noqa: E402
 from broker.core.base.selector import compile_selector  # noqa: E402
-from broker.core.handlers import operations  # noqa: E402
 from broker.core.storage import disk_reads  # noqa: E402
 from broker.core.storage.message_codecs import SWAP_HEADERS, HeaderView, swap_fields, swap_needle, to_swap  # noqa: E402
 from store.api import LEVELS  # noqa: E402

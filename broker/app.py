@@ -202,6 +202,8 @@ class Broker:
         stores = Stores(messages=self.message_store, temp=self.temp_store, worker=self.worker)
         self.engine = Engine(options.core, stores=stores, guard=options.guard)
         self.engine.chores.wake = functools.partial(loop.call_soon, self._run_chores)
+        # A slice of background work ends after its time too (``Chores.seconds``).
+        self.engine.chores.timer = time.perf_counter
         stored = self.engine.recover()
         log.info(
             "message store %s: %d stored messages recovered in %.1f ms",
@@ -244,13 +246,13 @@ class Broker:
         options = self.options
         if options.http_port is not None:
             # Here, not at the top: aiohttp is loaded only by a broker that serves HTTP.
+            from broker.core.admin.service import AdminService
             from broker.http import metrics
-            from broker.http.engine_ops import EngineAdminOps
             from broker.http.server import HttpServer
             from broker.ws.endpoint import PATH, StompWebSocketEndpoint
 
             self.http = HttpServer(
-                EngineAdminOps(self.engine, self.server.peers, self.role, self._network_status),
+                AdminService(self.engine, self.server.peers, self.role, self._network_status),
                 options.http_security,
                 options.http_static_dir,
                 self.server.verifier,

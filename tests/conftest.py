@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from broker.app import BrokerOptions
+from broker.core.admin.service import AdminService
 from broker.core.base.settings import CoreSettings
-from broker.http.engine_ops import EngineAdminOps
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
+from store.api import Failed
 from tests.broker_thread import BrokerThread
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from store.api import Outcome
+
 
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=100, deadline=None)
@@ -40,12 +42,20 @@ class BrokerServer:
         return self.thread.broker.engine
 
 
-def on_broker(thread: BrokerThread, ask: Callable[[EngineAdminOps], T]) -> T:
-    """What the running broker's admin API answers (asked on the broker's own loop, which
-    owns every broker object), e.g. ``on_broker(t, lambda ops: ops.connections())``."""
+def on_broker(thread: BrokerThread, ask: Callable[[AdminService], object]) -> Any:
+    """What the running broker's admin service answers (asked on the broker's own loop,
+    which owns every broker object; ``Steps`` run by its chores, as the admin API has
+    them run), e.g. ``on_broker(t, lambda ops: ops.connections.every())``."""
     assert thread.broker is not None
-    ops = EngineAdminOps(thread.broker.engine, thread.broker.server.peers)
-    answer: Future[T] = Future()
+    engine = thread.broker.engine
+    ops = AdminService(engine, thread.broker.server.peers)
+    answer: Future[Any] = Future()
+
+    def done(outcome: Outcome[Any]) -> None:
+        if isinstance(outcome, Failed):
+            answer.set_exception(outcome.error)
+        else:
+            answer.set_result(outcome.value)
 
     def run() -> None:
         try:
@@ -53,18 +63,10 @@ def on_broker(thread: BrokerThread, ask: Callable[[EngineAdminOps], T]) -> T:
         except BaseException as exc:
             answer.set_exception(exc)
             return
-        if not inspect.isawaitable(asked):
+        if inspect.isgenerator(asked):
+            engine.chores.add(asked, done)
+        else:
             answer.set_result(asked)
-            return
-
-        async def wait() -> None:
-            try:
-                answer.set_result(await asked)
-            except BaseException as exc:
-                answer.set_exception(exc)
-
-        # The future keeps the task's outcome; the loop keeps the task until it is done.
-        answer.task = asyncio.ensure_future(wait())  # type: ignore[attr-defined]
 
     thread.call(run)
     return answer.result(timeout=10)

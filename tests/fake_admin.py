@@ -1,16 +1,20 @@
-"""An ``AdminOps`` that pretends to be a broker whose core has the admin operations.
+"""A stand-in for the core's admin service (``AdminService``): a pretend broker whose
+queues are lists.
 
-It lets the tests drive what the real engine cannot do yet (browse, move, ... answer
-501 there) through the real HTTP server, the real operation registry and the real
-``stompd-admin``: long operations run in batches with a pause between them, report
-progress, honour cancellation and can fail half-way.
+It lets the tests drive what the real engine cannot do at will (an operation held at a
+batch, failing half-way) through the real HTTP server, the real operation registry and
+the real ``stompd-admin``: long operations run in batches with a pause between them,
+report progress, honour cancellation and can fail half-way.  As the service does, it
+hands its work over as ``Steps`` run by its ``chores`` (the real ``Chores``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from broker.core.admin.errors import Invalid, NotFound
 from broker.core.admin.views import (
@@ -25,8 +29,23 @@ from broker.core.admin.views import (
     SubscriptionInfo,
     Usage,
 )
+from broker.core.base.chores import Chores, Steps, Wait, value
 from broker.core.base.selector import Selector
 from broker.http.server import HttpServer
+
+T = TypeVar("T")
+
+
+def stepped(work: Coroutine[Any, Any, T]) -> Steps[T]:
+    """``work`` (run on the server's loop) as ``Steps``: one ``Wait``, resumed when it is done."""
+    wait = Wait()
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(lambda _: wait.resume())
+    try:
+        yield wait
+    finally:
+        task.cancel()
+    return task.result()
 
 
 @dataclass
@@ -42,7 +61,8 @@ class FakeMessage:
 
 @dataclass
 class FakeOps:
-    queues: dict[str, list[FakeMessage]] = field(default_factory=dict)
+    #: The messages each queue holds.
+    held: dict[str, list[FakeMessage]] = field(default_factory=dict)
     batch: int = 10
     #: Seconds between batches (lets a client see a running operation).
     pause: float = 0.0
@@ -52,45 +72,30 @@ class FakeOps:
     gate: asyncio.Event | None = None
     #: Each batch takes one permit (None: no limit): a test lets batches through one by one.
     permits: asyncio.Semaphore | None = None
+    chores: Chores = field(default_factory=Chores)
+
+    def __post_init__(self) -> None:
+        self.destinations = FakeDestinations(self)
+        self.queues = FakeQueues(self)
+        self.connections = FakeConnections()
+        self.subscriptions = FakeSubscriptions()
 
     def acting_as(self, user: str | None) -> FakeOps:
         # A pretend broker with no authorization entries: anyone may do anything.
         return self
 
-    def _queue(self, name: str) -> list[FakeMessage]:
-        if name not in self.queues:
+    def queue(self, name: str) -> list[FakeMessage]:
+        if name not in self.held:
             raise NotFound(f"no queue {name}")
-        return self.queues[name]
+        return self.held[name]
 
-    def _info(self, name: str) -> DestinationInfo:
-        depth = len(self._queue(name))
+    def info(self, name: str) -> DestinationInfo:
+        depth = len(self.queue(name))
         return DestinationInfo(name, "queue", depth, depth, 0, 0, 0, 0, 0, None, 0, 1 << 20, depth, 0, False)
-
-    async def list_destinations(self) -> list[DestinationInfo]:
-        return [self._info(name) for name in sorted(self.queues)]
-
-    def destination(self, name: str) -> DestinationInfo:
-        return self._info(name)
-
-    def create(self, name: str) -> DestinationInfo:
-        self.queues.setdefault(name, [])
-        return self._info(name)
-
-    async def subscriptions(self) -> list[SubscriptionInfo]:
-        return []
-
-    async def connections(self) -> list[ConnectionInfo]:
-        return []
-
-    def connection(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
-        raise NotFound(connection_id)
-
-    def close_connection(self, connection_id: str) -> None:
-        raise NotFound(connection_id)
 
     def usage(self) -> Usage:
         meter = Meter(0, 1, 0)
-        return Usage(meter, meter, meter, 0, len(self.queues), 0)
+        return Usage(meter, meter, meter, 0, len(self.held), 0)
 
     def network(self) -> list[BridgeInfo]:
         return []
@@ -98,45 +103,87 @@ class FakeOps:
     def health(self) -> Health:
         return Health(True)
 
-    async def _delete(self, name: str) -> int:
-        return len(self.queues.pop(name))
 
-    def delete(self, name: str) -> asyncio.Future[int] | object:
-        self._queue(name)
-        return self._delete(name)
+class FakeDestinations:
+    def __init__(self, ops: FakeOps) -> None:
+        self.ops = ops
 
-    async def _browse(
-        self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
-    ) -> BrowsePage:
-        messages = [m for m in self.queues[name] if selector is None or selector(m)]  # type: ignore[arg-type]
-        start = int(cursor or 0)
-        page = messages[start : start + limit]
-        end = start + len(page)
-        return BrowsePage(
-            [
-                BrowsedMessage(
-                    m.id,
-                    m.priority,
-                    False,
-                    1_700_000_000_000,
-                    0,
-                    False,
-                    m.headers,
-                    len(m.body),
-                    m.body[:preview],
-                )
-                for m in page
-            ],
-            str(end) if end < len(messages) else None,
-        )
+    def every(self) -> Steps[list[DestinationInfo]]:
+        return value([self.ops.info(name) for name in sorted(self.ops.held)])
+
+    def get(self, name: str) -> DestinationInfo:
+        return self.ops.info(name)
+
+    def create(self, name: str) -> DestinationInfo:
+        self.ops.held.setdefault(name, [])
+        return self.ops.info(name)
+
+    def delete(self, name: str) -> Steps[int]:
+        self.ops.queue(name)
+        return value(len(self.ops.held.pop(name)))
+
+
+class FakeConnections:
+    def every(self) -> Steps[list[ConnectionInfo]]:
+        return value([])
+
+    def get(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
+        raise NotFound(connection_id)
+
+    def close(self, connection_id: str) -> None:
+        raise NotFound(connection_id)
+
+
+class FakeSubscriptions:
+    def every(self) -> Steps[list[SubscriptionInfo]]:
+        return value([])
+
+    def browse(self, client_id: str, name: str, *args: object) -> Steps[BrowsePage]:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
+    def purge(self, client_id: str, name: str, progress: Progress) -> Steps[None]:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
+    def delete(self, client_id: str, name: str) -> int:
+        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
+
+    def of_topic(self, name: str, limit: int) -> Steps[tuple[list[SubscriptionInfo], int]]:
+        raise NotFound(f"no topic {name}")
+
+
+class FakeQueues:
+    def __init__(self, ops: FakeOps) -> None:
+        self.ops = ops
 
     def browse(
         self, name: str, selector: Selector | None, limit: int, cursor: str | None, preview: int
-    ) -> object:
-        self._queue(name)
+    ) -> Steps[BrowsePage]:
+        self.ops.queue(name)
         if cursor is not None and not cursor.isdigit():
             raise Invalid(f"bad cursor {cursor!r}")
-        return self._browse(name, selector, limit, cursor, preview)
+        messages = [m for m in self.ops.held[name] if selector is None or selector(m)]  # type: ignore[arg-type]
+        start = int(cursor or 0)
+        page = messages[start : start + limit]
+        end = start + len(page)
+        return value(
+            BrowsePage(
+                [
+                    BrowsedMessage(
+                        m.id,
+                        m.priority,
+                        False,
+                        1_700_000_000_000,
+                        0,
+                        False,
+                        m.headers,
+                        len(m.body),
+                        m.body[:preview],
+                    )
+                    for m in page
+                ],
+                str(end) if end < len(messages) else None,
+            )
+        )
 
     async def _scan(
         self,
@@ -147,74 +194,72 @@ class FakeOps:
         apply: str | None,
         target: str | None,
     ) -> None:
-        source = self.queues[name]
+        ops = self.ops
+        source = ops.held[name]
         progress.total = len(source)
         kept: list[FakeMessage] = []
         index = 0
         while index < len(source):
-            if self.gate is not None:
-                await self.gate.wait()
-            if self.permits is not None:
-                await self.permits.acquire()
+            if ops.gate is not None:
+                await ops.gate.wait()
+            if ops.permits is not None:
+                await ops.permits.acquire()
             if progress.cancelled:
                 kept.extend(source[index:])
                 break
-            for message in source[index : index + self.batch]:
+            for message in source[index : index + ops.batch]:
                 progress.scanned += 1
-                matches = (selector is None or selector(message)) and (
+                matches = (selector is None or selector(message)) and (  # type: ignore[arg-type]
                     limit is None or progress.matched < limit
-                )  # type: ignore[arg-type]
+                )
                 if matches:
                     progress.matched += 1
                 if matches and apply is not None:
                     progress.applied += 1
                     if target is not None:
-                        self.queues.setdefault(target, []).append(message)
+                        ops.held.setdefault(target, []).append(message)
                     if apply == "copy":
                         kept.append(message)
                 else:
                     kept.append(message)
-            index += self.batch
-            if self.fail_with is not None:
-                raise self.fail_with
-            await asyncio.sleep(self.pause)
-        self.queues[name] = kept
+            index += ops.batch
+            if ops.fail_with is not None:
+                raise ops.fail_with
+            await asyncio.sleep(ops.pause)
+        ops.held[name] = kept
 
-    def count(self, name: str, selector: Selector | None, progress: Progress) -> object:
-        self._queue(name)
-        return self._scan(name, selector, None, progress, None, None)
+    def _run(
+        self,
+        name: str,
+        selector: Selector | None,
+        limit: int | None,
+        progress: Progress,
+        apply: str | None,
+        target: str | None,
+    ) -> Steps[None]:
+        self.ops.queue(name)
+        return stepped(self._scan(name, selector, limit, progress, apply, target))
+
+    def count(self, name: str, selector: Selector | None, progress: Progress) -> Steps[None]:
+        return self._run(name, selector, None, progress, None, None)
 
     def move(
         self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
-    ) -> object:
-        self._queue(source)
-        return self._scan(source, selector, limit, progress, "move", target)
+    ) -> Steps[None]:
+        return self._run(source, selector, limit, progress, "move", target)
 
     def copy(
         self, source: str, target: str, selector: Selector | None, limit: int | None, progress: Progress
-    ) -> object:
-        self._queue(source)
-        return self._scan(source, selector, limit, progress, "copy", target)
+    ) -> Steps[None]:
+        return self._run(source, selector, limit, progress, "copy", target)
 
-    def remove(self, name: str, selector: Selector | None, limit: int | None, progress: Progress) -> object:
-        self._queue(name)
-        return self._scan(name, selector, limit, progress, "remove", None)
+    def remove(
+        self, name: str, selector: Selector | None, limit: int | None, progress: Progress
+    ) -> Steps[None]:
+        return self._run(name, selector, limit, progress, "remove", None)
 
-    def purge(self, name: str, progress: Progress) -> object:
-        self._queue(name)
-        return self._scan(name, None, None, progress, "remove", None)
-
-    def browse_subscription(self, client_id: str, name: str, *args: object) -> object:
-        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
-
-    def purge_subscription(self, client_id: str, name: str, progress: Progress) -> object:
-        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
-
-    def delete_subscription(self, client_id: str, name: str) -> int:
-        raise NotFound(f"no durable subscription {name!r} of client {client_id!r}")
-
-    def topic_subscribers(self, name: str, limit: int) -> object:
-        raise NotFound(f"no topic {name}")
+    def purge(self, name: str, progress: Progress) -> Steps[None]:
+        return self._run(name, None, None, progress, "remove", None)
 
 
 class FakeServer:

@@ -31,7 +31,13 @@ from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
 from broker.core.delivery.durable import DurableSubscriptions
 from broker.core.delivery.routing import Routing, boot_prefix
-from broker.core.delivery.session import CLOSING, CONNECTED, Session
+
+# A session and its phases are what the edges hold of a connection: they take them from
+# here (delivery is protected: pyproject's contracts), so they are re-exported.
+from broker.core.delivery.session import AWAIT_CONNECT as AWAIT_CONNECT
+from broker.core.delivery.session import CLOSING
+from broker.core.delivery.session import CONNECTED as CONNECTED
+from broker.core.delivery.session import Session as Session
 from broker.core.handlers.acks import Acks
 from broker.core.handlers.advisory import Advisories
 from broker.core.handlers.connect import Connect, next_phase
@@ -51,9 +57,10 @@ from protocol import frames as f
 from protocol.errors import StompError, UnexpectedFrame, UnknownCommand
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from broker.core.base.channel import Outbox
+    from broker.core.base.chores import Steps
     from broker.core.base.guard import Guard
     from store.api import Stores
 
@@ -111,7 +118,15 @@ class Engine:
         )
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
         self.subscribing = subscribing = Subscribing(
-            settings, usage.memory, destinations, durables, persistence, routing, settlement, advisories
+            settings,
+            usage.memory,
+            destinations,
+            durables,
+            persistence,
+            routing,
+            settlement,
+            advisories,
+            chores,
         )
         self.housekeeping = Housekeeping(
             clock, destinations, durables, settlement, transactions, flow, chores
@@ -170,7 +185,7 @@ class Engine:
         self.transactions.close(session)
         self.chores.add(self._tear_down(session))
 
-    def _tear_down(self, session: Session) -> Iterator[int]:
+    def _tear_down(self, session: Session) -> Steps[None]:
         yield from self.subscribing.close(session)
         self.destinations.drop_temporaries(session)
         self.sending.close(session)

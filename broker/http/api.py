@@ -1,4 +1,6 @@
-"""The JSON admin API, ``/api/v1``: request parsing and validation, then one ``AdminOps`` call.
+"""The JSON admin API, ``/api/v1``: request parsing and validation, then one call to the
+core's admin service (``broker.core.admin.service.AdminService``, acting as the request's
+user), its ``Steps`` run by the engine's chores (``slices.finish``).
 
 A destination in a path is one URL-encoded segment written as in STOMP
 (``/api/v1/destinations/%2Fqueue%2Forders``); a bare name means a queue
@@ -11,7 +13,7 @@ import base64
 import logging
 import math
 from dataclasses import asdict, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from aiohttp import web
@@ -25,15 +27,18 @@ from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.core.base.selector.stomp_names import refuse_stomp_names
 from broker.http import slices
 from broker.http.operations import RUNNING, Operation, Operations
-from broker.http.ops import status_of
 from broker.http.request_body import body_of
+from broker.http.statuses import status_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from broker.core.admin.views import BrowsedMessage, BrowsePage, ConnectionInfo, Meter, Progress
+    from broker.core.admin.service import AdminService
+    from broker.core.admin.views import BrowsedMessage, BrowsePage, Meter, Progress
+    from broker.core.base.chores import Steps
     from broker.core.base.selector import Selector
-    from broker.http.ops import AdminOps
+
+T = TypeVar("T")
 
 log = logging.getLogger("stompd.http")
 
@@ -60,11 +65,16 @@ def json_error(status: int, code: str, message: str, **extra: Any) -> web.Respon
     return web.json_response(error_body(status, code, message, **extra), status=status)
 
 
-def ops_of(request: web.Request) -> AdminOps:
-    """The broker's admin operations, acting as the request's user: what it may do to
+def ops_of(request: web.Request) -> AdminService:
+    """The broker's admin service, acting as the request's user: what it may do to
     destinations is what its authorization entries allow (broker/core/admin/rights.py)."""
-    ops: AdminOps = request.app[OPS_KEY]  # type: ignore[assignment]
+    ops: AdminService = request.app[OPS_KEY]  # type: ignore[assignment]
     return ops.acting_as(request.get(USER))
+
+
+async def done(ops: AdminService, work: Steps[T]) -> T:
+    """``work``'s answer, once the engine's chores have run it (``slices.finish``)."""
+    return await slices.finish(ops.chores, work)
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -170,7 +180,8 @@ async def index(request: web.Request) -> web.Response:
 @routes.get(PREFIX + "/destinations")
 async def list_destinations(request: web.Request) -> web.StreamResponse:
     kind = request.query.get("kind")
-    infos = await ops_of(request).list_destinations()
+    ops = ops_of(request)
+    infos = await done(ops, ops.destinations.every())
     if kind:
         infos = [info for info in infos if info.kind == kind]
     return await slices.json_list(request, "destinations", infos, destination_json)
@@ -185,7 +196,7 @@ async def create_destination(request: web.Request) -> web.Response:
     name = parse_destination(raw)
     if not name.startswith(_CREATABLE):
         raise Invalid(f"only /queue/ and /topic/ destinations can be created, not {name}")
-    info = ops_of(request).create(name)
+    info = ops_of(request).destinations.create(name)
     return web.json_response(
         destination_json(info), status=201, headers={"Location": f"{PREFIX}/destinations/{_quote(name)}"}
     )
@@ -193,13 +204,13 @@ async def create_destination(request: web.Request) -> web.Response:
 
 @routes.get(PREFIX + "/destinations/{dest}")
 async def get_destination(request: web.Request) -> web.Response:
-    return web.json_response(destination_json(ops_of(request).destination(dest_of(request))))
+    return web.json_response(destination_json(ops_of(request).destinations.get(dest_of(request))))
 
 
 @routes.get(PREFIX + "/destinations/{dest}/history")
 async def destination_history(request: web.Request) -> web.Response:
     """The last hour at 10 s: each sample's depth, and its in and out as rates per second."""
-    history = ops_of(request).history(dest_of(request))
+    history = ops_of(request).destinations.history(dest_of(request))
     seconds = history.interval_ms / 1000
     return web.json_response(
         {
@@ -222,7 +233,8 @@ async def destination_history(request: web.Request) -> web.Response:
 @routes.delete(PREFIX + "/destinations/{dest}")
 async def delete_destination(request: web.Request) -> web.Response:
     name = dest_of(request)
-    removed = await ops_of(request).delete(name)
+    ops = ops_of(request)
+    removed = await done(ops, ops.destinations.delete(name))
     return web.json_response({"deleted": name, "removed": removed})
 
 
@@ -230,7 +242,8 @@ async def delete_destination(request: web.Request) -> web.Response:
 async def browse(request: web.Request) -> web.Response:
     name = dest_of(request)
     selector, limit, preview, cursor = _browse_query(request)
-    page = await ops_of(request).browse(name, selector, limit, cursor, preview)
+    ops = ops_of(request)
+    page = await done(ops, ops.queues.browse(name, selector, limit, cursor, preview))
     return _page_response(name, page)
 
 
@@ -279,7 +292,9 @@ async def count(request: web.Request) -> web.Response:
     selector = parse_selector(body.get("selector"))
     ops = ops_of(request)
     operation = Operation(_new_id(request), "count", name, selector=_text(selector))
-    return await _start(request, operation, lambda p: ops.count(name, selector, p), body.get("wait"))
+    return await _start(
+        request, ops, operation, lambda p: ops.queues.count(name, selector, p), body.get("wait")
+    )
 
 
 @routes.post(PREFIX + "/destinations/{dest}/move")
@@ -305,12 +320,12 @@ async def _transfer(request: web.Request, kind: str) -> web.Response:
     selector = parse_selector(body.get("selector"))
     limit = _limit(body.get("max"))
     ops = ops_of(request)
-    method = ops.move if kind == "move" else ops.copy
+    method = ops.queues.move if kind == "move" else ops.queues.copy
     operation = Operation(
         _new_id(request), kind, source, target=target, selector=_text(selector), limit=limit
     )
     return await _start(
-        request, operation, lambda p: method(source, target, selector, limit, p), body.get("wait")
+        request, ops, operation, lambda p: method(source, target, selector, limit, p), body.get("wait")
     )
 
 
@@ -322,7 +337,9 @@ async def remove(request: web.Request) -> web.Response:
     limit = _limit(body.get("max"))
     ops = ops_of(request)
     operation = Operation(_new_id(request), "remove", name, selector=_text(selector), limit=limit)
-    return await _start(request, operation, lambda p: ops.remove(name, selector, limit, p), body.get("wait"))
+    return await _start(
+        request, ops, operation, lambda p: ops.queues.remove(name, selector, limit, p), body.get("wait")
+    )
 
 
 @routes.post(PREFIX + "/destinations/{dest}/purge")
@@ -331,7 +348,7 @@ async def purge(request: web.Request) -> web.Response:
     body = await body_of(request, {"wait"})
     ops = ops_of(request)
     operation = Operation(_new_id(request), "purge", name)
-    return await _start(request, operation, lambda p: ops.purge(name, p), body.get("wait"))
+    return await _start(request, ops, operation, lambda p: ops.queues.purge(name, p), body.get("wait"))
 
 
 def _limit(value: Any) -> int | None:
@@ -348,13 +365,16 @@ def _new_id(request: web.Request) -> str:
 
 async def _start(
     request: web.Request,
+    ops: AdminService,
     operation: Operation,
-    begin: Callable[[Progress], Awaitable[None]],
+    begin: Callable[[Progress], Steps[None]],
     wait: Any,
 ) -> web.Response:
+    """Start a long operation (``begin(progress)`` checks its arguments at once), and wait
+    up to ``wait`` seconds for it."""
     seconds = _wait(wait)
     operations = request.app[OPERATIONS_KEY]
-    operations.start(operation, begin)
+    operations.start(operation, lambda progress: done(ops, begin(progress)))
     await operations.wait(operation, seconds)
     return _operation_response(operation)
 
@@ -397,40 +417,42 @@ def _operation(request: web.Request) -> Operation:
 
 @routes.get(PREFIX + "/connections")
 async def list_connections(request: web.Request) -> web.StreamResponse:
-    infos = await slices.ordered(await ops_of(request).connections(), _connected_since)
+    ops = ops_of(request)
+    infos = await done(ops, ops.connections.every())
     return await slices.json_list(request, "connections", infos, asdict)
-
-
-def _connected_since(info: ConnectionInfo) -> float:
-    return info.connected_since
 
 
 @routes.get(PREFIX + "/connections/{id}")
 async def get_connection(request: web.Request) -> web.Response:
-    info, subs = ops_of(request).connection(request.match_info["id"])
+    connections = ops_of(request).connections
+    info, subs = connections.get(request.match_info["id"])
     out = asdict(info)
     out["subscription_list"] = [asdict(sub) for sub in subs]
-    out["producer_list"] = ops_of(request).producers(info.id)
+    out["producer_list"] = connections.producers(info.id)
     return web.json_response(out)
 
 
 @routes.delete(PREFIX + "/connections/{id}")
 async def close_connection(request: web.Request) -> web.Response:
     connection_id = request.match_info["id"]
-    ops_of(request).close_connection(connection_id)
+    ops_of(request).connections.close(connection_id)
     return web.json_response({"closed": connection_id})
 
 
 @routes.get(PREFIX + "/subscriptions")
 async def list_subscriptions(request: web.Request) -> web.StreamResponse:
-    return await slices.json_list(request, "subscriptions", await ops_of(request).subscriptions(), asdict)
+    ops = ops_of(request)
+    return await slices.json_list(
+        request, "subscriptions", await done(ops, ops.subscriptions.every()), asdict
+    )
 
 
 @routes.get(PREFIX + "/subscriptions/{client}/{name}/messages")
 async def browse_subscription(request: web.Request) -> web.Response:
     client_id, name = request.match_info["client"], request.match_info["name"]
     selector, limit, preview, cursor = _browse_query(request)
-    page = await ops_of(request).browse_subscription(client_id, name, selector, limit, cursor, preview)
+    ops = ops_of(request)
+    page = await done(ops, ops.subscriptions.browse(client_id, name, selector, limit, cursor, preview))
     return _page_response(f"{client_id}/{name}", page)
 
 
@@ -441,14 +463,14 @@ async def purge_subscription(request: web.Request) -> web.Response:
     ops = ops_of(request)
     operation = Operation(_new_id(request), "purge", f"{client_id}/{name}")
     return await _start(
-        request, operation, lambda p: ops.purge_subscription(client_id, name, p), body.get("wait")
+        request, ops, operation, lambda p: ops.subscriptions.purge(client_id, name, p), body.get("wait")
     )
 
 
 @routes.delete(PREFIX + "/subscriptions/{client}/{name}")
 async def delete_subscription(request: web.Request) -> web.Response:
     client_id, name = request.match_info["client"], request.match_info["name"]
-    removed = ops_of(request).delete_subscription(client_id, name)
+    removed = ops_of(request).subscriptions.delete(client_id, name)
     return web.json_response({"deleted": {"client_id": client_id, "name": name}, "removed": removed})
 
 
@@ -456,7 +478,8 @@ async def delete_subscription(request: web.Request) -> web.Response:
 async def topic_subscribers(request: web.Request) -> web.StreamResponse:
     name = dest_of(request)
     limit = int_field(request.query.get("limit", SUBSCRIBERS_MAX), "limit", 1, SUBSCRIBERS_MAX)
-    rows, total = await ops_of(request).topic_subscribers(name, limit)
+    ops = ops_of(request)
+    rows, total = await done(ops, ops.subscriptions.of_topic(name, limit))
     return await slices.json_list(request, "subscribers", rows, asdict, {"total": total})
 
 
@@ -470,7 +493,8 @@ async def list_scheduled(request: web.Request) -> web.Response:
     query = request.query
     limit = int_field(query.get("limit", BROWSE_DEFAULT), "limit", 1, BROWSE_MAX)
     preview = int_field(query.get("preview", PREVIEW_DEFAULT), "preview", 0, PREVIEW_MAX)
-    page = await ops_of(request).scheduled(limit, query.get("cursor") or None, preview)
+    ops = ops_of(request)
+    page = await done(ops, ops.scheduled.page(limit, query.get("cursor") or None, preview))
     jobs = []
     for job in page.jobs:
         body, encoding = _preview(job.preview)
@@ -491,14 +515,16 @@ async def remove_all_scheduled(request: web.Request) -> web.Response:
     if start is not None and end is not None:
         # Epoch ms a job's due time can be (the store's LONG_MAX): a 400 past it.
         window = int_field(start, "start", 0, LONG_MAX), int_field(end, "end", 0, LONG_MAX)
-    removed = await ops_of(request).remove_scheduled(None, window)
+    ops = ops_of(request)
+    removed = await done(ops, ops.scheduled.remove(None, window))
     return web.json_response({"removed": removed})
 
 
 @routes.delete(PREFIX + "/scheduled/{id}")
 async def remove_scheduled(request: web.Request) -> web.Response:
     job_id = request.match_info["id"]
-    removed = await ops_of(request).remove_scheduled(job_id, None)
+    ops = ops_of(request)
+    removed = await done(ops, ops.scheduled.remove(job_id, None))
     if not removed:
         raise NotFound(f"no scheduled job {job_id}")
     return web.json_response({"removed": removed, "id": job_id})

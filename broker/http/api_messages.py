@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from broker.core.admin.errors import Invalid
-from broker.http.api import PREFIX, USER, dest_of, int_field, message_json, ops_of, parse_destination
+from broker.http.api import PREFIX, USER, dest_of, done, int_field, message_json, ops_of, parse_destination
 from broker.http.request_body import body_of
 
 routes = web.RouteTableDef()
@@ -27,7 +27,8 @@ async def send(request: web.Request) -> web.Response:
     body = await body_of(request, _SEND_FIELDS)
     headers = _send_headers(body)
     payload = _send_body(body.get("body", ""), body.get("body_encoding", "utf-8"))
-    await ops_of(request).send(request.get(USER), name, headers, payload)
+    ops = ops_of(request)
+    await done(ops, ops.messages.send(request.get(USER), name, headers, payload))
     out: dict[str, Any] = {"sent": name, "body_size": len(payload), "headers": headers}
     return web.json_response(out, status=201)
 
@@ -72,14 +73,16 @@ def _send_body(text: Any, encoding: Any) -> bytes:
 @routes.get(PREFIX + "/destinations/{dest}/messages/{id}")
 async def get_message(request: web.Request) -> web.Response:
     name = dest_of(request)
-    message = await ops_of(request).message(name, request.match_info["id"])
+    ops = ops_of(request)
+    message = await done(ops, ops.messages.get(name, request.match_info["id"]))
     return web.json_response({"destination": name, **message_json(message)})
 
 
 @routes.delete(PREFIX + "/destinations/{dest}/messages/{id}")
 async def remove_message(request: web.Request) -> web.Response:
     name, message_id = dest_of(request), request.match_info["id"]
-    await ops_of(request).remove_message(name, message_id)
+    ops = ops_of(request)
+    await done(ops, ops.messages.remove(name, message_id))
     return web.json_response({"removed": message_id, "destination": name})
 
 
@@ -92,7 +95,8 @@ async def move_message(request: web.Request) -> web.Response:
     target = parse_destination(raw)
     if target == name:
         raise Invalid(f"the message is on {name} already")
-    await ops_of(request).move_message(name, message_id, target)
+    ops = ops_of(request)
+    await done(ops, ops.messages.move(name, message_id, target))
     return web.json_response({"moved": message_id, "destination": name, "target": target})
 
 
@@ -100,7 +104,8 @@ async def move_message(request: web.Request) -> web.Response:
 async def retry_message(request: web.Request) -> web.Response:
     name, message_id = dest_of(request), request.match_info["id"]
     await body_of(request, set())
-    target = await ops_of(request).retry(name, message_id)
+    ops = ops_of(request)
+    target = await done(ops, ops.messages.retry(name, message_id))
     return web.json_response({"retried": message_id, "destination": name, "target": target})
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.core.admin.errors import AdminError
 from broker.core.admin.views import Progress
-from broker.http.ops import status_of
+from broker.http.statuses import status_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Iterator

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import asyncio
     from collections.abc import Awaitable, Callable
 
-    from broker.http.ops import AdminOps
+    from broker.core.admin.service import AdminService
     from broker.io.descriptors import Descriptors
     from broker.io.verifier import Verifier
 
@@ -71,7 +71,7 @@ STATIC_PREFIX = "/static/"
 class HttpServer:
     def __init__(
         self,
-        ops: AdminOps,
+        ops: AdminService,
         security: HttpSecurity | None = None,
         static_dir: Path | None = None,
         verifier: Verifier | None = None,

@@ -2,10 +2,11 @@
 
 With 100,000 destinations or 19,000 connections, building one list of all of them, or
 sorting it, or writing it out as JSON, holds the event loop for tenths of a second: every
-client waits.  The core hands such work over as ``Steps`` (``broker.core.admin.steps``:
-a slice of ``SLICE`` items, or a batch of an operation, a step), which ``finish`` runs
-here, letting the loop serve others between two steps; ``json_list`` writes a list out
-a slice at a time.
+client waits.  The admin service hands such work over as ``Steps`` (chores,
+``broker.core.base.chores``: a slice of ``SLICE`` items, or a batch of an operation, a
+step), which ``finish`` gives the engine's chores to run, between other clients' work
+and in one time budget with the broker's other chores, and waits for; ``json_list``
+writes a list out a slice at a time.
 """
 
 from __future__ import annotations
@@ -17,48 +18,38 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
-from broker.core.admin import steps
-from broker.core.admin.steps import SLICE
+from broker.core.base.chores import SLICE
+from store.api import Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.admin.steps import Steps
+    from broker.core.base.chores import Chores, Steps
+    from store.api import Outcome
 
 T = TypeVar("T")
 
-__all__ = ["SLICE", "finish", "json_list", "ordered"]
+__all__ = ["SLICE", "finish", "json_list"]
 
 
-async def finish(steps: Steps[T]) -> T:
-    """Run ``steps`` to its end, letting the loop run between two steps (and waiting for
-    the disk job a step says it waits for); its answer."""
-    loop = asyncio.get_running_loop()
+async def finish(chores: Chores, work: Steps[T]) -> T:
+    """``work`` run by ``chores`` to its end: its answer (or what it raised).  A caller
+    that goes away (its task cancelled) stops it: its own clean-up runs then."""
+    answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    chore = chores.add(work, functools.partial(_answer, answer))
     try:
-        while True:
-            try:
-                wait = next(steps)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if wait is None:
-                await asyncio.sleep(0)
-                continue
-            resumed: asyncio.Future[None] = loop.create_future()
-            wait.then(functools.partial(_resolve, resumed))
-            await resumed
+        return await answer
     finally:
-        # A client that left (the task cancelled): the work's own clean-up runs now.
-        steps.close()
+        chore.cancel()
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-async def ordered(items: list[T], key: Callable[[T], Any]) -> list[T]:
-    """``items`` sorted by ``key``, a slice at a time (``steps.ordered``)."""
-    return await finish(steps.ordered(items, key))
+def _answer(future: asyncio.Future[T], outcome: Outcome[T]) -> None:
+    if future.done():
+        return
+    if isinstance(outcome, Failed):
+        future.set_exception(outcome.error)
+    else:
+        future.set_result(outcome.value)
 
 
 async def json_list(

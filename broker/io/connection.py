@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final, cast
 
 from broker.core.base.errors import to_error_frame
 from broker.core.base.guard import NotAuthenticated
-from broker.core.delivery.session import AWAIT_CONNECT, CONNECTED
+from broker.core.engine import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
 from broker.io.reading import LOGIN, TURN, ReadGate
 from protocol.encoder import encode_frame
@@ -32,8 +32,7 @@ from protocol.parser import FrameParser
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.delivery.session import Session
-    from broker.core.engine import Engine
+    from broker.core.engine import Engine, Session
     from broker.io.limits import ConnectionLimits
     from broker.io.listener import Gate
     from broker.io.logins import FailedLogins

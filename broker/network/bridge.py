@@ -1,93 +1,64 @@
 """One bridge: this broker joined to one remote broker over one STOMP connection.
 
-A ``Bridge`` keeps the connection up (reconnecting with ActiveMQ's back-off), its state
-and its counts; while it is up, a ``Crossing`` (``crossing``) does the work between this
-broker and the remote one, making and reading frames with ``wire``:
+A ``Bridge`` keeps the connection up (reconnecting with ActiveMQ's back-off); while it is
+up, a ``Crossing`` (``crossing``) does the work between this broker and the remote one:
 
-* **push**: for each destination the remote has consumers for (its consumer advisories,
-  ``demand.Demand``) and each statically included one, a network subscription here
-  (``stompd.network``: never a message that was on the remote, none past the TTL; on
-  standby or at a low priority behind this broker's own consumers).  Each MESSAGE it
-  gets becomes a SEND to the remote with a receipt; the local ACK waits for that
-  RECEIPT, so the message stays stored here until the remote has stored it.
-* **pull** (duplex, and ``pulledDestinations``): a subscription on the remote for what
-  this broker's consumers want (its own advisories) or for the named queues; each
-  MESSAGE becomes a SEND here with a receipt, and the remote is ACKed once this
+* **push** (``push``): for each destination the remote has consumers for (its consumer
+  advisories, ``demand.Demand``) and each statically included one, a network
+  subscription here (``stompd.network``: never a message that was on the remote, none
+  past the TTL; on standby or at a low priority behind this broker's own consumers).
+  Each MESSAGE it gets becomes a SEND to the remote with a receipt; the local ACK waits
+  for that RECEIPT, so the message stays stored here until the remote has stored it.
+* **pull** (``pull``; duplex, and ``pulledDestinations``): a subscription on the remote
+  for what this broker's consumers want (its own advisories) or for the named queues;
+  each MESSAGE becomes a SEND here with a receipt, and the remote is ACKed once this
   broker's RECEIPT says the message is stored.
 
 What crosses keeps its id (``_STOMPD_ID``: copies re-sent after a failure are dropped
 by the receiver's audit), its path (``_STOMPD_PATH``), ``redelivered``, priority,
-expiry, time stamp, group and every other header.  docs/network.md has the whole design.
+expiry, time stamp, group and every other header (``wire`` makes the frames).  What the
+bridge is given and what it shows are ``status``'s; what it remembers across its
+connections, the destinations the remote refused (``push.Refusals``) and the copies a
+broker that is not stompd may send again (``pull.PulledCopies``), it keeps here.
+docs/network.md has the whole design.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from broker.network import wire
-from broker.network.crossing import CONNECTING, STOPPED, WAITING, Crossing
+from broker.network.crossing import Crossing
+from broker.network.pull import PulledCopies
+from broker.network.push import Refusals
+from broker.network.status import CONNECTING, STOPPED, WAITING, BridgeStatus, Figures, report
 
 if TYPE_CHECKING:
-    import ssl
-
     from broker.core.engine import Engine
-    from config.model import NetworkConnector, NetworkUri
+    from broker.network.status import BridgeSettings
 
 log = logging.getLogger("stompd.network")
 
 
 class Bridge:
-    """The bridge to one broker of a networkConnector's list: its state and its counts."""
+    """The bridge to one broker of a networkConnector's list: its connection kept up."""
 
-    def __init__(
-        self,
-        engine: Engine,
-        connector: NetworkConnector,
-        uri: NetworkUri,
-        broker_name: str,
-        ssl_context: ssl.SSLContext | None,
-        max_frame_size: int,
-    ) -> None:
+    def __init__(self, engine: Engine, settings: BridgeSettings) -> None:
         self.engine = engine
-        self.connector = connector
-        self.uri = uri
-        self.broker_name = broker_name
-        self.ssl_context = ssl_context
-        self.max_frame_size = max_frame_size
-        self.state = STOPPED
-        #: What the remote says it is (its brokerName; ``host:port`` for a broker that
-        #: is not stompd), and its ``server`` header.
-        self.remote_name = ""
-        self.remote_server = ""
-        #: Epoch seconds of the current connection's start (None: not connected).
-        self.connected_since: float | None = None
-        #: Messages this bridge sent to the remote and the remote receipted.
-        self.forwarded = 0
-        #: Messages it took from the remote and stored here.
-        self.received = 0
-        #: Connections made, and failed or lost.
-        self.connects = 0
-        self.failures = 0
-        self.last_error = ""
-        #: Destinations the remote refused (an ERROR for a SEND): not forwarded until then.
-        self.refused: dict[str, float] = {}
-        #: Fingerprints of the last messages pulled from a remote that is not stompd
-        #: (``wire.fingerprint``), and the copies it sent again that they caught.
-        self.pulled: OrderedDict[bytes, None] = OrderedDict()
-        self.pulled_again = 0
+        self.settings = settings
+        self.status = BridgeStatus()
+        self.refusals = Refusals()
+        self.copies = PulledCopies(4 * settings.connector.prefetch_size)
+        #: The connection of the time (None: connecting, waiting, stopped).
         self.crossing: Crossing | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
 
-    @property
-    def label(self) -> str:
-        return f"{self.connector.name} -> {self.uri}"
-
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"bridge {self.label}")
+        label = self.settings.label
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"bridge {label}")
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -101,63 +72,47 @@ class Bridge:
                 await task
             except asyncio.CancelledError:
                 pass
-        self.state = STOPPED
+        self.status.state = STOPPED
 
     async def _run(self) -> None:
-        connector = self.connector
+        connector = self.settings.connector
+        status = self.status
+        loop = asyncio.get_running_loop()
         delay = connector.initial_reconnect_delay / 1000
         while not self._stopping.is_set():
-            self.state = CONNECTING
-            crossing = self.crossing = Crossing(self)
+            status.state = CONNECTING
+            crossing = self.crossing = Crossing(
+                loop, self.engine, self.settings, status, self.refusals, self.copies
+            )
             try:
                 await crossing.run()
             except asyncio.CancelledError:
                 crossing.close("this broker is stopping")
                 raise
             except (OSError, TimeoutError) as exc:
-                self.last_error = wire.describe(exc)
+                status.last_error = wire.describe(exc)
             except Exception as exc:
-                log.exception("network bridge %s failed", self.label)
-                self.last_error = f"the bridge failed: {exc!r}"
+                log.exception("network bridge %s failed", self.settings.label)
+                status.last_error = f"the bridge failed: {exc!r}"
             finally:
                 self.crossing = None
-                self.connected_since = None
+                status.connected_since = None
             if self._stopping.is_set():
                 return
-            self.failures += 1
+            status.failures += 1
             if crossing.established:
                 delay = connector.initial_reconnect_delay / 1000
-            self.state = WAITING
-            log.warning("network bridge %s: %s; reconnecting in %.1f s", self.label, self.last_error, delay)
+            status.state = WAITING
+            log.warning(
+                "network bridge %s: %s; reconnecting in %.1f s", self.settings.label, status.last_error, delay
+            )
             await asyncio.sleep(delay)
             if crossing.established or not connector.use_exponential_back_off:
                 continue
             delay = min(delay * connector.back_off_multiplier, connector.max_reconnect_delay / 1000)
 
-    def remember_pulled(self, fingerprint: bytes) -> None:
-        """Kept for as many messages as can be in flight twice over: what the remote may
-        redeliver after a dropped link (its prefetch window) is among them."""
-        pulled = self.pulled
-        pulled[fingerprint] = None
-        if len(pulled) > 4 * self.connector.prefetch_size:
-            pulled.popitem(last=False)
-
-    def status(self) -> dict[str, object]:
+    def report(self) -> dict[str, object]:
+        """The bridge as the admin API and ``/metrics`` show it (``status.report``)."""
         crossing = self.crossing
-        return {
-            "connector": self.connector.name,
-            "remote": str(self.uri),
-            "remote_broker": self.remote_name or None,
-            "state": self.state,
-            "connected_since": self.connected_since,
-            "duplex": self.connector.duplex,
-            "forwarded": self.forwarded,
-            "received": self.received,
-            "in_flight": crossing.in_flight if crossing is not None else 0,
-            "pending": crossing.pending() if crossing is not None else 0,
-            "forwarding": crossing.forwarding() if crossing is not None else [],
-            "pulling": crossing.pulling() if crossing is not None else [],
-            "connects": self.connects,
-            "failures": self.failures,
-            "last_error": self.last_error or None,
-        }
+        figures = crossing.figures() if crossing is not None else Figures()
+        return report(self.settings, self.status, figures)

@@ -32,8 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from broker.core.base import bridging
-from broker.core.handlers import advisory
+from broker.core.base import bridging, names
 from wildcards import is_wildcard, matches
 
 if TYPE_CHECKING:
@@ -50,8 +49,8 @@ TOPIC = "topic"
 NETWORK_PRIORITY = -5
 #: What an advisory subscription's SUBSCRIBE names (queues, then topics).
 ADVISORY_DESTINATIONS = (
-    "/topic/" + advisory.CONSUMER_QUEUE + ">",
-    "/topic/" + advisory.CONSUMER_TOPIC + ">",
+    "/topic/" + names.CONSUMER_ADVISORY_QUEUE + ">",
+    "/topic/" + names.CONSUMER_ADVISORY_TOPIC + ">",
 )
 
 
@@ -131,10 +130,10 @@ class Demand:
             # as many as it likes).
             return []
         topic = destination.removeprefix("/topic/")
-        if topic.startswith(advisory.CONSUMER_QUEUE):
-            kind, name = QUEUE, topic[len(advisory.CONSUMER_QUEUE) :]
-        elif topic.startswith(advisory.CONSUMER_TOPIC):
-            kind, name = TOPIC, topic[len(advisory.CONSUMER_TOPIC) :]
+        if topic.startswith(names.CONSUMER_ADVISORY_QUEUE):
+            kind, name = QUEUE, topic[len(names.CONSUMER_ADVISORY_QUEUE) :]
+        elif topic.startswith(names.CONSUMER_ADVISORY_TOPIC):
+            kind, name = TOPIC, topic[len(names.CONSUMER_ADVISORY_TOPIC) :]
         else:
             return []
         try:
@@ -191,7 +190,7 @@ class Demand:
         return [Change(False, want)]
 
     def _wanted(self, kind: str, name: str, path: tuple[str, ...]) -> bool:
-        if not name or name.startswith(advisory.PREFIX):
+        if not name or name.startswith(names.ADVISORY_PREFIX):
             return False
         if kind == QUEUE and is_wildcard(name):
             return False

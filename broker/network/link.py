@@ -43,9 +43,9 @@ class LinkHandler(Protocol):
 
 
 class Link(asyncio.Protocol):
-    def __init__(self, handler: LinkHandler, max_frame_size: int) -> None:
+    def __init__(self, handler: LinkHandler, loop: asyncio.AbstractEventLoop, max_frame_size: int) -> None:
         self._handler = handler
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop
         self._parser = FrameParser(max_frame_size=max_frame_size + (64 << 10), max_headers=10_000)
         self._transport: asyncio.Transport | None = None
         self._chunks: list[bytes] = []
@@ -59,7 +59,6 @@ class Link(asyncio.Protocol):
         self._recv_ms = 0
         self._last_read = 0.0
         self._last_write = 0.0
-        self.lost: asyncio.Future[str] = self._loop.create_future()
 
     # -- connecting ----------------------------------------------------------------------
 
@@ -74,7 +73,7 @@ class Link(asyncio.Protocol):
         timeout: float,
     ) -> Link:
         loop = asyncio.get_running_loop()
-        link = cls(handler, max_frame_size)
+        link = cls(handler, loop, max_frame_size)
         await asyncio.wait_for(
             loop.create_connection(
                 lambda: link, host, port, ssl=ssl_context, server_hostname=host if ssl_context else None
@@ -207,11 +206,6 @@ class Link(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
-    def abort(self, reason: str) -> None:
-        if self._transport is not None and not self._closed:
-            self._reason = reason
-            self._transport.abort()
-
     def connection_lost(self, exc: Exception | None) -> None:
         if self._closed:
             return
@@ -222,6 +216,4 @@ class Link(asyncio.Protocol):
         reason = self._reason or (
             f"connection lost: {exc}" if exc else "the remote broker closed the connection"
         )
-        if not self.lost.done():
-            self.lost.set_result(reason)
         self._handler.on_lost(reason)

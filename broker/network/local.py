@@ -5,8 +5,9 @@ The engine sees an ordinary session (``Engine.open_internal_session``: connected
 ``Engine.handle``, and what the engine writes to it (MESSAGE, RECEIPT) goes through a
 real ``broker.io.outbox.Outbox``, so prefetch credit, the holds that keep a RECEIPT or a
 MESSAGE back until the store has made it durable, flow control and write coalescing are
-the engine's own.  The outbox writes its bytes to ``_Pipe``, which parses them back
-into frames for the bridge.
+the engine's own.  The outbox writes the pieces it was pushed to ``_Pipe``, which hands
+them back to the bridge: a subscription's MESSAGE as its pieces, read by the core's
+definition (``pieces.read_pieces``), anything else parsed into a frame.
 
 Frames handed in are run at once; the engine's end-of-batch work (``Engine.flush``:
 the store batch) runs once per loop turn, as after a socket read, so a burst of
@@ -15,21 +16,22 @@ forwarded messages shares one group commit.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, cast
 
+from broker.core.base.pieces import MESSAGE_HEAD, read_pieces
 from broker.io.outbox import Outbox
-from protocol.encoder import FRAME_END
+from protocol.errors import StompError
 from protocol.frames import V1_2, Frame
 from protocol.parser import FrameParser
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable
 
-    from broker.core.delivery.session import Session
-    from broker.core.engine import Engine
+    from broker.core.base.pieces import MessagePieces
+    from broker.core.engine import Engine, Session
 
 log = logging.getLogger("stompd.network")
 
@@ -38,27 +40,30 @@ _HELD_HIGH_WATER = 1 << 20
 
 
 class LocalClient:
-    """The engine as a STOMP peer: ``send`` frames to it, ``on_frame`` gets its answers."""
+    """The engine as a STOMP peer: ``send`` frames to it; ``on_message`` gets a
+    subscription's MESSAGEs as their pieces, ``on_frame`` every other frame it writes."""
 
     def __init__(
         self,
+        loop: asyncio.AbstractEventLoop,
         engine: Engine,
+        on_message: Callable[[MessagePieces], None],
         on_frame: Callable[[Frame], None],
         on_failure: Callable[[BaseException], None],
         on_reading: Callable[[bool], None],
         max_frame_size: int,
-        name: str = "network bridge",
-        on_message: Callable[[list[bytes]], None] | None = None,
+        label: str,
     ) -> None:
         self._engine = engine
-        self._on_frame = on_frame
-        #: A subscription's MESSAGE, in the pieces it was written as (see ``_frames``).
         self._on_message = on_message
+        self._on_frame = on_frame
         self._written: list[list[bytes]] = []
         self._on_failure = on_failure
         #: Told False when the engine stops reading this client (its SENDs wait for room).
         self._on_reading = on_reading
-        self._loop = asyncio.get_running_loop()
+        #: The bridge's, for the log (``BridgeSettings.label``).
+        self._label = label
+        self._loop = loop
         self._parser = FrameParser(max_frame_size=max_frame_size + (64 << 10), max_headers=10_000)
         self._parser.version = V1_2
         self._pipe = _Pipe(self)
@@ -79,7 +84,7 @@ class LocalClient:
         )
         self.session: Session = engine.open_internal_session(self._outbox)
         #: What the connection list shows as its login.
-        self.session.login = name
+        self.session.login = f"(network bridge {label})"
 
     # -- frames in -------------------------------------------------------------------
 
@@ -93,6 +98,21 @@ class LocalClient:
             engine.clock.set(time.time())
             self._loop.call_soon(self._flush)
         engine.handle(self.session, Frame(command, headers, body))
+
+    def offer(self, command: str, headers: dict[str, str], body: bytes = b"") -> bool:
+        """``send``, and False if the engine refused the frame (logged: the bridge goes on)."""
+        try:
+            self.send(command, headers, body)
+        except StompError as exc:
+            log.error(
+                "network bridge %s: %s %s refused here: %s",
+                self._label,
+                command,
+                headers.get("destination") or headers.get("id"),
+                exc,
+            )
+            return False
+        return True
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -126,10 +146,9 @@ class LocalClient:
             self._on_failure(exc)
 
     def _frames(self, chunks: list[bytes]) -> None:
-        """A MESSAGE from a subscription comes as its pieces (``Subscription.deliver``:
-        the shared head, its subscription's headers, the end of its headers, the body,
-        then ``FRAME_END``): those go to ``on_message`` as they are, unparsed.  Anything
-        else (a RECEIPT, a browser's MESSAGE) is a whole frame, parsed."""
+        """A MESSAGE from a subscription comes as its pieces (``Subscription.deliver``;
+        ``pieces.read_pieces`` reads them): those go to ``on_message`` unparsed.
+        Anything else (a RECEIPT, a browser's end) is a whole frame, parsed."""
         parser = self._parser
         on_frame = self._on_frame
         on_message = self._on_message
@@ -137,13 +156,11 @@ class LocalClient:
         i = 0
         while i < n and not self.closed:
             part = chunks[i]
-            if on_message is not None and part.startswith(b"MESSAGE\n") and b"\0" not in part:
-                end = i + 1
-                while end < n and chunks[end] is not FRAME_END:
-                    end += 1
-                if end < n:
-                    on_message(chunks[i:end])
-                    i = end + 1
+            if part.startswith(MESSAGE_HEAD):
+                read = read_pieces(chunks, i, V1_2)
+                if read is not None:
+                    pieces, i = read
+                    on_message(pieces)
                     continue
             parser.feed(part)
             i += 1

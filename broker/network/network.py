@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from broker.network.bridge import Bridge
+from broker.network.status import BridgeSettings
 
 if TYPE_CHECKING:
     import ssl
@@ -31,11 +32,13 @@ class Network:
         self.bridges = [
             Bridge(
                 engine,
-                connector,
-                uri,
-                settings.broker_name,
-                settings.ssl_context if uri.tls else None,
-                settings.max_frame_size,
+                BridgeSettings(
+                    connector,
+                    uri,
+                    settings.broker_name,
+                    settings.ssl_context if uri.tls else None,
+                    settings.max_frame_size,
+                ),
             )
             for connector in settings.connectors
             for uri in connector.uris
@@ -50,4 +53,4 @@ class Network:
             await bridge.stop()
 
     def status(self) -> list[dict[str, object]]:
-        return [bridge.status() for bridge in self.bridges]
+        return [bridge.report() for bridge in self.bridges]

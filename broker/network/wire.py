@@ -1,7 +1,7 @@
-"""What crosses a bridge, as values: the SEND a MESSAGE becomes (from its parsed headers,
-or bytes for bytes from the pieces the engine wrote), the ACK a remote wants, a pulled
-message's headers and fingerprint, and the words for what went wrong (``crossing``
-does the crossing)."""
+"""What crosses a bridge, as values: the SUBSCRIBEs of push and pull, the SEND a MESSAGE
+becomes (from its parsed headers, or bytes for bytes from the pieces the engine wrote,
+``pieces.MessagePieces``), the ACK a remote wants, a pulled message's headers and
+fingerprint, and the words for what went wrong (``push`` and ``pull`` send them)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging
 from broker.core.base.message import NETWORK_PREFIX
-from broker.core.delivery.subscription import REDELIVERED_HEADER as REDELIVERED_LINE
-from broker.core.handlers.advisory import PREFIX as ADVISORY_PREFIX
+from broker.core.base.names import ADVISORY_PREFIX
 from broker.network.demand import NETWORK_PRIORITY, TOPIC
 from protocol.encoder import FRAME_END
+from protocol.errors import MalformedFrame
 from protocol.escaping import unescape
 from protocol.frames import V1_0, V1_2
+from protocol.parser import FrameParser
 from wildcards import matches
 
 if TYPE_CHECKING:
+    from broker.core.base.pieces import MessagePieces
     from broker.network.demand import Want
     from config.model import NetworkConnector
     from protocol.frames import Frame
@@ -37,9 +39,12 @@ BROKER_ONLY = frozenset(
         bridging.REDELIVERED_HEADER,
     }
 )
-# Pieces of a MESSAGE as the engine writes it, and of the SEND made of it.
-_MESSAGE_ID_AT: Final = len(b"MESSAGE\nmessage-id:")
-_SEND_ID: Final = b"SEND\n" + bridging.ID_HEADER.encode() + b":"
+# A MESSAGE's head (``Message.wire``), read by name, and the SEND made of it.
+_COMMAND: Final = len(b"MESSAGE")
+_MESSAGE_ID: Final = b"\nmessage-id:"
+_DESTINATION: Final = b"\ndestination:"
+_SEND_ID: Final = b"SEND"
+_ID_LINE: Final = b"\n" + bridging.ID_HEADER.encode() + b":"
 _DEFAULTS: Final = b"\nexpires:0\npriority:4\n"
 _PATH_LINE: Final = b"\n" + bridging.PATH_HEADER.encode() + b":"
 _PATH_START: Final = bridging.PATH_HEADER.encode() + b":"
@@ -149,36 +154,32 @@ def forwarded(headers: dict[str, str], local_name: str, rabbitmq: bool) -> dict[
     return out
 
 
-def read_pieces(pieces: list[bytes]) -> tuple[str, str, bool, int]:
-    """A MESSAGE still in the pieces the engine wrote (``LocalClient``): its destination,
-    its ack id, whether it is redelivered, and where its end of headers is in ``pieces``.
-
-    ``pieces``: the head (``MESSAGE``, message-id, destination, timestamp, expires,
-    priority, then the message's own headers, all escaped as STOMP 1.2 escapes them,
-    which is what the link speaks), ``subscription``, ``ack``, maybe
-    ``redelivered:true``, the end of the headers, and the body."""
-    head = pieces[0]
-    index = 2
-    ack = ""
-    piece = pieces[index]
-    if piece.startswith(b"ack:"):
-        ack = piece[4:-1].decode()
-        index += 1
-    redelivered = pieces[index] == REDELIVERED_LINE
-    if redelivered:
-        index += 1
-    start = head.index(b"\ndestination:") + 13
+def destination_of(head: bytes) -> str:
+    """The destination of a MESSAGE whose head (``MessagePieces.head``) is ``head``."""
+    start = head.find(_DESTINATION)
+    if start < 0:
+        raise MalformedFrame("a MESSAGE head without a destination")
+    start += len(_DESTINATION)
     raw = head[start : head.index(b"\n", start)].decode()
-    destination = unescape(raw, V1_2) if "\\" in raw else raw
-    return destination, ack, redelivered, index
+    # The head is escaped as STOMP 1.2 escapes it: the bridge's session speaks 1.2.
+    return unescape(raw, V1_2) if "\\" in raw else raw
 
 
-def send_pieces(pieces: list[bytes], index: int, redelivered: bool, local: bytes) -> list[bytes]:
-    """The SEND made of a MESSAGE's pieces (``read_pieces``), bytes for bytes, without parsing
-    the frame; ``local``: this broker's name as the path writes it."""
-    # "MESSAGE\nmessage-id:ID\n..." becomes "SEND\n_STOMPD_ID:ID\n...": the message's
-    # id is its id on the next broker too.
-    rest = pieces[0][_MESSAGE_ID_AT:]
+def send_pieces(pieces: MessagePieces, local: bytes) -> list[bytes]:
+    """The SEND made of a MESSAGE's pieces, bytes for bytes, without parsing the frame, for
+    a stompd remote over STOMP 1.2; ``local``: this broker's name as the path writes it.
+
+    Its head's headers are the SEND's, but for ``message-id``, which becomes
+    ``_STOMPD_ID`` (the message's id is its id on the next broker too); this broker goes
+    last on its ``_STOMPD_PATH``; ``redelivered`` is said as ``_STOMPD_REDELIVERED``;
+    this delivery's other headers (subscription, ack) are the broker's, not the
+    message's.  Then the end of the headers and the body, as they were."""
+    head = pieces.head
+    at = head.find(_MESSAGE_ID)
+    if at < 0:
+        raise MalformedFrame("a MESSAGE head without a message-id")
+    # "MESSAGE\n...message-id:ID\n..." becomes "SEND\n..._STOMPD_ID:ID\n...".
+    rest = head[_COMMAND:at] + _ID_LINE + head[at + len(_MESSAGE_ID) :]
     # No expiry and the default priority go without saying (two headers fewer to read).
     defaults = rest.find(_DEFAULTS)
     if defaults >= 0:
@@ -190,9 +191,20 @@ def send_pieces(pieces: list[bytes], index: int, redelivered: bool, local: bytes
         end = rest.index(b"\n", at + len(_PATH_LINE))
         rest = rest[:end] + b"," + local + rest[end:]
     prefix = _SEND_ID + rest
-    if redelivered:
+    if pieces.redelivered:
         prefix += _REDELIVERED_LINE
-    return [prefix, pieces[index], pieces[index + 1], FRAME_END]
+    return [prefix, pieces.end, pieces.body, FRAME_END]
+
+
+def parsed(pieces: MessagePieces) -> Frame:
+    """A MESSAGE's pieces as a frame (for an advisory, or a remote that is not stompd)."""
+    parser = FrameParser(max_frame_size=1 << 62)
+    parser.version = V1_2
+    parser.feed(b"".join((pieces.head, *pieces.lines, pieces.end, pieces.body, FRAME_END)))
+    frame = parser.next_frame()
+    if frame is None:
+        raise MalformedFrame("a MESSAGE's pieces that are not a whole frame")
+    return frame
 
 
 def pulled(headers: dict[str, str], path: str | None, remote: str, stompd: bool) -> dict[str, str]:

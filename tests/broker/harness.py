@@ -7,15 +7,15 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from broker.core.admin.service import AdminService
 from broker.core.admin.views import ConnectionInfo, DestinationInfo, SubscriptionInfo
 from broker.core.base.clock import Clock
 from broker.core.base.errors import to_error_frame
 from broker.core.base.settings import CoreSettings
 from broker.core.delivery.session import Session
 from broker.core.engine import Engine
-from broker.http.engine_ops import EngineAdminOps
 from broker.io.connection import StompConnection
 from broker.io.limits import ConnectionLimits
 from broker.io.outbox import Outbox
@@ -23,7 +23,14 @@ from broker.io.verifier import Verifier
 from protocol.encoder import encode_frame
 from protocol.frames import Frame
 from protocol.parser import FrameParser
+from store.api import Failed
 from store.memory import memory_stores
+
+if TYPE_CHECKING:
+    from broker.core.base.chores import Steps
+    from store.api import Outcome
+
+T = TypeVar("T")
 
 
 class ListOutbox:
@@ -304,20 +311,39 @@ class ConnectionPeer:
         return self.transport.frames()
 
 
+def finished(engine: Engine, work: Steps[T]) -> T:
+    """``work`` run by the engine's chores, as the admin API has it run, to its end (with no
+    loop to come back on, the chores run it at once, and on as each disk job comes back):
+    its answer, or what it raised."""
+    outcomes: list[Outcome[T]] = []
+    engine.chores.add(work, outcomes.append)
+    engine.chores.run_all()
+    assert outcomes, "the work still waits for a disk job"
+    outcome = outcomes[0]
+    if isinstance(outcome, Failed):
+        raise outcome.error
+    return outcome.value
+
+
+def admin(engine: Engine) -> AdminService:
+    """The admin service over ``engine`` (no transports: no peer addresses)."""
+    return AdminService(engine, dict)
+
+
 def destination_info(engine: Engine, name: str) -> DestinationInfo:
     """A destination's statistics as the admin API reports them (depth, in flight, expired...)."""
-    return EngineAdminOps(engine, dict).destination(name)
+    return admin(engine).destinations.get(name)
 
 
 def destination_infos(engine: Engine) -> dict[str, DestinationInfo]:
     """Every destination's statistics, by name."""
-    return {info.name: info for info in asyncio.run(EngineAdminOps(engine, dict).list_destinations())}
+    return {info.name: info for info in finished(engine, admin(engine).destinations.every())}
 
 
 def connection_infos(engine: Engine) -> list[ConnectionInfo]:
-    return asyncio.run(EngineAdminOps(engine, dict).connections())
+    return finished(engine, admin(engine).connections.every())
 
 
 def subscription_infos(engine: Engine) -> list[SubscriptionInfo]:
     """Every subscription, durable ones whose subscriber is away included (``connection`` None)."""
-    return asyncio.run(EngineAdminOps(engine, dict).subscriptions())
+    return finished(engine, admin(engine).subscriptions.every())

@@ -10,17 +10,16 @@ test_admin, test_redelivery, test_security, test_observe), which still import th
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
+from broker.core.admin.service import AdminService
 from broker.core.base.clock import Clock
 from broker.core.base.message import Message
 from broker.core.base.observe import EventSink
 from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
-from broker.http.engine_ops import EngineAdminOps
 from config.model import AuthorizationEntry
 from protocol.frames import Frame
 from store.api import Stores
@@ -28,7 +27,7 @@ from store.memory import MemoryDatabase, memory_message_store, memory_temp_store
 from store.persistent import MessageStore
 from store.temp import TempStore
 from store.worker import InlineWorker
-from tests.broker.harness import Peer
+from tests.broker.harness import Peer, admin
 
 KB = 1024
 
@@ -96,19 +95,11 @@ class StoredEngine:
         self.store.close()
 
 
-T = TypeVar("T")
 BODY = b"x" * 200
 
 
-def run(awaitable: Awaitable[T]) -> T:
-    async def wait() -> T:
-        return await awaitable
-
-    return asyncio.run(wait())
-
-
-def ops(engine: Engine) -> EngineAdminOps:
-    return EngineAdminOps(engine, dict)
+def ops(engine: Engine) -> AdminService:
+    return admin(engine)
 
 
 def filled(n: int = 600) -> tuple[Engine, Peer]:

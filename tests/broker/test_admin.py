@@ -1,5 +1,5 @@
-"""The core's admin operations (broker/core/admin.py), with the engine driven directly:
-in-memory stores, an inline worker, a queue whose messages lie in memory, in the temp
+"""The core's admin operations over a queue (broker/core/admin/queues.py, operations.py), with the
+engine driven directly: in-memory stores, an inline worker, a queue whose messages lie in memory, in the temp
 log and in the message store, at several priorities."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from broker.core.admin.views import Progress
 from broker.core.base.selector import compile_selector
 from broker.core.engine import Engine
 from broker.core.storage import disk_reads
-from tests.broker.harness import Peer, new_engine
-from tests.broker.support import BODY, filled, ops, run, swapping_engine
+from tests.broker.harness import Peer, finished, new_engine
+from tests.broker.support import BODY, filled, ops, swapping_engine
 
 
 def dispatch_order(n: int) -> list[int]:
@@ -35,7 +35,7 @@ def test_move_takes_exactly_the_matching_messages_from_every_part() -> None:
     engine, _ = filled()
     progress = Progress()
     selector = compile_selector("n % 7 = 0")
-    run(ops(engine).move("/queue/q", "/queue/t", selector, None, progress))
+    finished(engine, ops(engine).queues.move("/queue/q", "/queue/t", selector, None, progress))
     moved = [i for i in dispatch_order(600) if i % 7 == 0]
     assert (progress.scanned, progress.matched, progress.applied) == (600, len(moved), len(moved))
     assert sorted(drain(engine, "/queue/t")) == sorted(moved)
@@ -45,7 +45,7 @@ def test_move_takes_exactly_the_matching_messages_from_every_part() -> None:
 def test_a_limit_takes_the_first_matches_in_dispatch_order() -> None:
     engine, _ = filled()
     progress = Progress()
-    run(ops(engine).remove("/queue/q", compile_selector("n >= 100"), 10, progress))
+    finished(engine, ops(engine).queues.remove("/queue/q", compile_selector("n >= 100"), 10, progress))
     assert (progress.matched, progress.applied) == (10, 10)
     assert engine.queues["/queue/q"].cursor.count == 590
 
@@ -53,10 +53,10 @@ def test_a_limit_takes_the_first_matches_in_dispatch_order() -> None:
 def test_count_and_copy_leave_the_queue_as_it_was() -> None:
     engine, _ = filled()
     counted = Progress()
-    run(ops(engine).count("/queue/q", compile_selector("n < 300"), counted))
+    finished(engine, ops(engine).queues.count("/queue/q", compile_selector("n < 300"), counted))
     assert counted.matched == 300
     copied = Progress()
-    run(ops(engine).copy("/queue/q", "/queue/c", None, None, copied))
+    finished(engine, ops(engine).queues.copy("/queue/q", "/queue/c", None, None, copied))
     assert copied.applied == 600
     assert sorted(drain(engine, "/queue/c")) == list(range(600))
     assert drain(engine, "/queue/q") == dispatch_order(600)
@@ -64,11 +64,11 @@ def test_count_and_copy_leave_the_queue_as_it_was() -> None:
 
 def test_browse_pages_in_dispatch_order_and_purge_empties() -> None:
     engine, _ = filled()
-    admin = ops(engine)
+    queues = ops(engine).queues
     seen: list[int] = []
     cursor = None
     while True:
-        page = run(admin.browse("/queue/q", None, 70, cursor, 8))
+        page = finished(engine, queues.browse("/queue/q", None, 70, cursor, 8))
         seen.extend(int(m.headers["n"]) for m in page.messages)
         assert all(m.preview == BODY[:8] and m.body_size == len(BODY) for m in page.messages)
         if page.next is None:
@@ -76,7 +76,7 @@ def test_browse_pages_in_dispatch_order_and_purge_empties() -> None:
         cursor = page.next
     assert seen == dispatch_order(600)
     purged = Progress()
-    run(admin.purge("/queue/q", purged))
+    finished(engine, queues.purge("/queue/q", purged))
     assert purged.applied == 600
     assert engine.queues["/queue/q"].cursor.count == 0
     assert drain(engine, "/queue/q") == []
@@ -93,7 +93,7 @@ def test_in_flight_messages_are_left_alone() -> None:
     held = sorted(int(frame.headers["n"]) for frame in consumer.messages())
     assert held == list(range(590, 600))
     progress = Progress()
-    run(ops(engine).move("/queue/q", "/queue/t", None, None, progress))
+    finished(engine, ops(engine).queues.move("/queue/q", "/queue/t", None, None, progress))
     assert progress.applied == 590
     assert sorted(drain(engine, "/queue/t")) == list(range(590))
 
@@ -154,7 +154,7 @@ def test_a_move_over_swapped_records_takes_exactly_the_matching_ones(
     monkeypatch.setattr(disk_reads, "SEARCHED", searched)
     engine = swapped()
     progress = Progress()
-    run(ops(engine).move("/queue/s", "/queue/t", compile_selector(text), None, progress))
+    finished(engine, ops(engine).queues.move("/queue/s", "/queue/t", compile_selector(text), None, progress))
     moved = [i for i in range(600) if expected(i)]
     assert (progress.scanned, progress.matched, progress.applied) == (600, len(moved), len(moved))
     assert drain(engine, "/queue/t") == moved
@@ -168,14 +168,17 @@ def test_a_limit_stops_a_walk_over_swapped_records_at_the_right_one(
     monkeypatch.setattr(disk_reads, "PAGE", page)
     engine = swapped()
     counted = Progress()
-    run(ops(engine).count("/queue/s", compile_selector("rare = 'yes'"), counted))
+    finished(engine, ops(engine).queues.count("/queue/s", compile_selector("rare = 'yes'"), counted))
     assert counted.matched == 60
     progress = Progress()
-    run(ops(engine).remove("/queue/s", compile_selector("rare = 'yes' AND n >= 300"), 5, progress))
+    finished(
+        engine,
+        ops(engine).queues.remove("/queue/s", compile_selector("rare = 'yes' AND n >= 300"), 5, progress),
+    )
     # It looked at the queue up to the fifth match, and no further.
     assert (progress.scanned, progress.matched, progress.applied) == (348, 5, 5)
     everything = Progress()
-    run(ops(engine).move("/queue/s", "/queue/t", None, None, everything))
+    finished(engine, ops(engine).queues.move("/queue/s", "/queue/t", None, None, everything))
     assert everything.applied == 595
     assert drain(engine, "/queue/t") == [i for i in range(600) if i not in (307, 317, 327, 337, 347)]
 
@@ -189,8 +192,8 @@ def test_a_moved_or_copied_message_keeps_its_id_and_says_where_it_came_from(vers
     for i in range(3):
         producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i), "persistent": "true"}, BODY)
     ids = [message.id for message in engine.queues["/queue/src"].cursor]
-    run(ops(engine).copy("/queue/src", "/queue/copied", None, None, Progress()))
-    run(ops(engine).move("/queue/src", "/queue/moved", None, None, Progress()))
+    finished(engine, ops(engine).queues.copy("/queue/src", "/queue/copied", None, None, Progress()))
+    finished(engine, ops(engine).queues.move("/queue/src", "/queue/moved", None, None, Progress()))
     for queue in ("/queue/copied", "/queue/moved"):
         consumer = Peer(engine, version)
         consumer.send_frame("SUBSCRIBE", {"destination": queue, "id": "s", "ack": "client-individual"})

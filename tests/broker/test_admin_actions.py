@@ -1,4 +1,4 @@
-"""The admin service's actions on one message (broker/core/admin/actions.py): a SEND made
+"""The admin service's actions on one message (broker/core/admin/messages.py): a SEND made
 through the engine as the admin user, and a message found by its id, viewed whole,
 removed, moved, and retried from the DLQ to where it came from."""
 
@@ -14,15 +14,20 @@ from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
-from tests.broker.harness import Peer, destination_info, new_engine
-from tests.broker.support import BODY, KB, consumer, entry, filled, nack_until_dead, ops, run, swapping_engine
+from tests.broker.harness import Peer, destination_info, finished, new_engine
+from tests.broker.support import BODY, KB, consumer, entry, filled, nack_until_dead, ops, swapping_engine
 
 
 def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
     engine = new_engine()
     admin = ops(engine)
-    run(admin.send(None, "/queue/orders", {"region": "EU", "persistent": "true", "priority": "7"}, b"hi"))
-    (browsed,) = run(admin.browse("/queue/orders", None, 10, None, 256)).messages
+    finished(
+        engine,
+        admin.messages.send(
+            None, "/queue/orders", {"region": "EU", "persistent": "true", "priority": "7"}, b"hi"
+        ),
+    )
+    (browsed,) = finished(engine, admin.queues.browse("/queue/orders", None, 10, None, 256)).messages
     assert (browsed.priority, browsed.persistent, browsed.preview) == (7, True, b"hi")
     assert browsed.headers["region"] == "EU"
     # Stored, as a client's persistent SEND is: the store counts it.
@@ -37,8 +42,8 @@ def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
 def test_a_delayed_message_is_a_scheduled_job_until_it_is_due() -> None:
     engine = new_engine()
     admin = ops(engine)
-    run(admin.send(None, "/queue/later", {"AMQ_SCHEDULED_DELAY": "60000"}, b"soon"))
-    (job,) = run(admin.scheduled(10, None, 64)).jobs
+    finished(engine, admin.messages.send(None, "/queue/later", {"AMQ_SCHEDULED_DELAY": "60000"}, b"soon"))
+    (job,) = finished(engine, admin.scheduled.page(10, None, 64)).jobs
     assert (job.destination, job.delay, job.preview) == ("/queue/later", 60000, b"soon")
     assert "/queue/later" not in engine.queues or engine.queues["/queue/later"].cursor.count == 0
     engine.clock.ms += 60_000
@@ -49,7 +54,7 @@ def test_a_delayed_message_is_a_scheduled_job_until_it_is_due() -> None:
 def test_a_bad_header_is_refused_as_a_client_would_be() -> None:
     engine = new_engine()
     with pytest.raises(Invalid, match="priority must be 0-9"):
-        run(ops(engine).send(None, "/queue/q", {"priority": "12"}, b""))
+        finished(engine, ops(engine).messages.send(None, "/queue/q", {"priority": "12"}, b""))
     assert "/queue/q" not in engine.queues
     assert not engine.sessions
 
@@ -64,10 +69,10 @@ def secured() -> Engine:
 def test_a_send_is_authorized_as_the_admin_user() -> None:
     engine = secured()
     admin = ops(engine)
-    run(admin.send("admin", "/queue/OPEN.a", {}, b"ok"))
+    finished(engine, admin.messages.send("admin", "/queue/OPEN.a", {}, b"ok"))
     assert engine.queues["/queue/OPEN.a"].cursor.count == 1
     with pytest.raises(Forbidden, match="User admin is not authorized to write to: /queue/CLOSED"):
-        run(admin.send("admin", "/queue/CLOSED", {}, b"no"))
+        finished(engine, admin.messages.send("admin", "/queue/CLOSED", {}, b"no"))
     assert "/queue/CLOSED" not in engine.queues
 
 
@@ -75,33 +80,33 @@ def test_one_message_is_shown_whole_wherever_it_lies() -> None:
     engine, _ = filled()
     admin = ops(engine)
     queue = engine.queues["/queue/q"]
-    page = run(admin.browse("/queue/q", None, 600, None, 0))
+    page = finished(engine, admin.queues.browse("/queue/q", None, 600, None, 0))
     # The last in dispatch order lies on disk (the queue swapped most of its messages).
     last = page.messages[-1]
     assert queue.cursor.disk_total > 0
-    whole = run(admin.message("/queue/q", last.id))
+    whole = finished(engine, admin.messages.get("/queue/q", last.id))
     assert (whole.id, whole.preview, whole.body_size) == (last.id, BODY, len(BODY))
     assert whole.headers["n"] == last.headers["n"]
     with pytest.raises(NotFound, match="no message ID:nope waiting on /queue/q"):
-        run(admin.message("/queue/q", "ID:nope"))
+        finished(engine, admin.messages.get("/queue/q", "ID:nope"))
 
 
 def test_one_message_is_removed_or_moved_and_no_other() -> None:
     engine, _ = filled()
     admin = ops(engine)
-    page = run(admin.browse("/queue/q", None, 600, None, 0)).messages
+    page = finished(engine, admin.queues.browse("/queue/q", None, 600, None, 0)).messages
     doomed, moving = page[10], page[-3]
-    run(admin.remove_message("/queue/q", doomed.id))
+    finished(engine, admin.messages.remove("/queue/q", doomed.id))
     assert engine.queues["/queue/q"].cursor.count == 599
     with pytest.raises(NotFound):
-        run(admin.remove_message("/queue/q", doomed.id))
-    run(admin.move_message("/queue/q", moving.id, "/queue/t"))
+        finished(engine, admin.messages.remove("/queue/q", doomed.id))
+    finished(engine, admin.messages.move("/queue/q", moving.id, "/queue/t"))
     assert engine.queues["/queue/q"].cursor.count == 598
-    (moved,) = run(admin.browse("/queue/t", None, 10, None, 0)).messages
+    (moved,) = finished(engine, admin.queues.browse("/queue/t", None, 10, None, 0)).messages
     # The same message, its id kept, as ActiveMQ's moveMessageTo keeps it.
     assert (moved.id, moved.headers["n"]) == (moving.id, moving.headers["n"])
     assert moved.headers["original-destination"] == "/queue/q"
-    left = {m.id for m in run(admin.browse("/queue/q", None, 600, None, 0)).messages}
+    left = {m.id for m in finished(engine, admin.queues.browse("/queue/q", None, 600, None, 0)).messages}
     assert left == {m.id for m in page} - {doomed.id, moving.id}
 
 
@@ -113,25 +118,25 @@ def test_retry_sends_a_dead_letter_back_where_it_came_from(prefix: str | None, d
     Peer(engine).send_frame("SEND", {"destination": "/queue/orders", "color": "red"}, b"poison")
     nack_until_dead(c)
     c.send_frame("UNSUBSCRIBE", {"id": "1"})
-    (dead,) = run(admin.browse(dlq, None, 10, None, 0)).messages
-    assert run(admin.retry(dlq, dead.id)) == "/queue/orders"
+    (dead,) = finished(engine, admin.queues.browse(dlq, None, 10, None, 0)).messages
+    assert finished(engine, admin.messages.retry(dlq, dead.id)) == "/queue/orders"
     assert destination_info(engine, dlq).depth == 0
-    (back,) = run(admin.browse("/queue/orders", None, 10, None, 64)).messages
+    (back,) = finished(engine, admin.queues.browse("/queue/orders", None, 10, None, 64)).messages
     assert (back.id, back.preview, back.headers["color"]) == (dead.id, b"poison", "red")
     with pytest.raises(NotFound):
-        run(admin.retry(dlq, dead.id))
+        finished(engine, admin.messages.retry(dlq, dead.id))
     # Back on its queue it is no dead letter, though it says where it was moved from.
     with pytest.raises(Invalid, match="is not a dead letter"):
-        run(admin.retry("/queue/orders", back.id))
+        finished(engine, admin.messages.retry("/queue/orders", back.id))
 
 
 def test_retry_refuses_a_message_that_was_not_dead_lettered() -> None:
     engine = new_engine()
     admin = ops(engine)
     Peer(engine).send_frame("SEND", {"destination": "/queue/plain"}, b"m")
-    (message,) = run(admin.browse("/queue/plain", None, 10, None, 0)).messages
+    (message,) = finished(engine, admin.queues.browse("/queue/plain", None, 10, None, 0)).messages
     with pytest.raises(Invalid, match="no original-destination header"):
-        run(admin.retry("/queue/plain", message.id))
+        finished(engine, admin.messages.retry("/queue/plain", message.id))
     assert engine.queues["/queue/plain"].cursor.count == 1
 
 
@@ -148,9 +153,9 @@ def test_a_connection_s_producers_are_where_it_sent() -> None:
     producer = Peer(engine)
     for name in ("/queue/b", "/queue/a", "/topic/t", "/queue/a"):
         producer.send_frame("SEND", {"destination": name}, b"")
-    assert ops(engine).producers(producer.session.id) == ["/queue/a", "/queue/b", "/topic/t"]
+    assert ops(engine).connections.producers(producer.session.id) == ["/queue/a", "/queue/b", "/topic/t"]
     with pytest.raises(NotFound):
-        ops(engine).producers("nope")
+        ops(engine).connections.producers("nope")
 
 
 def test_a_send_that_does_not_fit_waits_for_room_as_a_producer_s_does() -> None:
@@ -159,7 +164,7 @@ def test_a_send_that_does_not_fit_waits_for_room_as_a_producer_s_does() -> None:
     for _ in range(40):
         producer.send_frame("SEND", {"destination": "/queue/full"}, b"x" * 1000)
     assert producer.session.parked
-    work = AdminService(engine, dict).send(None, "/queue/full", {"mark": "admin"}, b"A" * 1000)
+    work = AdminService(engine, dict).messages.send(None, "/queue/full", {"mark": "admin"}, b"A" * 1000)
     wait = next(work)
     # Parked behind the limit, as a client's SEND: not in the queue, not answered yet.
     assert wait is not None and not wait.done
@@ -184,7 +189,7 @@ def test_a_send_that_waits_past_the_timeout_is_refused() -> None:
     producer.outbox.fail = lambda exc: None  # type: ignore[attr-defined]
     for _ in range(40):
         producer.send_frame("SEND", {"destination": "/queue/full"}, b"x" * 1000)
-    work = AdminService(engine, dict).send(None, "/queue/full", {}, b"L" * 1000)
+    work = AdminService(engine, dict).messages.send(None, "/queue/full", {}, b"L" * 1000)
     assert next(work) is not None
     engine.clock.ms += 600
     engine.tick()

@@ -14,8 +14,8 @@ from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
-from tests.broker.harness import Peer
-from tests.broker.support import entry, ops, run
+from tests.broker.harness import Peer, finished
+from tests.broker.support import entry, ops
 
 RULES = Authorization(
     entries=(
@@ -45,42 +45,42 @@ def engine_with(*queues: str) -> Engine:
 def test_each_operation_takes_the_right_it_needs() -> None:
     engine = engine_with("/queue/SECRET", "/queue/ORDERS.IN", "/queue/LOOK.HERE")
     as_ops = ops(engine).acting_as("ops")
-    assert len(run(as_ops.browse("/queue/LOOK.HERE", None, 10, None, 0)).messages) == 1
+    assert len(finished(engine, as_ops.queues.browse("/queue/LOOK.HERE", None, 10, None, 0)).messages) == 1
     with pytest.raises(Forbidden, match=r"User ops is not authorized to read from: /queue/SECRET"):
-        as_ops.browse("/queue/SECRET", None, 10, None, 0)
+        as_ops.queues.browse("/queue/SECRET", None, 10, None, 0)
     # Read on LOOK.> only: copying out of it is fine, into it is not.
-    run(as_ops.copy("/queue/LOOK.HERE", "/queue/ORDERS.COPY", None, None, Progress()))
+    finished(engine, as_ops.queues.copy("/queue/LOOK.HERE", "/queue/ORDERS.COPY", None, None, Progress()))
     assert engine.queues["/queue/ORDERS.COPY"].cursor.count == 1
     with pytest.raises(Forbidden, match=r"not authorized to write to: /queue/LOOK\.HERE"):
-        as_ops.move("/queue/ORDERS.IN", "/queue/LOOK.HERE", None, None, Progress())
+        as_ops.queues.move("/queue/ORDERS.IN", "/queue/LOOK.HERE", None, None, Progress())
     with pytest.raises(Forbidden, match=r"not authorized to remove: /queue/LOOK\.HERE"):
-        as_ops.delete("/queue/LOOK.HERE")
+        as_ops.destinations.delete("/queue/LOOK.HERE")
     with pytest.raises(Forbidden, match=r"not authorized to create: /queue/LOOK\.NEW"):
-        as_ops.create("/queue/LOOK.NEW")
+        as_ops.destinations.create("/queue/LOOK.NEW")
     # Refused before anything was done.
     assert engine.queues["/queue/ORDERS.IN"].cursor.count == 1
     assert "/queue/LOOK.NEW" not in engine.queues and "/queue/LOOK.HERE" in engine.queues
-    run(as_ops.purge("/queue/LOOK.HERE", Progress()))
+    finished(engine, as_ops.queues.purge("/queue/LOOK.HERE", Progress()))
     assert engine.queues["/queue/LOOK.HERE"].cursor.count == 0
 
 
 def test_the_broker_s_own_service_and_an_all_powerful_user_are_not_refused() -> None:
     engine = engine_with("/queue/SECRET")
     for service in (ops(engine), ops(engine).acting_as("admin")):
-        assert len(run(service.browse("/queue/SECRET", None, 10, None, 0)).messages) == 1
+        assert len(finished(engine, service.queues.browse("/queue/SECRET", None, 10, None, 0)).messages) == 1
 
 
 def test_a_user_s_rights_are_read_at_each_call() -> None:
     engine = engine_with("/queue/SECRET")
     as_ops = ops(engine).acting_as("ops")
     with pytest.raises(Forbidden):
-        as_ops.browse("/queue/SECRET", None, 10, None, 0)
+        as_ops.queues.browse("/queue/SECRET", None, 10, None, 0)
     guard = engine.guard
     assert isinstance(guard, Security)
     # A reload that puts ops in the group with every right takes effect at once.
     promoted = Authentication(users=(User("ops", Password("plain", "pw"), frozenset({"everything"})),))
     guard.replace(promoted, RULES)
-    assert len(run(as_ops.browse("/queue/SECRET", None, 10, None, 0)).messages) == 1
+    assert len(finished(engine, as_ops.queues.browse("/queue/SECRET", None, 10, None, 0)).messages) == 1
 
 
 def test_a_wildcard_durable_subscription_takes_every_topic_it_covers_as_over_stomp() -> None:
@@ -112,10 +112,10 @@ def test_a_wildcard_durable_subscription_takes_every_topic_it_covers_as_over_sto
     )
     as_watcher = ops(engine).acting_as("watcher")
     with pytest.raises(Forbidden, match=said):
-        as_watcher.browse_subscription("admin-1", "all", None, 10, None, 0)
+        as_watcher.subscriptions.browse("admin-1", "all", None, 10, None, 0)
     with pytest.raises(Forbidden, match=said):
-        as_watcher.purge_subscription("admin-1", "all", Progress())
+        as_watcher.subscriptions.purge("admin-1", "all", Progress())
     with pytest.raises(Forbidden, match=said):
-        as_watcher.delete_subscription("admin-1", "all")
+        as_watcher.subscriptions.delete("admin-1", "all")
     assert engine.durables.get("admin-1", "all") is not None
-    assert ops(engine).acting_as("admin").delete_subscription("admin-1", "all") == 1
+    assert ops(engine).acting_as("admin").subscriptions.delete("admin-1", "all") == 1

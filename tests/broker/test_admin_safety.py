@@ -9,20 +9,9 @@ import pytest
 from broker.core.admin.errors import Invalid
 from broker.core.admin.readout import Readout
 from broker.core.admin.service import AdminService
-from broker.core.admin.steps import Steps
-from broker.core.admin.views import DestinationInfo, Progress
+from broker.core.admin.views import Progress
 from broker.core.base.selector import compile_selector
-from tests.broker.harness import Peer, new_engine
-
-
-def finish(work: Steps[list[DestinationInfo]]) -> list[DestinationInfo]:
-    """Run admin work that waits for no disk job to its end."""
-    while True:
-        try:
-            assert next(work) is None
-        except StopIteration as done:
-            result: list[DestinationInfo] = done.value
-            return result
+from tests.broker.harness import Peer, finished, new_engine
 
 
 @pytest.mark.parametrize("operation", ["move", "copy"])
@@ -36,7 +25,7 @@ def test_a_move_or_copy_to_a_topic_is_refused_and_loses_nothing(operation: str, 
     producer.send_frame("SEND", {"destination": "/topic/orders"}, b"t")
     service = AdminService(engine, dict)
     before = set(engine.router.topics)
-    method = service.move if operation == "move" else service.copy
+    method = service.queues.move if operation == "move" else service.queues.copy
     with pytest.raises(Invalid) as refused:
         method("/queue/orders", target, compile_selector("region = 'EU'"), None, Progress())
     done = "moved" if operation == "move" else "copied"
@@ -54,7 +43,7 @@ def test_a_move_to_a_queue_still_works() -> None:
     for region in ("EU", "US", "EU"):
         producer.send_frame("SEND", {"destination": "/queue/orders", "region": region}, b"x")
     progress = Progress()
-    work = AdminService(engine, dict).move(
+    work = AdminService(engine, dict).queues.move(
         "/queue/orders", "/queue/eu", compile_selector("region = 'EU'"), None, progress
     )
     for _ in work:
@@ -76,15 +65,17 @@ def test_producers_are_the_connections_that_sent_there_as_metrics_counts() -> No
     service = AdminService(engine, dict)
     expected = {"/queue/orders": 2, "/queue/other": 0, "/topic/ticks": 1}
 
-    listed = {info.name: info.producers for info in finish(service.destinations())}
+    listed = {info.name: info.producers for info in finished(engine, service.destinations.every())}
     assert listed == expected
-    assert {name: service.destination(name).producers for name in expected} == expected
+    assert {name: service.destinations.get(name).producers for name in expected} == expected
     assert {row.destination: row.producers for row in Readout(engine).destination_rows()} == expected
 
     # A producer that disconnects is no longer one, at once.
     engine.close_session(second.session)
-    assert service.destination("/queue/orders").producers == 1
-    assert {info.name: info.producers for info in finish(service.destinations())}["/queue/orders"] == 1
+    assert service.destinations.get("/queue/orders").producers == 1
+    assert {info.name: info.producers for info in finished(engine, service.destinations.every())}[
+        "/queue/orders"
+    ] == 1
     assert {row.destination: row.producers for row in Readout(engine).destination_rows()}[
         "/queue/orders"
     ] == 1

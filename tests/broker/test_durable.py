@@ -3,10 +3,8 @@ while the subscriber is away (ActiveMQ's keepDurableSubsActive, its default)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -14,13 +12,18 @@ from broker.core.admin.errors import Conflict, NotFound
 from broker.core.admin.service import AdminService
 from broker.core.admin.views import Progress
 from broker.core.base.errors import ClientIdInUse
-from broker.http.engine_ops import EngineAdminOps
 from protocol.errors import StompError
 from protocol.frames import Frame
-from tests.broker.harness import ListOutbox, Peer, messages_in_memory, new_engine, subscription_infos
+from tests.broker.harness import (
+    ListOutbox,
+    Peer,
+    finished,
+    messages_in_memory,
+    new_engine,
+    subscription_infos,
+)
 from tests.broker.support import KB, StoredEngine, bodies, send
 
-T = TypeVar("T")
 DURABLE = {"destination": "/topic/t", "id": "1", "activemq.subscriptionName": "s"}
 
 
@@ -313,13 +316,13 @@ def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and
     try:
         publish(Peer(second.engine), b"1", b"2", b"3")
         second.settle()
-        admin = EngineAdminOps(second.engine, dict)
-        rows, total = asyncio.run(_awaited(admin.topic_subscribers("/topic/t", 10)))
+        admin = AdminService(second.engine, dict)
+        rows, total = finished(second.engine, admin.subscriptions.of_topic("/topic/t", 10))
         assert total == 1
         assert [(r.client_id, r.durable, r.connection, r.pending) for r in rows] == [("c1", "s", None, 3)]
         assert [info.pending for info in subscription_infos(second.engine)] == [3]
         assert second.engine.usage.store.used > 0
-        assert admin.delete_subscription("c1", "s") == 3
+        assert admin.subscriptions.delete("c1", "s") == 3
         second.settle()
         assert second.engine.usage.store.used == 0
         assert subscription_infos(second.engine) == []
@@ -333,10 +336,6 @@ def test_an_administrator_lists_an_offline_subscription_with_what_it_is_owed_and
         third.close()
 
 
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
 def test_a_durable_subscription_being_walked_is_not_deleted_under_the_walk() -> None:
     engine = new_engine()
     away = Peer(engine, **{"client-id": "c1"})
@@ -347,18 +346,18 @@ def test_a_durable_subscription_being_walked_is_not_deleted_under_the_walk() -> 
         producer.send_frame("SEND", {"destination": "/topic/t"}, b"%d" % i)
     service = AdminService(engine, dict)
 
-    purge = service.purge_subscription("c1", "s", Progress())
+    purge = service.subscriptions.purge("c1", "s", Progress())
     next(purge)
     with pytest.raises(Conflict, match="is being browsed or purged"):
-        service.delete_subscription("c1", "s")
+        service.subscriptions.delete("c1", "s")
     for _ in purge:
         pass
     assert [info.pending for info in subscription_infos(engine)] == [0]
 
     # Deleted after a purge was asked for but before it began: the purge finds it gone.
     producer.send_frame("SEND", {"destination": "/topic/t"}, b"late")
-    late = service.purge_subscription("c1", "s", Progress())
-    assert service.delete_subscription("c1", "s") == 1
+    late = service.subscriptions.purge("c1", "s", Progress())
+    assert service.subscriptions.delete("c1", "s") == 1
     with pytest.raises(NotFound):
         next(late)
     assert subscription_infos(engine) == []

@@ -20,7 +20,7 @@ def next_period(engine: Engine, periods: int = 1) -> None:
 
 def history(engine: Engine, name: str) -> list[tuple[int, int, int, int]]:
     """(seconds since START, depth, in, out) of each sample the admin service gives."""
-    got = AdminService(engine, dict).history(name)
+    got = AdminService(engine, dict).destinations.history(name)
     assert got.interval_ms == INTERVAL_MS and got.now == engine.clock.ms
     return [((s.time - START) // 1000, s.depth, s.came, s.went) for s in got.samples]
 

@@ -308,13 +308,13 @@ def test_history_never_takes_memory_usage_past_its_limit() -> None:
     assert memory.peak <= memory.limit
     # (The first queues the pass came to may have found room for a holder: not the last.)
     last = f"/queue/q.{made - 1}"
-    assert AdminService(engine, dict).history(last).samples == []
+    assert AdminService(engine, dict).destinations.history(last).samples == []
     # Room again (as if the limit were raised): the history starts at the next sample.
     memory.limit *= 10
     for period in (3, 4):
         engine.clock.ms = start + period * INTERVAL_MS
         engine.tick()
-    samples = AdminService(engine, dict).history(last).samples
+    samples = AdminService(engine, dict).destinations.history(last).samples
     assert [(s.depth, s.came, s.went) for s in samples] == [(1, 0, 0)]
 
 

@@ -23,14 +23,13 @@ from prometheus_client.registry import Collector
 
 from broker.core.admin.readout import Readout
 from broker.core.admin.service import AdminService
-from broker.core.base.chores import BUDGET
+from broker.core.base.chores import BUDGET, SLICE, STEP
 from broker.core.base.errors import NoRoomToCreate, TooManyDestinations, to_error_frame
 from broker.core.base.settings import DestinationPolicy
 from broker.core.delivery.destinations import footprint
 from broker.core.engine import Engine
 from broker.core.storage.disk_part import LEVEL_ARRAYS_BYTES
 from broker.http import metrics
-from broker.http.slices import SLICE
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
 from tests.broker.harness import Peer, messages_in_memory, new_engine
 from tests.broker.steps import growth, steps
@@ -522,16 +521,16 @@ def test_the_admin_list_of_destinations_is_built_and_sorted_a_slice_a_step() -> 
     peer = Peer(engine)
     for i in range(2 * SLICE + 5):
         peer.send_frame("SEND", {"destination": f"/queue/q.{2 * SLICE + 5 - i}"}, b"x")
-    work = AdminService(engine, dict).destinations()
+    work = AdminService(engine, dict).destinations.every()
     built = 0
     while True:
         try:
-            wait = next(work)
+            cost = next(work)
         except StopIteration as done:
             infos = done.value
             break
         # Each step builds, sorts or merges at most a slice: the loop runs in between.
-        assert wait is None
+        assert cost == STEP
         built += 1
     assert built >= 2 * 3
     assert [info.name for info in infos] == sorted(engine.queues)

@@ -8,8 +8,8 @@ from broker.core.admin.views import Progress
 from broker.core.base.observe import LATENCY_BOUNDS_MS, Latency
 from broker.core.base.selector import compile_selector
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
-from tests.broker.harness import Peer, new_engine
-from tests.broker.support import KB, Recorder, ops, run, send, swapping_engine
+from tests.broker.harness import Peer, finished, new_engine
+from tests.broker.support import KB, Recorder, ops, send, swapping_engine
 
 
 def test_no_sink_by_default_and_every_event_of_a_message_life_with_one() -> None:
@@ -116,10 +116,11 @@ def test_an_admin_move_is_a_move_event_a_copy_an_enqueue_at_its_target_a_removal
     for i in range(6):
         producer.send_frame("SEND", {"destination": "/queue/src", "n": str(i)}, b"x")
     events = engine.observer.events = Recorder()
-    run(ops(engine).move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress()))
-    run(ops(engine).copy("/queue/src", "/queue/cpy", compile_selector("n = 0"), None, Progress()))
-    run(ops(engine).remove("/queue/src", compile_selector("n = 1"), None, Progress()))
-    run(ops(engine).purge("/queue/cpy", Progress()))
+    queues = ops(engine).queues
+    finished(engine, queues.move("/queue/src", "/queue/dst", compile_selector("n >= 4"), None, Progress()))
+    finished(engine, queues.copy("/queue/src", "/queue/cpy", compile_selector("n = 0"), None, Progress()))
+    finished(engine, queues.remove("/queue/src", compile_selector("n = 1"), None, Progress()))
+    finished(engine, queues.purge("/queue/cpy", Progress()))
     assert events.calls == [
         ("move", "4", "/queue/src", "/queue/dst"),
         ("move", "5", "/queue/src", "/queue/dst"),

@@ -165,7 +165,7 @@ def test_move_shows_progress_and_prints_the_result() -> None:
     assert (final["matched"], final["moved"], final["scanned"], final["state"]) == (5, 5, 60, "done")
     # It ran past the first wait, so progress was shown (a line per update off a terminal).
     assert "move /queue/big, scanned " in result.stderr
-    assert len(ops.queues["/queue/small"]) == 5
+    assert len(ops.held["/queue/small"]) == 5
 
     with FakeServer(FakeOps({"/queue/big": messages(60)})) as server:
         human = admin(server.url, "move", "big", "small", "--selector", "kind = 'even'")
@@ -231,7 +231,7 @@ def test_browse_pages_through_the_queue() -> None:
     assert [m["id"] for m in page["messages"]] == [f"m-{i}" for i in range(12)]  # type: ignore[union-attr, index]
     assert page["next"] is None
     assert [m["id"] for m in last_json(odd)["messages"]] == ["m-1", "m-3", "m-5", "m-7", "m-9", "m-11"]  # type: ignore[union-attr, index]
-    assert len(ops.queues["/queue/a"]) == 12
+    assert len(ops.held["/queue/a"]) == 12
 
 
 def test_a_durable_subscription_is_browsed_and_purged(http_broker: BrokerThread) -> None:

@@ -1,4 +1,4 @@
-"""The core's admin operations (broker.core.handlers.operations, run by broker.core.admin) through the
+"""The core's admin operations (broker.core.admin.operations, run by its queues part) through the
 real HTTP API, on queues whose messages lie in memory, in the temp store (swapped) and in the
 message store."""
 

@@ -1,4 +1,4 @@
-"""Long operations and browsing through the real HTTP server, over an AdminOps that has them.
+"""Long operations and browsing through the real HTTP server, over a stand-in admin service.
 
 The engine answers 501 for these until the core's admin operations land
 (test_http_api.py checks that); here ``tests.fake_admin.FakeOps`` stands in for the
@@ -33,8 +33,8 @@ def test_a_quick_operation_answers_with_its_result() -> None:
         assert (result["matched"], result["moved"], result["scanned"], result["total"]) == (4, 4, 100, 100)
         assert (result["selector"], result["max"], result["error"]) == ("n >= 90", 4, None)
         assert result["finished"] >= result["started"]
-    assert [m.id for m in ops.queues["/queue/b"]] == ["m-90", "m-91", "m-92", "m-93"]
-    assert len(ops.queues["/queue/a"]) == 96
+    assert [m.id for m in ops.held["/queue/b"]] == ["m-90", "m-91", "m-92", "m-93"]
+    assert len(ops.held["/queue/a"]) == 96
 
 
 @pytest.mark.parametrize(
@@ -59,9 +59,9 @@ def test_each_operation_reports_what_it_did(
     else:
         assert reply.body["matched"] == 3
         assert not {"moved", "copied", "removed"} & set(reply.body)
-    assert len(ops.queues["/queue/a"]) == left
+    assert len(ops.held["/queue/a"]) == left
     if target is not None:
-        assert len(ops.queues["/queue/b"]) == target
+        assert len(ops.held["/queue/b"]) == target
 
 
 def test_a_long_operation_is_polled_until_done() -> None:
@@ -90,7 +90,7 @@ def test_a_long_operation_is_polled_until_done() -> None:
         39,
         50,
     )
-    assert len(ops.queues["/queue/deep"]) == 11
+    assert len(ops.held["/queue/deep"]) == 11
 
 
 def test_a_running_operation_can_be_cancelled_between_batches() -> None:
@@ -109,8 +109,8 @@ def test_a_running_operation_can_be_cancelled_between_batches() -> None:
     assert final["state"] == "cancelled"
     assert (final["moved"], final["scanned"]) == (20, 20)
     # Nothing lost, nothing duplicated: what was not moved is still there.
-    assert len(ops.queues["/queue/deep"]) == 80
-    assert len(ops.queues["/queue/x"]) == 20
+    assert len(ops.held["/queue/deep"]) == 80
+    assert len(ops.held["/queue/x"]) == 20
 
 
 def test_an_operation_that_fails_half_way_says_why() -> None:
@@ -132,8 +132,8 @@ def test_an_operation_that_fails_half_way_says_why() -> None:
 def test_browse_pages_with_an_opaque_cursor() -> None:
     body = b"x" * 300
     ops = FakeOps({"/queue/a": messages(7)})
-    ops.queues["/queue/a"][0].body = body
-    ops.queues["/queue/a"][1].body = b"\xff\xfe binary"
+    ops.held["/queue/a"][0].body = body
+    ops.held["/queue/a"][1].body = b"\xff\xfe binary"
     with FakeServer(ops) as server:
         first = call(server.url, "GET", "/api/v1/destinations/a/messages?limit=3&preview=100")
         assert first.status == 200
@@ -164,7 +164,7 @@ def test_browse_pages_with_an_opaque_cursor() -> None:
         bad = call(server.url, "GET", "/api/v1/destinations/a/messages?cursor=zzz")
         assert bad.status == 400
     # Browsing consumed nothing.
-    assert len(ops.queues["/queue/a"]) == 7
+    assert len(ops.held["/queue/a"]) == 7
 
 
 def test_at_most_sixteen_operations_run_at_once() -> None:

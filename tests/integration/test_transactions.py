@@ -52,7 +52,7 @@ def test_connection_closing_mid_transaction_aborts_it(broker_server: BrokerServe
         raw.close()
         # Once the broker has seen the connection go (and so ended its transaction), a
         # message it committed would come before the mark.
-        eventually(lambda: len(on_broker(broker_server.thread, lambda ops: ops.connections())) == 1)
+        eventually(lambda: len(on_broker(broker_server.thread, lambda ops: ops.connections.every())) == 1)
         assert c.through_mark("/queue/txclose") == []
 
 

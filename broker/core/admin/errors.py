@@ -1,5 +1,5 @@
 """What an admin request can be refused for; ``code`` names the kind (the HTTP API maps
-each to a status, ``broker.http.ops.STATUS``)."""
+each to a status, ``broker.http.statuses.STATUS``)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ target, a page's cursor, a message that is not there."""
 from __future__ import annotations
 
 from broker.core.admin.errors import Invalid, NotFound
+from broker.core.admin.operations import Action
 from broker.core.base import names
-from broker.core.handlers.operations import Action
 from store.api import LEVELS
 from wildcards import has_wildcard_element
 

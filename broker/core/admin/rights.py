@@ -19,7 +19,7 @@ produces; ``admin`` creates and removes a destination):
   (``DurableSubscription.unclaimable_part``);
 - scheduled jobs: ``write`` on ``ActiveMQ.Scheduler.Management``, as a STOMP request
   to it needs (that request, too, sees and removes every job);
-- a SEND: ``write``, as the user's own SEND (``actions.send``).
+- a SEND: ``write``, as the user's own SEND (``messages.send``).
 
 No authorization entries: everyone may.  No users configured (the admin server then
 takes loopback clients only): as a CONNECT without a login.

@@ -7,17 +7,40 @@ from typing import TYPE_CHECKING, Any
 
 from broker.core.admin import infos
 from broker.core.admin.errors import AdminError
-from broker.core.admin.steps import Wait
+from broker.core.admin.requests import job_position
 from broker.core.admin.views import JobPage
+from broker.core.base.chores import Wait
+from broker.core.storage.jobs import REMOVE, REMOVEALL, Request
 from store.api import Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.core.admin.steps import Steps
+    from broker.core.admin.rights import Rights
+    from broker.core.base.chores import Steps
     from broker.core.engine import Engine
-    from broker.core.storage.jobs import Job, Request
+    from broker.core.storage.jobs import Job
     from store.api import Outcome
+
+
+class ScheduledAdmin:
+    __slots__ = ("_engine", "_rights")
+
+    def __init__(self, engine: Engine, rights: Rights) -> None:
+        self._engine = engine
+        self._rights = rights
+
+    def page(self, limit: int, cursor: str | None, preview: int) -> Steps[JobPage]:
+        """Up to ``limit`` scheduled jobs after ``cursor`` (None: the soonest first)."""
+        self._rights.scheduler()
+        return jobs_page(self._engine, job_position(cursor), limit, preview)
+
+    def remove(self, job_id: str | None, window: tuple[int, int] | None) -> Steps[int]:
+        """Remove job ``job_id``, or (None) every job next due in ``window`` (None: every
+        job); how many there were."""
+        self._rights.scheduler()
+        request = Request(REMOVE, job_id, None) if job_id is not None else Request(REMOVEALL, None, window)
+        return remove_jobs(self._engine, request)
 
 
 def jobs_page(engine: Engine, after: tuple[int, int] | None, limit: int, preview: int) -> Steps[JobPage]:

@@ -23,6 +23,12 @@ REMOTE_TEMP_TOPIC: Final = "/remote-temp-topic/"
 PREFIXES: Final = (QUEUE, TOPIC, TEMP_QUEUE, TEMP_TOPIC, REMOTE_TEMP_QUEUE, REMOTE_TEMP_TOPIC)
 QUEUE_KINDS: Final = frozenset({QUEUE, TEMP_QUEUE, REMOTE_TEMP_QUEUE})
 
+#: ActiveMQ's advisory topics (``handlers.advisory`` publishes the consumer ones; a network
+#: bridge reads them): names here, so that an edge need not reach into the handlers.
+ADVISORY_PREFIX: Final = "ActiveMQ.Advisory."
+CONSUMER_ADVISORY_QUEUE: Final = ADVISORY_PREFIX + "Consumer.Queue."
+CONSUMER_ADVISORY_TOPIC: Final = ADVISORY_PREFIX + "Consumer.Topic."
+
 
 def split_destination(destination: str) -> list[tuple[str, str]]:
     """``"/queue/a,b,/topic/c"`` -> ``[("/queue/", "a"), ("/queue/", "b"), ("/topic/", "c")]``."""

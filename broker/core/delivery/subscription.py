@@ -13,6 +13,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base.observe import LATENCY_BOUNDS_MS, Observer
+from broker.core.base.pieces import REDELIVERED_HEADER
 from broker.core.storage.cursor import Cursor
 from protocol.encoder import FRAME_END, encode_headers
 
@@ -29,8 +30,6 @@ AUTO: Final = "auto"
 CLIENT: Final = "client"
 CLIENT_INDIVIDUAL: Final = "client-individual"
 ACK_MODES: Final = frozenset({AUTO, CLIENT, CLIENT_INDIVIDUAL})
-
-REDELIVERED_HEADER: Final = b"redelivered:true\n"
 
 # Where a delivered message comes from (``Subscription.deliver``), which says how its
 # dispatch is recorded in the message store before its MESSAGE leaves, if it is stored.
@@ -206,6 +205,7 @@ class Subscription:
                 latency.sum_ms += ms
             if events is not None and report:
                 events.dispatched(message, session.id, self.id, True)
+            # The pieces as base.pieces lays them out (what a bridge reads back by name).
             if message.redelivered:
                 outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, FRAME_END))
             else:

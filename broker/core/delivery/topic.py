@@ -20,10 +20,10 @@ from wildcards import WildcardTrie, is_wildcard
 DEFAULT_POLICY = DestinationPolicy()
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
     from broker.core.base.channel import Channel
-    from broker.core.base.chores import Chores
+    from broker.core.base.chores import Chores, Steps
     from broker.core.base.history import History
     from broker.core.base.message import Message
     from broker.core.base.observe import EventSink
@@ -262,7 +262,7 @@ class FanOut:
         if sender is not None:
             sender.fanning += 1
 
-    def rest(self) -> Iterator[int]:
+    def rest(self) -> Steps[None]:
         subs = self._subs
         message = self._message
         try:

@@ -37,10 +37,10 @@ if TYPE_CHECKING:
     from broker.core.delivery.routing import Routing
     from broker.core.delivery.session import Session
 
-PREFIX: Final = "ActiveMQ.Advisory."
+PREFIX: Final = names.ADVISORY_PREFIX
 CONSUMER: Final = PREFIX + "Consumer."
-CONSUMER_QUEUE: Final = CONSUMER + "Queue."
-CONSUMER_TOPIC: Final = CONSUMER + "Topic."
+CONSUMER_QUEUE: Final = names.CONSUMER_ADVISORY_QUEUE
+CONSUMER_TOPIC: Final = names.CONSUMER_ADVISORY_TOPIC
 ADVISORY_TYPE: Final = "Advisory"
 TRANSFORMATION: Final = "jms-advisory-json"
 _TOPICS: Final = {names.QUEUE: CONSUMER_QUEUE, names.TOPIC: CONSUMER_TOPIC}

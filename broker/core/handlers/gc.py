@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core.delivery.queue import Queue
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from broker.core.base.chores import Chores
+    from broker.core.base.chores import Chores, Steps
     from broker.core.base.clock import Clock
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.durable import DurableSubscriptions
@@ -95,7 +93,7 @@ class Housekeeping:
         every += destinations.router.topics.values()
         self.chores.add(self._pass_over(every))
 
-    def _pass_over(self, every: list[Destination]) -> Iterator[int]:
+    def _pass_over(self, every: list[Destination]) -> Steps[None]:
         """The pass: each destination looked at (one unit), one found idle long enough
         deleted (``DELETE_COST`` units), between other clients' work (``chores``)."""
         busy: set[object] = set()

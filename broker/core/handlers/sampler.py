@@ -21,9 +21,7 @@ from broker.core.base.history import HOLDER_BYTES, INTERVAL_MS, NO_ROOM, WIDE_BY
 from broker.core.delivery.queue import Queue
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from broker.core.base.chores import Chores
+    from broker.core.base.chores import Chores, Steps
     from broker.core.base.clock import Clock
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.topic import Topic
@@ -58,7 +56,7 @@ class Sampler:
         every += destinations.router.topics.values()
         self.chores.add(self._pass(every, period))
 
-    def _pass(self, every: list[Destination], period: int) -> Iterator[int]:
+    def _pass(self, every: list[Destination], period: int) -> Steps[None]:
         try:
             for target in every:
                 yield self.sample(target, period)

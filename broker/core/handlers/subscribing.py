@@ -39,8 +39,9 @@ from protocol.errors import MissingHeader
 from wildcards import is_wildcard
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
 
+    from broker.core.base.chores import Chores, Steps
     from broker.core.base.message import Message
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
@@ -57,6 +58,7 @@ class Subscribing:
     __slots__ = (
         "advisories",
         "charged",
+        "chores",
         "destinations",
         "durables",
         "memory",
@@ -76,8 +78,11 @@ class Subscribing:
         routing: Routing,
         settlement: Settlement,
         advisories: Advisories,
+        chores: Chores,
     ) -> None:
         self.advisories = advisories
+        #: What a queue browser's walk runs in (``browsing``).
+        self.chores = chores
         self.settings = settings
         self.memory = memory
         self.destinations = destinations
@@ -240,6 +245,7 @@ class Subscribing:
             self.persistence,
             selector,
             self.routing.seq,
+            self.chores,
             ack=ack,
             prefetch=prefetch,
         )
@@ -405,6 +411,7 @@ class Subscribing:
         # ActiveMQ), its ABORT gives it back.  A browser's were only looked at.
         held = sub.held
         if isinstance(sub, QueueBrowser):
+            sub.stop()
             returned = []
         else:
             returned = [message for seq, message in sub.inflight.items() if seq not in held]
@@ -418,7 +425,7 @@ class Subscribing:
             queue.dispatch()
         self.advisories.removed(sub)
 
-    def close(self, session: Session) -> Iterator[int]:
+    def close(self, session: Session) -> Steps[None]:
         """The connection is gone: each of its subscriptions ends, one step at a time
         (a chore), each step's cost one and one more for each message it gave back."""
         subscriptions = session.subscriptions

@@ -1,4 +1,5 @@
-"""What an administrator does to one message: send one, and find one by its id.
+"""What an administrator does to one message: send one; show, remove, move or retry
+one found by its id (ActiveMQ's console: Send, the message page with Delete, Move, Retry).
 
 A message sent from the console or ``stompd-admin`` is a SEND frame handed to the engine
 on a session of its own, as a client's would be: the same header checks, the same
@@ -16,8 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core.admin.errors import AdminError, Forbidden, Invalid, NoRoom
+from broker.core.admin.requests import no_message
 from broker.core.admin.rights import principal_of
-from broker.core.admin.steps import Wait
+from broker.core.admin.views import Progress
+from broker.core.base.chores import Wait
 from broker.core.base.errors import AccessDenied, NoSpace
 from broker.core.base.selector import compile_selector
 from broker.core.delivery.session import CONNECTED
@@ -26,8 +29,12 @@ from protocol.errors import StompError
 from protocol.parser import FrameParser
 
 if TYPE_CHECKING:
-    from broker.core.admin.steps import Steps
+    from broker.core.admin.queues import QueueAdmin
+    from broker.core.admin.rights import Rights
+    from broker.core.admin.views import BrowsedMessage
+    from broker.core.base.chores import Steps
     from broker.core.base.selector import Selector
+    from broker.core.delivery.queue import Queue
     from broker.core.engine import Engine
 
 #: The receipt an admin SEND asks for (its session sends nothing else).
@@ -146,3 +153,69 @@ def by_id(message_id: str) -> Selector:
         raise Invalid("empty message id")
     quoted = message_id.replace("'", "''")
     return compile_selector(f"JMSMessageID = '{quoted}'")
+
+
+class MessageAdmin:
+    """One message of a queue, found by its id, as the queue part (``queues``) finds and
+    moves messages (with its refusals)."""
+
+    __slots__ = ("_engine", "_queues", "_rights")
+
+    def __init__(self, engine: Engine, rights: Rights, queues: QueueAdmin) -> None:
+        self._engine = engine
+        self._rights = rights
+        self._queues = queues
+
+    def send(self, user: str | None, destination: str, headers: dict[str, str], body: bytes) -> Steps[None]:
+        """A SEND as ``user`` would make it (``send``): done once the broker has it."""
+        return send(self._engine, user, destination, headers, body)
+
+    def get(self, name: str, message_id: str) -> Steps[BrowsedMessage]:
+        """The pending message ``message_id`` of queue ``name``, whole."""
+        self._rights.read(name)
+        return self._queues.find(self._queues.queue(name), message_id)
+
+    def remove(self, name: str, message_id: str) -> Steps[None]:
+        progress = Progress()
+        work = self._queues.remove(name, by_id(message_id), 1, progress)
+        return _one(work, progress, name, message_id)
+
+    def move(self, name: str, message_id: str, target: str) -> Steps[None]:
+        """Move one message to ``target``, as the queue part's ``move`` moves them."""
+        progress = Progress()
+        work = self._queues.move(name, target, by_id(message_id), 1, progress)
+        return _one(work, progress, name, message_id)
+
+    def retry(self, name: str, message_id: str) -> Steps[str]:
+        """ActiveMQ's Retry: a dead-lettered message moved back to the destination it was
+        dead-lettered from (its ``original-destination``); that destination."""
+        self._rights.read(name)
+        queue = self._queues.queue(name)
+        return self._retry(queue, message_id, by_id(message_id))
+
+    def _retry(self, queue: Queue, message_id: str, selector: Selector) -> Steps[str]:
+        found = yield from self._queues.find(queue, message_id)
+        original = found.headers.get("original-destination")
+        if not original:
+            raise Invalid(
+                f"message {message_id} on {queue.name} has no original-destination header: "
+                "it was not dead-lettered, so there is nowhere to retry it to"
+            )
+        dlq = self._engine.settlement.dead_letter_queue(original)
+        if dlq != queue.name:
+            # A message moved here from elsewhere says so too: only a dead letter goes back.
+            raise Invalid(
+                f"message {message_id} on {queue.name} is not a dead letter of {original} "
+                f"(those go to {dlq}): there is nothing to retry"
+            )
+        progress = Progress()
+        work = self._queues.move(queue.name, original, selector, 1, progress)
+        yield from _one(work, progress, queue.name, message_id)
+        return original
+
+
+def _one(work: Steps[None], progress: Progress, name: str, message_id: str) -> Steps[None]:
+    """``work`` on one message: NotFound if it was not there (any more)."""
+    yield from work
+    if not progress.applied:
+        raise no_message(name, message_id)

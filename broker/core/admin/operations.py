@@ -1,4 +1,4 @@
-"""Admin operations over a whole queue: count, move, copy, remove, purge, browse.
+"""Admin operations over a whole queue: count, move, copy, remove, purge.
 
 One pass over what the queue held when the operation started (messages routed later
 are not part of it), memory part then disk part, in batches:
@@ -11,8 +11,8 @@ are not part of it), memory part then disk part, in batches:
 3. **memory again**: what a page-in brought from disk into memory while the disk part
    was walked (the disk walk never saw it), and nothing the disk walk already counted.
 
-Each step changes at most ``BATCH`` messages, and the driver lets the loop run between
-steps, so producers and consumers go on meanwhile.  A moved persistent message is
+Each step changes at most ``BATCH`` messages, and other clients' work runs between
+steps (the operation is a chore), so producers and consumers go on meanwhile.  A moved persistent message is
 deleted from its queue and added to its target in the same store batch (the delete is
 queued before the add, and nothing submits between the two), so a ``kill -9`` finds it
 in exactly one of them.  Dispatched-but-unacknowledged messages are not in the cursor,
@@ -23,8 +23,8 @@ Taking a message out of the disk part follows the queue's own disk scan (the cur
 it, so a page-in queued behind the job cannot bring it back; a stored one is marked
 taken in the disk part before its delete is queued, so a page-in skips it.
 
-The driver (``broker.core.admin.service``) calls ``step`` until it returns True; when
-``waiting`` is set after a step, it waits for ``resume`` to be called first.
+``QueueOperation.steps`` is the pass, a batch a step, a chore (``base.chores``) that the
+admin service runs (``run``); browsing is ``handlers.browsing.Browse``.
 """
 
 from __future__ import annotations
@@ -32,27 +32,30 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Protocol
 
+from broker.core.admin.errors import AdminError
+from broker.core.base.chores import Wait
+from broker.core.handlers.browsing import BATCH, TOP, DiskReadFailed, Pending, cost_of
 from broker.core.storage.message_codecs import swap_needle
-from store.api import LEVELS, Failed
+from store.api import Failed
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
+    from broker.core.admin.views import Progress
+    from broker.core.base.chores import Steps
     from broker.core.base.message import Message
     from broker.core.base.selector import Predicate, Selector
     from broker.core.delivery.destinations import Destination
     from broker.core.delivery.durable import DurableSubscription
     from broker.core.delivery.routing import Routing
+    from broker.core.handlers.browsing import Browse
     from broker.core.storage.cursor import Cursor
     from broker.core.storage.persistence import Persistence
     from store.api import Outcome
 
-#: Messages one step looks at in memory, and at most changes.
-BATCH = 1000
 #: Records one disk job reads before it reports back: under 10 ms of the worker, so the
 #: page-ins other queues wait for behind it are not held up longer than that.
 DISK_BUDGET = 5_000
-_TOP = LEVELS - 1
 
 
 class Action(enum.Enum):
@@ -62,12 +65,9 @@ class Action(enum.Enum):
     REMOVE = "remove"
 
 
-class Backlog(Protocol):
+class Backlog(Pending, Protocol):
     """What an operation walks: a queue (``queue.Queue``), or a durable subscription's
     pending messages (``DurableBacklog``)."""
-
-    name: str
-    cursor: Cursor
 
     def forget(self, message: Message, moved: bool) -> None:
         """``message`` (taken out of the cursor) leaves for good, ``moved`` or removed:
@@ -108,10 +108,6 @@ class DurableBacklog:
                 message.drop()
 
 
-class AdminFailed(Exception):
-    """Reading the disk part of a queue failed: the operation stopped (what it did stays done)."""
-
-
 class QueueOperation:
     """One admin operation over ``queue``; see the module's docstring."""
 
@@ -119,7 +115,6 @@ class QueueOperation:
         "_after",
         "_counted",
         "_level",
-        "_phase",
         "_positions",
         "_span",
         "_top",
@@ -136,7 +131,6 @@ class QueueOperation:
         "scanned",
         "target",
         "total",
-        "waiting",
     )
 
     def __init__(
@@ -168,8 +162,6 @@ class QueueOperation:
         cursor = backlog.cursor
         self.total = cursor.count
         self.error: BaseException | None = None
-        #: A disk job is under way: the driver waits for ``resume``.
-        self.waiting = False
         # Messages routed after the start are not part of this pass.
         self._top = routing.seq
         # The disk part as it was at the start, per level (an empty range where none).
@@ -178,8 +170,7 @@ class QueueOperation:
         #: Sequences counted as matching while they were on disk (a count or a copy leaves
         #: them in place; a page-in may bring them into memory before the last phase).
         self._counted: set[int] = set()
-        self._phase = 0
-        self._level = _TOP
+        self._level = TOP
         self._after = -1
 
     @property
@@ -191,26 +182,35 @@ class QueueOperation:
             return BATCH
         return min(BATCH, self.limit - self.matched)
 
-    def step(self, resume: Callable[[], None]) -> bool:
-        """Do one batch; True once the operation is over (``error`` says if it failed)."""
-        if self.error is not None or self.backlog.cursor.closed or self._wanted() <= 0:
-            return True
-        if self._phase == 0:
-            if self._memory_step(again=False):
-                self._phase = 1
-            return False
-        if self._phase == 1:
-            if self._disk_step(resume):
-                self._phase = 2
-                self._level = _TOP
-                self._after = -1
-            return False
-        return self._memory_step(again=True)
+    def _over(self) -> bool:
+        return self.error is not None or self.backlog.cursor.closed or self._wanted() <= 0
+
+    def steps(self) -> Steps[None]:
+        """The pass, a batch a step (``error`` says if it failed): the memory part, the disk
+        part (a job of the worker a step), what a page-in brought into memory meanwhile."""
+        while not self._over():
+            memory_done, looked = self._memory_step(again=False)
+            yield cost_of(looked)
+            if memory_done:
+                break
+        while not self._over():
+            wait = self._disk_step()
+            if wait is None:
+                break
+            yield wait
+        self._level = TOP
+        self._after = -1
+        while not self._over():
+            memory_done, looked = self._memory_step(again=True)
+            if memory_done:
+                return
+            yield cost_of(looked)
 
     # -- memory ---------------------------------------------------------------------
 
-    def _memory_step(self, *, again: bool) -> bool:
-        """One batch of the memory part; True once every level is done."""
+    def _memory_step(self, *, again: bool) -> tuple[bool, int]:
+        """One batch of the memory part: whether every level is done, and how many
+        messages it looked at."""
         cursor = self.backlog.cursor
         budget = BATCH
         while self._level >= 0:
@@ -227,14 +227,14 @@ class QueueOperation:
                 batch = [m for m in looked if m.seq <= top]
             self._apply_memory(batch)
             if self._wanted() <= 0:
-                return True
+                return True, BATCH - budget + len(looked)
             if len(looked) < budget:
                 self._level -= 1
                 self._after = -1
             budget -= len(looked)
             if budget <= 0:
-                return False
-        return True
+                return False, BATCH
+        return True, BATCH - budget
 
     def _apply_memory(self, batch: list[Message]) -> None:
         match = self.match
@@ -260,16 +260,13 @@ class QueueOperation:
 
     # -- disk -----------------------------------------------------------------------
 
-    def _disk_step(self, resume: Callable[[], None]) -> bool:
-        """Ask for the next disk job; True once the disk part is done."""
-        self.waiting = True
-        submitting = True
+    def _disk_step(self) -> Wait | None:
+        """Ask for the next disk job (a ``Wait`` for it); None once the disk part is done."""
+        wait = Wait()
 
         def done(outcome: Outcome[tuple[list[Message], list[int], int]]) -> None:
-            self.waiting = False
             self._walked(outcome)
-            if not submitting:
-                resume()
+            wait.resume()
 
         started = self.backlog.cursor.disk_part.walk(
             self._span,
@@ -282,15 +279,13 @@ class QueueOperation:
             self.needle,
             done,
         )
-        submitting = False
-        if not started:
-            self.waiting = False
-            return True
-        return False
+        return wait if started else None
 
     def _walked(self, outcome: Outcome[tuple[list[Message], list[int], int]]) -> None:
         if isinstance(outcome, Failed):
-            self.error = AdminFailed(f"reading the disk part of {self.backlog.name} failed: {outcome.error}")
+            self.error = DiskReadFailed(
+                f"reading the disk part of {self.backlog.name} failed: {outcome.error}"
+            )
             return
         found, positions, read = outcome.value
         self._positions = positions
@@ -340,130 +335,25 @@ class QueueOperation:
             self.routing.route(target, copy, sent=True)
 
 
-# -- browsing --------------------------------------------------------------------------
-
-
-class Browse:
-    """One page of a queue, without consuming: up to ``limit`` pending messages after
-    ``position`` ((level, sequence); (9, -1): the head), in dispatch order (priority,
-    then arrival), memory and disk merged.
-
-    ``step`` as for ``QueueOperation``; when done, ``messages`` is the page and ``next``
-    where the next one starts (None: the end of the queue).  A caller may empty
-    ``messages`` after each step (a STOMP browser sends them as they come).
-    """
-
-    __slots__ = (
-        "_after",
-        "_level",
-        "backlog",
-        "error",
-        "limit",
-        "match",
-        "messages",
-        "next",
-        "top",
-        "waiting",
-    )
-
-    def __init__(
-        self,
-        backlog: Backlog,
-        match: Callable[[Message], bool] | None,
-        limit: int,
-        position: tuple[int, int] | None = None,
-        *,
-        top: int | None = None,
-    ) -> None:
-        self.backlog = backlog
-        #: Messages routed after this sequence are not shown (None: whatever is there).
-        self.top = top
-        self.match = match
-        self.limit = limit
-        level, after = position if position is not None else (_TOP, -1)
-        self._level = level
-        self._after = after
-        self.messages: list[Message] = []
-        self.next: tuple[int, int] | None = None
-        self.error: BaseException | None = None
-        self.waiting = False
-
-    def step(self, resume: Callable[[], None]) -> bool:
-        if self.error is not None or self._full():
-            return True
-        cursor = self.backlog.cursor
-        if cursor.closed:
-            self.next = None
-            return True
-        level = self._level
-        memory = cursor.pending_after(level, self._after, BATCH)
-        mem_cut = memory[-1].seq if len(memory) == BATCH else None
-        upto = mem_cut
-        if self.top is not None:
-            upto = self.top if upto is None else min(upto, self.top)
-        self.waiting = True
-        submitting = True
-
-        def done(outcome: Outcome[tuple[list[Message], int, bool]]) -> None:
-            self.waiting = False
-            if isinstance(outcome, Failed):
-                self.error = AdminFailed(
-                    f"reading the disk part of {self.backlog.name} failed: {outcome.error}"
-                )
-            else:
-                found, cut, to_end = outcome.value
-                self._merge(level, found, cut, whole=mem_cut is None and to_end)
-            if not submitting:
-                resume()
-
-        started = cursor.disk_part.browse(level, self._after, upto, BATCH, done)
-        submitting = False
-        if not started:
-            self.waiting = False
-            self._take(memory, mem_cut)
-            return self._full()
-        return False
-
-    def _merge(self, level: int, found: list[Message], cut: int, *, whole: bool) -> None:
-        """A disk read of ``level`` is back: merge it with what memory holds now (a page-in
-        may have brought part of the range in meanwhile) and take the page's share."""
-        now = self.backlog.cursor.pending_after(level, self._after, BATCH)
-        if len(now) == BATCH:
-            cut = min(cut, now[-1].seq)
-            whole = False
-        seen: dict[int, Message] = {m.seq: m for m in found if whole or m.seq <= cut}
-        for m in now:
-            if whole or m.seq <= cut:
-                seen[m.seq] = m
-        self._take([seen[seq] for seq in sorted(seen)], None if whole else cut)
-
-    def _take(self, candidates: Iterable[Message], cut: int | None) -> None:
-        """Add the matching ``candidates`` (in order) to the page; ``cut``: the last sequence
-        they cover at this level (None: the rest of the level)."""
-        match = self.match
-        top = self.top
-        for message in candidates:
-            if top is not None and message.seq > top:
-                # Newer than the snapshot, and so is the rest of this level.
-                cut = None
+def run(
+    operation: QueueOperation | Browse, progress: Progress | None, flush: Callable[[], None]
+) -> Steps[None]:
+    """``operation`` to its end (or until ``progress.cancelled``), its counters kept in
+    ``progress``: each step's store batch goes to the store at its end (``flush``, the
+    engine's: the end of a unit of work).  Raises ``AdminError`` if it failed."""
+    steps = operation.steps()
+    try:
+        while progress is None or not progress.cancelled:
+            step = next(steps, None)
+            flush()
+            if progress is not None and isinstance(operation, QueueOperation):
+                progress.scanned = operation.scanned
+                progress.matched = operation.matched
+                progress.applied = operation.applied
+            if step is None:
                 break
-            if match is not None and not match(message):
-                continue
-            self.messages.append(message)
-            if len(self.messages) >= self.limit:
-                self._after = message.seq
-                return
-        if cut is None:
-            self._level -= 1
-            self._after = -1
-        else:
-            self._after = cut
-
-    def _full(self) -> bool:
-        if len(self.messages) >= self.limit:
-            self.next = (self._level, self._after) if self._level >= 0 else None
-            return True
-        if self._level < 0:
-            self.next = None
-            return True
-        return False
+            yield step
+    finally:
+        steps.close()
+    if operation.error is not None:
+        raise AdminError(str(operation.error))
