@@ -2,10 +2,11 @@
 builds engines and runs the steps several test modules take): a swapping engine over an
 in-memory store that counts its reads, an engine over a real message store, sends and
 their bodies, a client-individual consumer that NACKs, the admin operations run to the
-end, an authorization entry, and an event sink that records its calls.
+end, an authorization entry, an event sink that records its calls, a peer with n
+subscriptions and an engine whose chores' wakes are counted.
 
 Moved here from the test modules that defined them (test_swap, test_persistence,
-test_admin, test_redelivery, test_security, test_observe), which still import them.
+test_admin, test_redelivery, test_security, test_observe, test_many), which still import them.
 """
 
 from __future__ import annotations
@@ -192,3 +193,17 @@ class Recorder(EventSink):
 
     def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
         self.calls.append(("flow-release", destination, cause, wait_ms))
+
+
+def subscribed(engine: Engine, n: int, destination: str, **headers: str) -> Peer:
+    peer = Peer(engine)
+    for i in range(n):
+        peer.send_frame("SUBSCRIBE", {"destination": destination, "id": str(i), **headers})
+    return peer
+
+
+def driven(engine: Engine) -> list[int]:
+    """Install a wake, as the edge does; returns the list of wake calls."""
+    woken: list[int] = []
+    engine.chores.wake = lambda: woken.append(1)
+    return woken
