@@ -94,16 +94,27 @@ PEER_MODULES = frozenset(
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: Where each group's tests go in a parallel run's order: the longest first.
+GROUP_ORDER = {"spark": 0, "peers": 1}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for ``--dist loadgroup`` (pyproject's addopts): every Spark test on one
     worker (one session-wide SparkSession and report for them all, and JVMs never two
-    to a core), every peer-broker test on another."""
+    to a core), every peer-broker test on another. In a parallel run the groups come
+    first, so their workers start on them at once instead of ending the run alone."""
+    groups: dict[int, str] = {}
     for item in items:
         if item.get_closest_marker("spark") is not None:
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            groups[id(item)] = "spark"
         elif item.path.relative_to(ROOT).as_posix() in PEER_MODULES:
-            item.add_marker(pytest.mark.xdist_group("peers"))
+            groups[id(item)] = "peers"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its order is the run's
+        items.sort(key=lambda item: GROUP_ORDER.get(groups.get(id(item), ""), len(GROUP_ORDER)))
 
 
 @pytest.fixture(autouse=True)
