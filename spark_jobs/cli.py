@@ -35,7 +35,10 @@ SMALL_INPUT: Final = 8 << 20
 #: A small report is thousands of short-lived generated classes and tiny tasks: the JVM's
 #: optimizing compiler (C2) spends more than it saves (the tests' 1,100-line workload:
 #: 94 s -> 47 s for the whole command). Big inputs keep C2 for the long loops.
-SMALL_INPUT_JVM: Final = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+SMALL_INPUT_JVM: Final = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",  # a cluster's executors
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -160,10 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {missing}: no such file or directory", file=sys.stderr)
         return 2
     # (under spark-submit the JVM has started already)
-    if "PYSPARK_GATEWAY_PORT" not in os.environ and "spark.driver.extraJavaOptions" not in conf:
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
         size = local_input_bytes(settings.inputs, conf)
         if size is not None and size < SMALL_INPUT:
-            conf |= SMALL_INPUT_JVM
+            conf = SMALL_INPUT_JVM | conf  # the user's own JVM options win
     progress("starting Spark" + (f" on {args.master}" if args.master else ""))
     try:
         spark = build_session(args.master, args.driver_memory, conf, quiet=args.quiet)

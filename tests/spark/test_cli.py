@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from spark_jobs.cli import SMALL_INPUT_JVM
 from tests.spark.cluster import SPARK_SUBMIT, StandaloneCluster, spark_env
 
 if TYPE_CHECKING:
@@ -23,8 +24,15 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
 STOMPD_REPORT = str(Path(sys.executable).with_name("stompd-report"))
-#: Everything on loopback, and executors small enough for a 1 GB worker.
-CLUSTER_CONF = ("--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.executor.memory=512m")
+#: Everything on loopback, executors small enough for a 1 GB worker, and the JVMs as
+#: stompd-report starts them for an input this small (spark-submit starts its own).
+CLUSTER_CONF = (
+    "--conf",
+    "spark.driver.host=127.0.0.1",
+    "--conf",
+    "spark.executor.memory=512m",
+    *(part for key, value in SMALL_INPUT_JVM.items() for part in ("--conf", f"{key}={value}")),
+)
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -75,7 +75,8 @@ def test_a_small_local_input_runs_the_driver_with_the_client_compiler(
     # the user's own JVM options win; an input elsewhere has a size only Hadoop knows
     mine = ["--conf", "spark.driver.extraJavaOptions=-Xss4m"]
     assert started_with(monkeypatch, ["--input", str(export), *mine, *base]) == {
-        "spark.driver.extraJavaOptions": "-Xss4m"
+        **cli.SMALL_INPUT_JVM,
+        "spark.driver.extraJavaOptions": "-Xss4m",
     }
     assert started_with(monkeypatch, ["--input", "hdfs://nn/exports", *base]) == {}
     monkeypatch.setattr(cli, "SMALL_INPUT", 1000)
