@@ -19,6 +19,7 @@ from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from store.api import Failed
+from tests import parallel
 from tests.broker_thread import BrokerThread
 
 if TYPE_CHECKING:
@@ -80,41 +81,15 @@ def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
     return BrokerThread(options).start()
 
 
-#: Test modules that start a peer broker of their own (ActiveMQ's JVM, RabbitMQ): in a
-#: parallel run one worker takes them all, one after another, so two peers never start
-#: at once on two cores, and never beside the Spark tests' JVMs.
-PEER_MODULES = frozenset(
-    {
-        "tests/integration/test_activemq_compat.py",
-        "tests/integration/test_ack_durability.py",
-        "tests/integration/test_network_activemq.py",
-        "tests/integration/test_network_rabbitmq.py",
-    }
-)
-ROOT = Path(__file__).resolve().parents[1]
-
-
-#: Where each group's tests go in a parallel run's order: the longest first.
-GROUP_ORDER = {"spark": 0, "peers": 1}
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for ``--dist loadgroup`` (pyproject's addopts): every Spark test on one
-    worker (one session-wide SparkSession and report for them all, and JVMs never two
-    to a core), every peer-broker test on another. In a parallel run the groups come
-    first, so their workers start on them at once instead of ending the run alone."""
-    groups: dict[int, str] = {}
-    for item in items:
-        if item.get_closest_marker("spark") is not None:
-            groups[id(item)] = "spark"
-        elif item.path.relative_to(ROOT).as_posix() in PEER_MODULES:
-            groups[id(item)] = "peers"
-        else:
-            continue
-        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))
+    parallel.check_marks(items)
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: its order is the run's
-        items.sort(key=lambda item: GROUP_ORDER.get(groups.get(id(item), ""), len(GROUP_ORDER)))
+        items[:] = parallel.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, absent with -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return parallel.make_scheduler(config, log) if config.getoption("dist") == "loadgroup" else None
 
 
 @pytest.fixture(autouse=True)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from broker.settings_bridge import broker_options
 from config.model import BrokerConfig
-from tests import ports
+from tests import parallel, ports
 from tests.broker_thread import BrokerThread
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Another process (another worker): how many of the given ports it could lock, and
 #: whether free_port handed it one of them.
 CHILD = """import sys
-from tests import ports
+from tests import parallel, ports
 given = {int(p) for p in sys.argv[1:]}
 print(sum(ports._locked(p) for p in given), ports.free_port() in given)
 """
@@ -53,3 +53,11 @@ def test_a_test_broker_from_a_configuration_never_takes_the_fixed_admin_port(tmp
     thread = BrokerThread(options)
     thread.loop.close()  # never started
     assert thread.options.http_port == 0  # a free one, read back as .http_port
+
+
+def test_the_spark_and_the_peer_tests_are_each_one_group() -> None:
+    assert parallel.group_of("tests/spark/test_cli.py::test_bad_input_is_one_line_and_status_2") == "spark"
+    assert parallel.group_of("tests/docker/test_report_service.py::test_x") == "spark"
+    assert parallel.group_of("tests/integration/test_activemq_compat.py::test_x[activemq]") == "peers"
+    assert parallel.group_of("tests/integration/test_server.py::test_x") is None
+    assert parallel.group_of("tests/docker/test_compose.py::test_x") is None
