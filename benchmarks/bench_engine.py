@@ -38,7 +38,7 @@ from protocol import V1_2, Frame, FrameParser, encode_frame
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_stores, memory_temp_store
 from store.persistent import MessageStore
-from store.worker import InlineWorker
+from store.worker import DeferredWorker
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -91,7 +91,7 @@ class DroppingCommitter:
 def dropping_stores() -> Stores:
     store = MessageStore(MemoryDatabase("dropped"))
     store.use_committer(DroppingCommitter())
-    return Stores(messages=store, temp=memory_temp_store(), worker=InlineWorker())
+    return Stores(messages=store, temp=memory_temp_store(), worker=DeferredWorker())
 
 
 def security() -> Security:

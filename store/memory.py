@@ -17,7 +17,7 @@ from store.api import Stores
 from store.database import split
 from store.persistent import MessageStore
 from store.temp import TempStore
-from store.worker import InlineWorker
+from store.worker import DeferredWorker
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -123,5 +123,6 @@ def memory_temp_store(db: MemoryDatabase | None = None) -> TempStore:
 
 
 def memory_stores() -> Stores:
-    """Every store in memory, jobs run inline: a broker core with nothing on disk."""
-    return Stores(messages=memory_message_store(), temp=memory_temp_store(), worker=InlineWorker())
+    """Every store in memory, a broker core with nothing on disk; its worker's jobs wait
+    for ``DeferredWorker.run`` (``tests/broker/harness.py``'s ``run_io``)."""
+    return Stores(messages=memory_message_store(), temp=memory_temp_store(), worker=DeferredWorker())

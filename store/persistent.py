@@ -1,7 +1,12 @@
 """The persistent message store: one LevelDB under ``<data-dir>/store``, written through
 a ``GroupCommitter``.
 
-Keyspaces: ``store.layout``.
+Keyspaces: ``store.layout``.  ``MessageStore`` is one object whose parts each own some
+of them: ``store.counters`` the counters, ids and destination records (``c``, ``g``,
+``d``), ``store.message_records`` the messages, their dispatch marks and the scheduled
+messages (``m``, ``x``, ``t``), ``store.durable_records`` the durable subscriptions and
+what they are owed (``s``, ``p``, ``n``, ``r``), ``store.reads`` every read; this module
+opens it, loads what recovery needs, and hands its batches to the committer.
 
 Destination and subscription ids come from one counter, starting at 1; counter id 0
 is the scheduler's (``t`` records, all counted at priority 0).
@@ -49,40 +54,31 @@ import struct
 from typing import TYPE_CHECKING, Protocol
 
 from store import keys
-from store.api import LEVELS, DestinationRecord, Recovery, SubscriptionRecord
+from store.api import DestinationRecord, Recovery, SubscriptionRecord
 from store.commit import GroupCommitter
-from store.errors import StoreCorrupt, StoreError
+from store.durable_records import DurableRecords
+from store.errors import StoreError
 from store.layout import (
     COUNTERS,
     COUNTS,
     DEST,
     DESTINATION,
-    DISPATCHED,
-    ENTRY,
     FORMAT,
     GLOBAL,
     GLOBAL_RECORD,
     ID,
     PENDING,
     PENDING_COUNTS,
-    POINTER,
     RECORD_HEAD,
-    REFCOUNT,
-    REFS,
-    SCHEDULED,
     SCHEDULER,
-    SMALL_COUNTS,
     SUBSCRIPTION,
-    TIMED,
     Counters,
-    count_bytes,
-    subscription_key,
 )
 from store.leveldb import LevelDB
-from store.reads import Reader, StoreReads
+from store.reads import Reader
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable
     from pathlib import Path
 
     from store.api import Batch
@@ -101,27 +97,12 @@ class Committer(Reader, Protocol):
     def close(self, timeout: float = 30.0) -> None: ...
 
 
-class MessageStore(StoreReads):
-    __slots__ = (
-        "_by_name",
-        "_counter_records",
-        "_counters",
-        "_global_dirty",
-        "_kinds",
-        "_names",
-        "_next_id",
-        "_next_seq",
-        "_pending",
-        "_reader",
-        "_reserved",
-        "_sub_records",
-        "_subs",
-        "_used",
-        "committer",
-        "db",
-        "path",
-        "seq_block",
-    )
+class MessageStore(DurableRecords):
+    """The store as opened: its records loaded at start-up, what ``recover`` hands the
+    broker, and who writes its batches; its builders and counters are the bases'
+    (``DurableRecords``, ``MessageRecords``, ``StoreCounters``), its reads ``StoreReads``'."""
+
+    __slots__ = ("_counter_records", "_reader", "committer", "db", "path")
 
     def __init__(self, db: Database, *, seq_block: int = 10_000) -> None:
         """Load the records recovery needs from ``db`` (a start-up call; see ``open``)."""
@@ -223,12 +204,6 @@ class MessageStore(StoreReads):
             raise self._corrupt("a malformed key", key)
         return int(ID.unpack(key)[1])
 
-    def _unpack(self, fmt: struct.Struct, key: bytes, value: bytes) -> tuple[int, ...]:
-        try:
-            return fmt.unpack(value)
-        except struct.error:
-            raise self._corrupt(f"a {len(value)}-byte record where {fmt.size} bytes belong", key) from None
-
     def _decode_destination(self, key: bytes, value: bytes) -> tuple[str, str]:
         try:
             fmt, kind_len = RECORD_HEAD.unpack_from(value)
@@ -242,9 +217,6 @@ class MessageStore(StoreReads):
         if fmt != FORMAT:
             raise self._corrupt(f"a destination record of format {fmt}", key)
         return kind, name
-
-    def _corrupt(self, what: str, key: bytes) -> StoreCorrupt:
-        return StoreCorrupt(f"the store at {self.path} is corrupt: {what} (key {key[:40]!r})")
 
     def recover(self) -> Recovery:
         """What the broker rebuilds its destinations and cursors from (start-up).
@@ -310,288 +282,3 @@ class MessageStore(StoreReads):
         if self.committer is not None:
             self.committer.close()
         self.db.close()
-
-    # -- counters (owner thread) -------------------------------------------------
-
-    @property
-    def used_bytes(self) -> int:
-        """Value bytes stored (messages and scheduled): what ``storeUsage`` meters."""
-        return self._used
-
-    def counters(self, dest_id: int) -> Counters:
-        """A copy of ``dest_id``'s counters (what is stored or submitted to be)."""
-        return self._counters_of(dest_id).copy()
-
-    def pending_of(self, sub_id: int) -> tuple[int, ...]:
-        """Messages owed to durable subscription ``sub_id``, per priority."""
-        return tuple(self._pending.get(sub_id, (0,) * LEVELS))
-
-    def destination_id(self, kind: str, name: str) -> int | None:
-        return self._by_name.get((kind, name))
-
-    def reserve_sequences(self, n: int) -> range:
-        """``n`` new message sequences, never handed out before, even across restarts.
-
-        The raised bound goes into the next batch any builder makes, so it is on disk
-        no later than the first message that uses one of these sequences.
-        """
-        first = self._next_seq
-        self._next_seq = first + n
-        if self._next_seq > self._reserved:
-            self._reserved = self._next_seq + self.seq_block
-            self._global_dirty = True
-        return range(first, self._next_seq)
-
-    def _allocate_id(self) -> int:
-        new_id = self._next_id
-        self._next_id += 1
-        self._global_dirty = True
-        return new_id
-
-    def _stamp(self, batch: Batch) -> None:
-        """Last in every builder: ``g`` goes into the batch that changed what it holds."""
-        if self._global_dirty:
-            batch.put(
-                GLOBAL,
-                GLOBAL_RECORD.pack(
-                    FORMAT,
-                    self._reserved,
-                    self._next_id,
-                    len(self._names),
-                    len(self._sub_records),
-                    len(self._pending),
-                ),
-            )
-            self._global_dirty = False
-
-    def _counters_of(self, dest_id: int) -> Counters:
-        if dest_id not in self._names:
-            raise KeyError(f"no destination {dest_id} in the store at {self.path}")
-        return self._counters[dest_id]
-
-    def _count(self, batch: Batch, counter_id: int, counters: Counters, nbytes: int) -> None:
-        counters.bytes += nbytes
-        self._used += nbytes
-        batch.put(ID.pack(COUNTERS, counter_id), counters.encode())
-
-    # -- builders (owner thread; each puts its writes and new counters into ``batch``) --
-
-    def add_destination(self, batch: Batch, kind: str, name: str) -> int:
-        """The id of destination (kind, name), recorded in ``batch`` if it is new."""
-        dest_id = self._by_name.get((kind, name))
-        if dest_id is not None:
-            return dest_id
-        dest_id = self._allocate_id()
-        kind_bytes = kind.encode()
-        batch.put(
-            ID.pack(DESTINATION, dest_id),
-            RECORD_HEAD.pack(FORMAT, len(kind_bytes)) + kind_bytes + name.encode(),
-        )
-        self._kinds[dest_id] = kind
-        self._names[dest_id] = name
-        self._by_name[(kind, name)] = dest_id
-        counters = self._counters[dest_id] = Counters()
-        # Written now, empty, so that every destination has one and recovery can count them.
-        self._count(batch, dest_id, counters, 0)
-        self._stamp(batch)
-        return dest_id
-
-    def remove_destination(self, batch: Batch, dest_id: int) -> None:
-        """Forget an empty destination (remove or ack its messages first)."""
-        if self._counters_of(dest_id).total:
-            raise ValueError(f"destination {dest_id} still has messages in the store at {self.path}")
-        batch.delete(ID.pack(DESTINATION, dest_id))
-        batch.delete(ID.pack(COUNTERS, dest_id))
-        del self._by_name[(self._kinds.pop(dest_id), self._names.pop(dest_id))]
-        del self._counters[dest_id]
-        self._global_dirty = True
-        self._stamp(batch)
-
-    def add_messages(self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, bytes]]) -> None:
-        """Store (priority, seq, value) messages on ``dest_id`` (a queue, or a topic's shared
-        copy); their sequences are claimed (``claim``)."""
-        counters = self._counters_of(dest_id)
-        counts = counters.counts
-        added = 0
-        high = 0
-        # The batch's dict and the key's pack (``keys.message_key``'s layout) at hand: a
-        # persistent SEND pays this loop once.
-        ops, pack, top = batch.ops, ENTRY.pack, keys.MAX_PRIORITY
-        for priority, seq, value in messages:
-            ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = value
-            counts[priority] += 1
-            added += len(value)
-            if seq > high:
-                high = seq
-        self.claim(high)
-        self._count(batch, dest_id, counters, added)
-        self._stamp(batch)
-
-    def remove_messages(
-        self, batch: Batch, dest_id: int, messages: Iterable[tuple[int, int, int]], *, marks: bool = True
-    ) -> None:
-        """Delete (priority, seq, size) messages; size is ``len(value)`` as stored.
-        ``marks=False``: none of them was given a dispatch mark (``mark_dispatched``), so
-        there is none to delete.
-
-        Each must be stored (or submitted) and removed once: the counters trust it.
-        """
-        counters = self._counters_of(dest_id)
-        counts = counters.counts
-        freed = 0
-        ops, pack, top = batch.ops, ENTRY.pack, keys.MAX_PRIORITY
-        for priority, seq, size in messages:
-            ops[pack(keys.MESSAGE, dest_id, top - priority, seq)] = None
-            if marks:
-                ops[pack(DISPATCHED, dest_id, top - priority, seq)] = None
-            counts[priority] -= 1
-            freed += size
-        self._count(batch, dest_id, counters, -freed)
-        self._stamp(batch)
-
-    def mark_dispatched(self, batch: Batch, dest_id: int, priority: int, seq: int, deliveries: int) -> None:
-        """Remember that a stored message has been dispatched, ``deliveries`` times in all
-        (``page_marked`` reports it, so maximumRedeliveries counts across restarts)."""
-        batch.ops[ENTRY.pack(DISPATCHED, dest_id, keys.MAX_PRIORITY - priority, seq)] = (
-            SMALL_COUNTS[deliveries] if deliveries < 256 else count_bytes(deliveries)
-        )
-
-    def claim(self, seq: int) -> None:
-        """``seq`` (handed out by the broker) is in use: keep the bound in ``g`` above it."""
-        if seq >= self._next_seq:
-            self._next_seq = seq + 1
-            if self._next_seq > self._reserved:
-                self._reserved = self._next_seq + self.seq_block
-                self._global_dirty = True
-
-    def replace_message(
-        self, batch: Batch, dest_id: int, priority: int, seq: int, old_size: int, value: bytes
-    ) -> None:
-        """Rewrite a stored message in place (its delivery count, before a redelivery, say)."""
-        counters = self._counters_of(dest_id)
-        batch.put(keys.message_key(dest_id, priority, seq), value)
-        self._count(batch, dest_id, counters, len(value) - old_size)
-        self._stamp(batch)
-
-    def put_subscription(self, batch: Batch, client_id: str, name: str, data: bytes) -> int:
-        """Record durable subscription (client_id, name) with the broker's ``data``; its id."""
-        if "\0" in client_id:
-            raise ValueError("a client-id cannot hold a NUL character")
-        sub_id = self._subs.get((client_id, name))
-        if sub_id is None:
-            sub_id = self._allocate_id()
-            self._subs[(client_id, name)] = sub_id
-            self._pending[sub_id] = [0] * LEVELS
-            batch.put(ID.pack(PENDING, sub_id), PENDING_COUNTS.pack(*self._pending[sub_id]))
-        self._sub_records[sub_id] = (client_id, name, data)
-        batch.put(subscription_key(client_id, name), DEST.pack(sub_id) + data)
-        self._stamp(batch)
-        return sub_id
-
-    def remove_subscription(self, batch: Batch, client_id: str, name: str) -> int | None:
-        """Drop the record; returns the id if it still holds pointers to release (or None).
-
-        Release them with ``pointers`` and ``ack_shared`` a page at a time: the
-        subscription stays in ``Recovery.draining`` until its last pointer is gone,
-        so a restart half-way resumes rather than leaking messages.
-        """
-        sub_id = self._subs.pop((client_id, name), None)
-        if sub_id is None:
-            return None
-        del self._sub_records[sub_id]
-        batch.delete(subscription_key(client_id, name))
-        self._global_dirty = True
-        draining = any(self._pending[sub_id])
-        if not draining:
-            del self._pending[sub_id]
-            batch.delete(ID.pack(PENDING, sub_id))
-        self._stamp(batch)
-        return sub_id if draining else None
-
-    def add_shared(
-        self, batch: Batch, dest_id: int, priority: int, seq: int, value: bytes, sub_ids: Sequence[int]
-    ) -> None:
-        """Store a topic message once, owed to each of the durable subscriptions ``sub_ids``."""
-        if not sub_ids:
-            raise ValueError("a shared message needs at least one subscription")
-        unknown = [sub_id for sub_id in sub_ids if sub_id not in self._sub_records]
-        if unknown:
-            raise KeyError(f"no subscriptions {unknown} in the store at {self.path}")
-        self.add_messages(batch, dest_id, ((priority, seq, value),))
-        level = keys.MAX_PRIORITY - priority
-        batch.put(ENTRY.pack(REFCOUNT, dest_id, level, seq), REFS.pack(len(sub_ids), len(value)))
-        dest = DEST.pack(dest_id)
-        for sub_id in sub_ids:
-            batch.put(ENTRY.pack(POINTER, sub_id, level, seq), dest)
-            self._owe(batch, sub_id, priority, 1)
-
-    def ack_shared(self, batch: Batch, sub_id: int, refs: Iterable[tuple[int, int, int]]) -> None:
-        """Subscription ``sub_id`` is done with these (dest_id, priority, seq) messages.
-
-        A message goes with its last subscriber's ack.  Idempotent: a pointer already
-        released (a duplicate ack, or a drain page read before the last one was
-        written) is skipped, so the refcount cannot drop twice for one subscriber.
-        """
-        for dest_id, priority, seq in refs:
-            level = keys.MAX_PRIORITY - priority
-            pointer = ENTRY.pack(POINTER, sub_id, level, seq)
-            if self._read(batch, pointer) is None:
-                continue
-            batch.delete(pointer)
-            self._owe(batch, sub_id, priority, -1)
-            self._release(batch, dest_id, priority, seq)
-        self._stamp(batch)
-
-    def _read(self, batch: Batch, key: bytes) -> bytes | None:
-        if key in batch.ops:
-            return batch.ops[key]
-        return self._get(key, self._reader)
-
-    def _release(self, batch: Batch, dest_id: int, priority: int, seq: int) -> None:
-        ref_key = ENTRY.pack(REFCOUNT, dest_id, keys.MAX_PRIORITY - priority, seq)
-        raw = self._read(batch, ref_key)
-        if raw is None:
-            raise self._corrupt("a pointer to a message with no refcount", ref_key)
-        refs, size = self._unpack(REFS, ref_key, raw)
-        if refs > 1:
-            batch.put(ref_key, REFS.pack(refs - 1, size))
-            return
-        batch.delete(ref_key)
-        self.remove_messages(batch, dest_id, ((priority, seq, size),))
-
-    def _owe(self, batch: Batch, sub_id: int, priority: int, delta: int) -> None:
-        counts = self._pending[sub_id]
-        counts[priority] += delta
-        key = ID.pack(PENDING, sub_id)
-        if sub_id not in self._sub_records and not any(counts):
-            # A removed subscription's last pointer: it has finished draining.
-            del self._pending[sub_id]
-            batch.delete(key)
-            self._global_dirty = True
-        else:
-            batch.put(key, PENDING_COUNTS.pack(*counts))
-
-    def mark_pointer(
-        self, batch: Batch, sub_id: int, dest_id: int, priority: int, seq: int, deliveries: int
-    ) -> None:
-        """Remember that a message owed to ``sub_id`` has been dispatched to it, ``deliveries``
-        times in all."""
-        pointer = ENTRY.pack(POINTER, sub_id, keys.MAX_PRIORITY - priority, seq)
-        if self._read(batch, pointer) is not None:
-            batch.put(pointer, DEST.pack(dest_id) + count_bytes(deliveries))
-
-    def add_scheduled(self, batch: Batch, due_ms: int, seq: int, value: bytes) -> None:
-        """Keep ``value`` until ``due_ms`` (epoch ms); ``seq`` makes the key unique."""
-        batch.put(TIMED.pack(SCHEDULED, due_ms, seq), value)
-        counters = self._counters[SCHEDULER]
-        counters.counts[0] += 1
-        self._count(batch, SCHEDULER, counters, len(value))
-        self._stamp(batch)
-
-    def remove_scheduled(self, batch: Batch, due_ms: int, seq: int, size: int) -> None:
-        """Delete a scheduled entry; size is ``len(value)`` as stored."""
-        batch.delete(TIMED.pack(SCHEDULED, due_ms, seq))
-        counters = self._counters[SCHEDULER]
-        counters.counts[0] -= 1
-        self._count(batch, SCHEDULER, counters, -size)
-        self._stamp(batch)

@@ -1,9 +1,11 @@
 """The persistent message store's reads: any thread, normally the store's IOWorker; once
 the committer runs they see everything submitted (``GroupCommitter.range``), written or
-not, and never wait.  ``MessageStore`` (``store.persistent``) is these and its builders."""
+not, and never wait.  ``MessageStore`` (``store.persistent``) is these and its builders
+(``store.counters``, ``store.message_records``, ``store.durable_records``)."""
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Protocol
 
 import plyvel
@@ -56,6 +58,16 @@ class StoreReads:
             raise StoreCorrupt(f"the store at {self.path} is corrupt: {exc}") from exc
         except plyvel.Error as exc:
             raise StoreError(f"read from the store at {self.path} failed: {exc}") from exc
+
+    def _corrupt(self, what: str, key: bytes) -> StoreCorrupt:
+        return StoreCorrupt(f"the store at {self.path} is corrupt: {what} (key {key[:40]!r})")
+
+    def _unpack(self, fmt: struct.Struct, key: bytes, value: bytes) -> tuple[int, ...]:
+        """A record as ``fmt`` reads it; one of another size says the store is corrupt."""
+        try:
+            return fmt.unpack(value)
+        except struct.error:
+            raise self._corrupt(f"a {len(value)}-byte record where {fmt.size} bytes belong", key) from None
 
     def page(self, dest_id: int, priority: int, lo_seq: int, limit: int) -> list[tuple[int, bytes]]:
         """Up to ``limit`` (seq, value) of ``dest_id`` at ``priority`` from ``lo_seq``, FIFO."""

@@ -38,6 +38,7 @@ from broker.core.delivery.session import AWAIT_CONNECT as AWAIT_CONNECT
 from broker.core.delivery.session import CLOSING
 from broker.core.delivery.session import CONNECTED as CONNECTED
 from broker.core.delivery.session import Session as Session
+from broker.core.delivery.topic import TopicRouter
 from broker.core.handlers.acks import Acks
 from broker.core.handlers.advisory import Advisories
 from broker.core.handlers.connect import Connect, next_phase
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from broker.core.base.channel import Outbox
     from broker.core.base.chores import Steps
     from broker.core.base.guard import Guard
+    from broker.core.delivery.topic import FanOut
     from store.api import Stores
 
 
@@ -86,21 +88,20 @@ class Engine:
         self.persistence = persistence = Persistence(stores.messages, usage.store, self.disk)
         self.guard = guard = guard or OpenGuard()
         self.durables = durables = DurableSubscriptions()
+        #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
+        self.chores = chores = Chores()
+        self.router = router = TopicRouter(chores, self._fanned_out)
         self.destinations = destinations = Destinations(
-            settings, clock, usage, self.swap, persistence, guard, durables, observer
+            settings, clock, usage, self.swap, persistence, guard, durables, router, observer
         )
         self.queues = destinations.queues
-        self.router = destinations.router
         self.sessions: dict[str, Session] = {}
         #: The open connections' client-ids (a CONNECT's ``client-id`` header), each
         #: taken by one connection at a time, as in ActiveMQ.
         self.client_ids: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
-        #: Work done in slices between other clients' (the edge runs them: ``chores.wake``).
-        self.chores = chores = Chores()
-        self.routing = routing = Routing(self.router, durables, persistence, self._id_prefix, observer)
-        self.router.chores = chores
+        self.routing = routing = Routing(router, durables, persistence, self._id_prefix, observer)
         #: The ids of forwarded messages this broker has stored (copies are dropped).
         self.audit = audit = ProducerAudit()
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing, audit)
@@ -108,10 +109,8 @@ class Engine:
             settings, clock, destinations, routing, persistence, observer
         )
         self.flow = flow = FlowControl(
-            settings, clock, usage, self.router, durables, persistence, scheduler, runner=self
+            settings, clock, usage, router, durables, persistence, scheduler, self, observer
         )
-        flow.observer = observer
-        self.router.fanned_out = flow.fanned_out
         self.transactions = transactions = Transactions(scheduler, settlement)
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions, audit
@@ -270,6 +269,12 @@ class Engine:
         self._invoke(handler, session, frame)
         if self.flow:
             self.flow.retry()
+
+    def _fanned_out(self, fan_out: FanOut) -> None:
+        """A topic's fan-out is done: its sender's frames may go on.  (The router is made
+        before the flow control, which looks up topics' subscribers through it, so it is
+        handed this rather than ``flow.fanned_out``.)"""
+        self.flow.fanned_out(fan_out)
 
     def run_frame(self, session: Session, frame: f.Frame) -> None:
         """A frame that waited behind a parked SEND (``flow.FrameRunner``)."""

@@ -25,6 +25,7 @@ from protocol.frames import Frame
 from protocol.parser import FrameParser
 from store.api import Failed
 from store.memory import memory_stores
+from store.worker import DeferredWorker
 
 if TYPE_CHECKING:
     from broker.core.base.chores import Steps
@@ -75,11 +76,13 @@ class Peer:
         self.outbox.parser.version = self.session.version
 
     def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
-        """One frame, as if it came in a read of its own (the edge flushes after each read)."""
+        """One frame, as if it came in a read of its own (the edge flushes after each read),
+        then the disk jobs it asked for, as later turns of the loop."""
         try:
             self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
         finally:
             self.engine.flush()
+            run_io(self.engine)
 
     def received(self) -> list[Frame]:
         return self.outbox.frames()
@@ -106,6 +109,22 @@ def structures_in_memory(engine: Engine) -> int:
             cursors[id(durable.cursor)] = durable.cursor
     levels = sum(cursor.charged_bytes for cursor in cursors.values() if cursor.meter is not None)
     return engine.destinations.charged + engine.subscribing.charged + levels
+
+
+def run_io(engine: Engine) -> int:
+    """Complete the disk jobs ``engine`` asked for (its stores are ``memory_stores()``), as
+    the server's loop would: each outcome on a turn of its own through ``Engine.after_io``,
+    and the jobs those ask for in turn; how many ran."""
+    worker = engine.disk.worker
+    assert isinstance(worker, DeferredWorker), worker
+    return worker.run(engine.after_io)
+
+
+def tick(engine: Engine) -> None:
+    """A tick, as the server's timer runs one, then the disk jobs it asked for (due
+    scheduled jobs read, retries) come back."""
+    engine.tick()
+    run_io(engine)
 
 
 def new_engine(ms: int = 1_000_000, **settings: Any) -> Engine:
@@ -253,6 +272,7 @@ class WirePeer:
             self.engine.handle(self.session, Frame(command, dict(headers or {}), body))
         finally:
             self.engine.flush()
+            run_io(self.engine)
         self.loop.run()
 
     def received(self) -> list[Frame]:
@@ -291,9 +311,12 @@ class ConnectionPeer:
         self.session: Session = engine.sessions[str(self.connection.session_id)]
 
     def feed(self, data: bytes) -> None:
-        """``data`` arrives in one read; the loop then runs what that scheduled."""
+        """``data`` arrives in one read; the loop then runs what that scheduled, and the
+        disk jobs it asked for come back."""
         self.connection.data_received(data)
         self.loop.run()
+        if run_io(self.engine):
+            self.loop.run()
 
     def send_frame(self, command: str, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
         version = self.transport.parser.version
@@ -313,12 +336,14 @@ class ConnectionPeer:
 
 def finished(engine: Engine, work: Steps[T]) -> T:
     """``work`` run by the engine's chores, as the admin API has it run, to its end (with no
-    loop to come back on, the chores run it at once, and on as each disk job comes back):
-    its answer, or what it raised."""
+    loop to come back on, the chores run it at once, and on as each disk job it waits for
+    comes back, ``run_io``): its answer, or what it raised."""
     outcomes: list[Outcome[T]] = []
     engine.chores.add(work, outcomes.append)
     engine.chores.run_all()
-    assert outcomes, "the work still waits for a disk job"
+    while not outcomes and run_io(engine):
+        engine.chores.run_all()
+    assert outcomes, "the work waits for something no disk job brings"
     outcome = outcomes[0]
     if isinstance(outcome, Failed):
         raise outcome.error

@@ -27,8 +27,8 @@ from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store, memory_temp_store
 from store.persistent import MessageStore
 from store.temp import TempStore
-from store.worker import InlineWorker
-from tests.broker.harness import Peer, admin
+from store.worker import DeferredWorker
+from tests.broker.harness import Peer, admin, run_io
 
 KB = 1024
 
@@ -51,7 +51,7 @@ def swapping_engine(
 ) -> tuple[Engine, CountingStore]:
     store = CountingStore()
     core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
-    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=InlineWorker())
+    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=DeferredWorker())
     engine = Engine(core, Clock(1_000_000), stores=stores)
     return engine, store
 
@@ -77,12 +77,12 @@ class StoredEngine:
         self.store = MessageStore.open(path)
         self.store.start_committer(self.posted.append, lambda exc: None)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=InlineWorker())
+        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=DeferredWorker())
         self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.recovered = self.engine.recover()
 
     def settle(self) -> None:
-        """Wait for the store, then run its completions as the loop would."""
+        """Wait for the store, then run its completions and the worker's as the loop would."""
         for _ in range(5):
             self.engine.flush()
             assert self.store.committer is not None
@@ -90,6 +90,7 @@ class StoredEngine:
             posted, self.posted[:] = list(self.posted), []
             for callback in posted:
                 self.engine.after_io(callback)
+            run_io(self.engine)
 
     def close(self) -> None:
         self.settle()

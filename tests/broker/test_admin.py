@@ -1,6 +1,6 @@
 """The core's admin operations over a queue (broker/core/admin/queues.py, operations.py), with the
-engine driven directly: in-memory stores, an inline worker, a queue whose messages lie in memory, in the temp
-log and in the message store, at several priorities."""
+engine driven directly: in-memory stores, a deferred worker (``harness.run_io``), a queue whose
+messages lie in memory, in the temp log and in the message store, at several priorities."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
-from tests.broker.harness import Peer, destination_info, finished, new_engine
+from tests.broker.harness import Peer, destination_info, finished, new_engine, tick
 from tests.broker.support import BODY, KB, consumer, entry, filled, nack_until_dead, ops, swapping_engine
 
 
@@ -47,7 +47,7 @@ def test_a_delayed_message_is_a_scheduled_job_until_it_is_due() -> None:
     assert (job.destination, job.delay, job.preview) == ("/queue/later", 60000, b"soon")
     assert "/queue/later" not in engine.queues or engine.queues["/queue/later"].cursor.count == 0
     engine.clock.ms += 60_000
-    engine.tick()
+    tick(engine)
     assert engine.queues["/queue/later"].cursor.count == 1
 
 
@@ -174,7 +174,7 @@ def test_a_send_that_does_not_fit_waits_for_room_as_a_producer_s_does() -> None:
     for _ in range(100):
         if wait.done:
             break
-        engine.tick()
+        tick(engine)
         got += reader.messages()
     assert wait.done
     with pytest.raises(StopIteration):
@@ -192,7 +192,7 @@ def test_a_send_that_waits_past_the_timeout_is_refused() -> None:
     work = AdminService(engine, dict).messages.send(None, "/queue/full", {}, b"L" * 1000)
     assert next(work) is not None
     engine.clock.ms += 600
-    engine.tick()
+    tick(engine)
     with pytest.raises(NoRoom, match="still no room after 500 ms"):
         next(work)
     assert not any(session.address == "admin" for session in engine.sessions.values())
@@ -201,6 +201,6 @@ def test_a_send_that_waits_past_the_timeout_is_refused() -> None:
     reader.send_frame("SUBSCRIBE", {"destination": "/queue/full", "id": "1"})
     got = reader.messages()
     for _ in range(50):
-        engine.tick()
+        tick(engine)
         got += reader.messages()
     assert got and all(m.body != b"L" * 1000 for m in got)

@@ -1,8 +1,8 @@
 """Disk failures reach whoever waits, are retried, and lose nothing (engine, no sockets).
 
 The temp store and the message store are real LevelDBs behind ``FaultyDB``, which fails
-writes (or reads) on demand as a full disk would; jobs run inline, and time moves only
-when a test moves the engine's clock.
+writes (or reads) on demand as a full disk would; jobs come back as each frame ends
+(``run_io``), and time moves only when a test moves the engine's clock.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from store.api import Stores
 from store.leveldb import LevelDB
 from store.persistent import MessageStore
 from store.temp import TempStore
-from store.worker import InlineWorker
-from tests.broker.harness import Peer
+from store.worker import DeferredWorker
+from tests.broker.harness import Peer, run_io, tick
 from tests.broker.support import bodies, send
 from tests.store.faults import FaultyDB
 
@@ -41,7 +41,7 @@ class Disks:
         self.errors: list[BaseException] = []
         self.store.start_committer(self.posted.append, self._failed, on_stall=self._stalled, linger=0.001)
         core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        stores = Stores(messages=self.store, temp=TempStore(self.temp), worker=InlineWorker())
+        stores = Stores(messages=self.store, temp=TempStore(self.temp), worker=DeferredWorker())
         self.engine = Engine(core, Clock(1_000_000), stores=stores)
         self.engine.recover()
 
@@ -63,6 +63,7 @@ class Disks:
             posted, self.posted[:] = list(self.posted), []
             for callback in posted:
                 self.engine.after_io(callback)
+            run_io(self.engine)
 
     def stalled(self) -> None:
         """Wait until a write has failed and the committer has posted that it stalls: it
@@ -74,9 +75,9 @@ class Disks:
             time.sleep(0.005)
 
     def later(self, ms: int) -> None:
-        """Move the clock on and tick (retries that are due run)."""
+        """Move the clock on and tick (retries that are due run, and come back)."""
         self.engine.clock.ms += ms
-        self.engine.tick()
+        tick(self.engine)
 
     def close(self) -> None:
         self.db.full = self.temp.full = self.temp.reads_fail = False

@@ -19,7 +19,7 @@ from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store, memory_stores, memory_temp_store
-from store.worker import InlineWorker
+from store.worker import DeferredWorker
 from tests.broker.harness import Peer
 from tests.broker.support import entry
 
@@ -146,7 +146,7 @@ class Restarting:
 
     def start(self) -> Engine:
         stores = Stores(
-            messages=memory_message_store(self.db), temp=memory_temp_store(), worker=InlineWorker()
+            messages=memory_message_store(self.db), temp=memory_temp_store(), worker=DeferredWorker()
         )
         engine = Engine(CoreSettings(), clock=Clock(1_000_000), stores=stores, guard=self.guard)
         engine.recover()

@@ -1,11 +1,8 @@
 """How the core's parts tell each other things without calling up (issue 11): disk
-outcomes wake their owner only when they come back later, expired messages are
+outcomes come back after the call that asked for them and wake their owner then, expired messages are
 settled once the work under way is done, and every scheduled job waits in the store."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 from broker.core.base.clock import Clock
 from broker.core.base.usage import UsageMeter
@@ -13,49 +10,25 @@ from broker.core.storage.disk import Disk
 from protocol.frames import Frame
 from store.api import Failed, Ok, Outcome
 from store.memory import memory_temp_store
-from store.worker import InlineWorker
-from tests.broker.harness import Peer, messages_in_memory, new_engine
+from store.worker import DeferredWorker
+from tests.broker.harness import Peer, messages_in_memory, new_engine, tick
 
 
-class LaterWorker:
-    """Runs jobs only when told (as the real worker's outcomes come back on a later turn)."""
-
-    def __init__(self) -> None:
-        self.pending = 0
-        self.jobs: list[tuple[Callable[[], Any], Callable[[Outcome[Any]], None]]] = []
-
-    def submit(self, job: Callable[[], Any], done: Callable[[Outcome[Any]], None]) -> None:
-        self.jobs.append((job, done))
-
-    def run(self) -> None:
-        jobs, self.jobs = self.jobs, []
-        for job, done in jobs:
-            try:
-                done(Ok(job()))
-            except Exception as exc:
-                done(Failed(exc))
-
-    def close(self, timeout: float = 30.0) -> None:
-        return None
-
-
-def test_an_outcome_wakes_the_owner_only_when_it_comes_back_later() -> None:
+def test_an_outcome_comes_back_after_submit_and_wakes_the_owner() -> None:
     woken: list[str] = []
     outcomes: list[Outcome[int]] = []
-    inline = Disk(InlineWorker(), Clock(0), memory_temp_store(), UsageMeter("memory", 1 << 20))
-    inline.submit(lambda: 1, outcomes.append, lambda: woken.append("inline"))
-    # Inline: the caller has the outcome as it goes on; waking it would re-enter it.
-    assert [o.value for o in outcomes if isinstance(o, Ok)] == [1] and woken == []
-
-    worker = LaterWorker()
-    later = Disk(worker, Clock(0), memory_temp_store(), UsageMeter("memory", 1 << 20))
-    later.submit(lambda: 2, outcomes.append, lambda: woken.append("later"))
-    later.submit(lambda: 1 // 0, outcomes.append, lambda: woken.append("failed"))
-    assert woken == []
-    worker.run()
+    worker = DeferredWorker()
+    disk = Disk(worker, Clock(0), memory_temp_store(), UsageMeter("memory", 1 << 20))
+    disk.submit(lambda: 2, outcomes.append, lambda: woken.append("later"))
+    disk.submit(lambda: 1 // 0, outcomes.append, lambda: woken.append("failed"))
+    # Never on the caller's stack: it goes on before anything comes back.
+    assert outcomes == [] and woken == [] and worker.pending == 2
+    assert worker.run(lambda finish: finish()) == 2
+    assert [o.value for o in outcomes if isinstance(o, Ok)] == [2]
     # A failure is the waiting code's to handle (it retries): nobody is woken for it.
     assert woken == ["later"]
     assert isinstance(outcomes[-1], Failed)
+    assert worker.pending == 0
 
 
 def test_an_expired_persistent_message_is_dead_lettered_at_the_end_of_the_work() -> None:
@@ -83,10 +56,10 @@ def test_every_job_waits_in_the_store_one_for_a_temporary_queue_too() -> None:
     peer.send_frame("SEND", {"destination": "/temp-queue/later", "AMQ_SCHEDULED_DELAY": "500"}, b"job")
     assert engine.usage.store.used > 0 and messages_in_memory(engine) == 0
     engine.clock.ms += 499
-    engine.tick()
+    tick(engine)
     assert peer.received() == []
     engine.clock.ms += 1
-    engine.tick()
+    tick(engine)
     (message,) = peer.received()
     assert message.body == b"job" and message.headers["destination"].startswith("/remote-temp-queue/")
     assert engine.usage.store.used == 0
@@ -98,6 +71,6 @@ def test_a_job_for_a_temporary_queue_that_is_gone_is_dropped() -> None:
     owner.send_frame("SEND", {"destination": "/temp-queue/gone", "AMQ_SCHEDULED_DELAY": "500"}, b"job")
     engine.close_session(owner.session)
     engine.clock.ms += 500
-    engine.tick()
+    tick(engine)
     assert engine.usage.store.used == 0
     assert not [name for name in engine.queues if "gone" in name]

@@ -17,7 +17,7 @@ from protocol.frames import Frame
 from store.api import Batch
 from store.keys import prefix_end
 from store.layout import DISPATCHED
-from tests.broker.harness import ListOutbox, Peer
+from tests.broker.harness import ListOutbox, Peer, run_io
 from tests.broker.support import KB, StoredEngine, bodies, send
 
 
@@ -258,7 +258,10 @@ def test_a_read_of_the_store_waits_for_the_batch_being_built_and_never_cuts_it(s
     engine.handle(consumer.session, f_subscribe("/queue/q"))
     assert batches == []
     engine.flush()
-    # The work's batch, then (the worker here runs jobs inline) the page-in's delivery's.
+    # The work's batch; the page-in waits on the worker behind it.
+    assert len(batches) == 1 and engine.disk.worker.pending == 1
+    # On a later turn it comes back, and its delivery's dispatch mark is the next batch.
+    assert run_io(engine) == 1
     assert len(batches) == 2
     stored.settle()
     assert [f.body for f in consumer.received() if f.command == "MESSAGE"] == [b"000000stored"]

@@ -8,7 +8,7 @@ from broker.core.engine import Engine
 from store.api import Stores
 from store.memory import memory_message_store
 from store.temp import TempStore
-from store.worker import InlineWorker
+from store.worker import DeferredWorker
 from tests.broker.harness import Peer
 from tests.broker.support import CountingStore, bodies, send
 
@@ -31,7 +31,7 @@ def pages_to_drain(destination: str) -> int:
 
     store = PageCounter()
     core = CoreSettings(memory_limit=64 * KB, page_size=50, policies=policies)
-    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=InlineWorker())
+    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=DeferredWorker())
     engine = Engine(core, Clock(1_000_000), stores=stores)
     send(Peer(engine), destination, 300)
     swapped = engine.queues[destination].cursor.disk_total

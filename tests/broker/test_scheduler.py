@@ -15,7 +15,7 @@ from broker.core.handlers import scheduler
 from protocol.errors import StompError
 from protocol.frames import Frame
 from store.memory import memory_stores
-from tests.broker.harness import Peer, messages_in_memory
+from tests.broker.harness import Peer, messages_in_memory, run_io
 from tests.broker.support import StoredEngine
 
 START = int(datetime(2026, 11, 23, 10, 2, 30, tzinfo=UTC).timestamp()) * 1000
@@ -51,6 +51,7 @@ class Broker:
             self.stored.settle()
         else:
             self.engine.flush()
+            run_io(self.engine)
 
     def advance(self, to_ms: int) -> None:
         self.engine.clock.ms = to_ms

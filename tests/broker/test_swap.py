@@ -1,4 +1,5 @@
-"""Swapping to the temp store, with the engine driven directly (in-memory store, inline worker)."""
+"""Swapping to the temp store, with the engine driven directly (in-memory store; its disk jobs
+come back as a frame's flush ends, ``run_io``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import pytest
 
 from broker.core.base.errors import NoSpace
 from broker.core.base.message import FIFO_LEVEL
-from tests.broker.harness import Peer, messages_in_memory
+from tests.broker.harness import Peer, messages_in_memory, run_io
 from tests.broker.support import KB, bodies, send, swapping_engine
 
 
@@ -92,8 +93,10 @@ def test_topic_message_is_stored_once_for_many_slow_subscribers() -> None:
     # Both slow subscribers have (nearly) everything on disk, but each record once.
     assert sum(s.cursor.disk_total for s in subs) > on_disk * 1.5
     engine.set_writable(slow1.session, True)
+    run_io(engine)
     assert bodies(slow1) == list(range(300))
     engine.set_writable(slow2.session, True)
+    run_io(engine)
     assert bodies(slow2) == list(range(300))
     assert len(store) == 0
     assert engine.usage.temp.used == 0

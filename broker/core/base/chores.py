@@ -225,7 +225,7 @@ class Chores:
                 continue
             chore._state = _READY
             if isinstance(step, Wait):
-                # Asking for a job is a unit of work; a job done already (inline) no wait.
+                # Asking for a job is a unit of work; a Wait resumed already (a RECEIPT) no wait.
                 spent += 1
                 if not step.done:
                     ready.popleft()

@@ -113,6 +113,7 @@ class Destinations:
         persistence: Persistence,
         guard: Guard,
         durables: DurableSubscriptions,
+        router: TopicRouter,
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer
@@ -126,7 +127,8 @@ class Destinations:
         #: Persistent messages queues found expired, with their holds, for ``settlement``.
         self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
-        self.router = TopicRouter()
+        #: The topics and who subscribes to them.
+        self.router = router
         #: The route cache: a SEND's destination header -> where it goes (made as needed).
         self.routes: dict[str, tuple[Destination, ...]] = {}
         self._default_policy = settings.default_policy()

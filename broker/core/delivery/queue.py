@@ -291,15 +291,10 @@ class Queue:
             self._deliver(sub, message, fresh)
 
     def _dispatch_scanning(self, fresh: Message | None) -> None:
-        while True:
-            self._scan_memory(fresh)
-            cursor = self.cursor
-            if not cursor.disk_total or self._disk_scan_busy or not self.consumers.any_ready():
-                return
-            if not self._scan_disk() or self._disk_scan_busy:
-                # Nothing left to look at, or the scan is under way and resumes dispatch
-                # when it reports; only a scan that already finished (inline) loops.
-                return
+        self._scan_memory(fresh)
+        if self.cursor.disk_total and not self._disk_scan_busy and self.consumers.any_ready():
+            # Under way if there is anything left to look at: it resumes dispatch when it reports.
+            self._scan_disk()
 
     def _scan_memory(self, fresh: Message | None) -> None:
         cursor = self.cursor
@@ -329,7 +324,7 @@ class Queue:
             cursor.remove(message)
             self._deliver(sub, message, fresh)
 
-    def _scan_disk(self) -> bool:
+    def _scan_disk(self) -> None:
         """Find messages for the ready consumers in the swapped part (seed 003).
 
         The scan runs on the store's worker, reads a bounded number of records, takes
@@ -341,7 +336,7 @@ class Queue:
         cursor = self.cursor
         candidates = [(sub, sub.accepts) for sub in self.consumers.active() if sub.ready]
         if not candidates:
-            return False
+            return
         # A consumer that was not ready during earlier scans has not seen what they
         # passed over: start again from the head for it.
         ready = frozenset(sub for sub, _ in candidates)
@@ -370,13 +365,9 @@ class Queue:
                     return sub
             return None
 
-        self._disk_scan_busy = True
-        started = cursor.disk_part.scan(
+        self._disk_scan_busy = cursor.disk_part.scan(
             self._disk_scan_pos, DISK_SCAN_BUDGET, pick, max(wanted, 1), self._disk_scanned, self.dispatch
         )
-        if not started:
-            self._disk_scan_busy = False
-        return started
 
     def _disk_scanned(self, outcome: Outcome[Scanned]) -> None:
         cursor = self.cursor

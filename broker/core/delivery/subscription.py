@@ -4,7 +4,7 @@ A subscription consumes from the queues its destination names (competing with ot
 consumers there) and, for topic destinations, from its own cursor, which topics fill.
 It sees its connection as a ``Channel`` and its queues as ``Source``s: it asks them to
 dispatch when it has credit again (``pump``), and they deliver to it; nothing they do
-pumps it again while it pumps (a page-in that came back inline wakes nobody).
+pumps it again while it pumps (a page-in comes back on a later turn, and wakes it then).
 """
 
 from __future__ import annotations

@@ -112,11 +112,11 @@ class TopicRouter:
 
     __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "topics")
 
-    def __init__(self) -> None:
-        #: Where a publish to many subscribers does the rest of its fan-out (None: at once),
-        #: and who is told when one is done (the engine: its sender's frames may go on).
-        self.chores: Chores | None = None
-        self.fanned_out: Callable[[FanOut], None] | None = None
+    def __init__(self, chores: Chores, fanned_out: Callable[[FanOut], None]) -> None:
+        #: Where a publish to many subscribers does the rest of its fan-out, and who is
+        #: told when one is done (the engine: its sender's frames may go on).
+        self.chores = chores
+        self.fanned_out = fanned_out
         self._exact: dict[str, dict[Subscription, None]] = {}
         self._tries: dict[str, WildcardTrie[Subscription]] = {}
         self._wild_generation = 0
@@ -212,7 +212,7 @@ class TopicRouter:
         deliveries in one call (``EventSink.fanned_out``), then the others, so that the
         event log has them together after the message's enqueue.
 
-        Past ``FAN_OUT_STEP`` subscribers (with ``chores`` set), the first that many now
+        Past ``FAN_OUT_STEP`` subscribers, the first that many now
         and the rest a slice at a time between other clients' work (a ``FanOut``), which
         ``sender`` (its ``fanning`` count) waits for before its next frame.
         """
@@ -220,13 +220,12 @@ class TopicRouter:
         stats.enqueued += 1
         message.meter = topic.meter
         subs = self.subscribers(topic)
-        chores = self.chores
-        if chores is None or len(subs) <= FAN_OUT_STEP:
+        if len(subs) <= FAN_OUT_STEP:
             _deliver(topic, message, subs, events)
             return
         fan_out = FanOut(topic, message, subs, events, sender, self.fanned_out)
         _deliver(topic, message, subs[:FAN_OUT_STEP], events)
-        chores.add(fan_out.rest())
+        self.chores.add(fan_out.rest())
 
 
 #: Subscribers a publish delivers to in one step (a chore's budget); the rest in slices.
@@ -248,7 +247,7 @@ class FanOut:
         subs: tuple[Subscription, ...],
         events: EventSink | None,
         sender: Channel | None,
-        done: Callable[[FanOut], None] | None,
+        done: Callable[[FanOut], None],
     ) -> None:
         self._topic = topic
         self._message = message
@@ -274,8 +273,7 @@ class FanOut:
             message.drop()
             if self.sender is not None:
                 self.sender.fanning -= 1
-            if self.done is not None:
-                self.done(self)
+            self.done(self)
 
 
 def _deliver(

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base.errors import NoSpace, StoreFull
 from broker.core.base.message import FIFO_LEVEL
-from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.session import (
     CLOSING,
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 
     from broker.core.base.clock import Clock
     from broker.core.base.message import Message
+    from broker.core.base.observe import Observer
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import SystemUsage
     from broker.core.delivery.destinations import Destination
@@ -115,6 +115,7 @@ class FlowControl:
         persistence: Persistence,
         scheduler: Scheduler,
         runner: FrameRunner,
+        observer: Observer,
     ) -> None:
         self.settings = settings
         self.clock = clock
@@ -129,7 +130,7 @@ class FlowControl:
         #: Parked SENDs whose connection closed before there was room for them.
         self.orphans: deque[ParkedSend] = deque()
         self.stats = FlowStats()
-        self.observer = Observer()
+        self.observer = observer
         #: With events on: what each blocked session's SEND was for (destination, size).
         self._blocked_on: dict[Session, tuple[str, int]] = {}
 

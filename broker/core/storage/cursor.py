@@ -250,19 +250,17 @@ class Cursor:
         """The best pending message (its hold passes to the caller), or None.
 
         None with ``count`` > 0 means the best message is on disk: a page-in is under
-        way and the owner will be woken.
+        way and the owner will be woken when it is back.
         """
-        while True:
-            if not self.mem_count:
-                if self.disk_part.total and self._page_in():
-                    continue
-                return None
-            found, message = self._pop_memory()
-            if found:
-                return message
+        if not self.mem_count:
+            if self.disk_part.total:
+                self._page_in()
+            return None
+        found, message = self._pop_memory()
+        if not found:
             # A better message is on disk than anything left in memory.
-            if not self._page_in():
-                return None
+            self._page_in()
+        return message
 
     def _pop_memory(self) -> tuple[bool, Message | None]:
         """(True, best message in memory), or (False, None) if a better one is on disk."""
@@ -365,9 +363,9 @@ class Cursor:
 
     # -- paging ------------------------------------------------------------------
 
-    def _page_in(self) -> bool:
-        """Ask for the best level's next batch; True if it is already back (an inline worker)."""
-        return self.disk_part.page_in(self, self.page_size)
+    def _page_in(self) -> None:
+        """Ask for the best level's next batch (``wake`` says when it is back)."""
+        self.disk_part.page_in(self, self.page_size)
 
     def take_page(self, priority: int, messages: list[Message]) -> tuple[int, int]:
         """A page-in is back (``disk_part.PageTaker``): its messages into memory."""

@@ -98,13 +98,11 @@ class Disk:
         done: Callable[[Outcome[T]], None],
         wake: Callable[[], None] | None = None,
     ) -> None:
-        """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread.
+        """Run ``job`` on the worker; ``done`` gets its outcome on the engine's thread,
+        on a later turn (never inside ``submit``: a dispatch never runs inside itself).
 
-        ``wake`` then runs too, after a job that went well, if its outcome came back
-        after ``submit`` returned: the owner of what the job brought back (a queue, a
-        subscription) dispatches again.  An outcome that comes back during ``submit``
-        (an inline worker) is the caller's to use as it goes on, so nothing wakes it:
-        a dispatch never runs inside itself.
+        ``wake`` then runs too, after a job that went well: the owner of what the job
+        brought back (a queue, a subscription) dispatches again.
         """
         temp = self.temp
 
@@ -115,16 +113,13 @@ class Disk:
                 outcome = Failed(exc)
             return outcome, temp.held_bytes
 
-        submitting = True
-
         def finish(result: Outcome[tuple[Outcome[T], int]]) -> None:
             outcome = self._outcome(result)
             done(outcome)
-            if wake is not None and not submitting and isinstance(outcome, Ok):
+            if wake is not None and isinstance(outcome, Ok):
                 wake()
 
         self.worker.submit(run, finish)
-        submitting = False
 
     def _outcome(self, result: Outcome[tuple[Outcome[T], int]]) -> Outcome[T]:
         """The job's own outcome; the temp store's held bytes, as the job left them, charged."""

@@ -256,13 +256,14 @@ class DiskPart:
                 return priority
         return -1
 
-    def page_in(self, cursor: PageTaker, page_size: int | None) -> bool:
-        """Ask for the best level's next page; True if it is already back (an inline worker)."""
+    def page_in(self, cursor: PageTaker, page_size: int | None) -> None:
+        """Ask for the best level's next page, unless one is under way; the cursor's
+        ``wake`` runs when it is back."""
         if self.paging or not self.readable():
-            return False
+            return
         priority = self.best_level()
         if priority < 0:
-            return False
+            return
         self.paging = True
         log = self.log
         size = page_size or (log.space.page_size if log is not None else 500)
@@ -270,7 +271,6 @@ class DiskPart:
             disk_reads.page, log, self.source, priority, self.lo[priority], self.hi[priority], size
         )
         self._submit(job, functools.partial(self._paged_in, cursor), cursor.wake)
-        return not self.paging
 
     def _paged_in(self, cursor: PageTaker, outcome: Outcome[PageResult]) -> None:
         if isinstance(outcome, Failed):

@@ -50,7 +50,7 @@ from broker.core.storage.message_codecs import (
     stored_deliveries,
     to_store,
 )
-from store.api import Batch, Failed, Ok
+from store.api import Batch, Failed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -121,7 +121,9 @@ class Persistence:
         #: Held outboxes whose writes will never be durable, for ``settle`` to fail.
         self._failing: list[Outbox] = []
         #: Reads asked for while a batch was being built: run once it is submitted.
-        self._reads: list[tuple[Callable[[], object], Callable[[Outcome[object]], None]]] = []
+        self._reads: list[
+            tuple[Callable[[], object], Callable[[Outcome[object]], None], Callable[[], None] | None]
+        ] = []
         #: The write error that keeps failing now (the committer retries), if one does.
         self.stalled: BaseException | None = None
         #: The error that stopped the store for good, if one did.
@@ -348,29 +350,20 @@ class Persistence:
     ) -> None:
         """Run a read ``job`` on the worker once what is built so far is submitted: now if
         nothing is, else behind the batch at the end of the work under way.  ``wake`` runs
-        after ``done`` if the read went well and came back after this call."""
+        after ``done`` if the read went well (``Disk.submit``)."""
         if not (self._batch or self._held or self._adds or self._removes or self._removes_unmarked):
             self.disk.submit(job, done, wake)
             return
-
-        def finish(outcome: Outcome[T]) -> None:
-            done(outcome)
-            # Asked for during earlier work: whoever asked is not waiting on the stack.
-            if wake is not None and isinstance(outcome, Ok):
-                wake()
-
-        self._reads.append((job, finish))  # type: ignore[arg-type]
+        self._reads.append((job, done, wake))  # type: ignore[arg-type]
 
     def submit(self) -> None:
         """Hand what was built so far to the store (from then on its reads see it), then
         run the reads that waited for it (``read``); the end of a unit of work calls it."""
         self._submit()
-        while self._reads:
+        if self._reads:
             reads, self._reads = self._reads, []
-            for job, done in reads:
-                self.disk.submit(job, done)
-            # An inline worker (tests, tools) ran them already: what they built goes too.
-            self._submit()
+            for job, done, wake in reads:
+                self.disk.submit(job, done, wake)
 
     def _submit(self) -> None:
         if self._adds or self._removes or self._removes_unmarked:
