@@ -172,6 +172,7 @@ def main() -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--processes", type=int, default=2, help="generator processes")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="passed on")
     args = parser.parse_args()
     data = args.data or Path(f"/tmp/stompd-bench-report-{args.events}")
     done = data / "generated.json"
@@ -199,6 +200,7 @@ def main() -> int:
         "--driver-memory",
         args.driver_memory,
         "--json",
+        *(f"--conf={item}" for item in args.conf),
     ]
     started = time.monotonic()
     result = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False, env=os.environ.copy())

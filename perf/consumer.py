@@ -54,7 +54,7 @@ class Consumer:
         self.group = group
         self.seen = seen
         self.latency = Histogram()
-        self.warm_ns = 0  # set when the start time is known; deliveries before it are not timed
+        self.warm_ns = 0  # set when the start time is known; messages sent before it are not timed
         self.received = 0
         self.distinct = 0
         self.foreign = 0
@@ -122,7 +122,8 @@ class Consumer:
 
     def on_messages(self, frames: list[RawFrame]) -> None:
         now = time.monotonic_ns()
-        timed = now >= self.warm_ns
+        warm_ns = self.warm_ns
+        timed = now >= warm_ns
         unpack = STAMP.unpack_from
         run_id = self.run_id
         seen = self.seen
@@ -156,7 +157,7 @@ class Consumer:
                 disorder += 1
             else:
                 last_seq[key] = seq
-            if timed:
+            if sent_ns >= warm_ns:  # sent in the warm-up: not timed, however late it comes
                 record(now - sent_ns)
         self.received += received
         self.distinct += distinct

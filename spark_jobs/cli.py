@@ -19,7 +19,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from spark_jobs.lines import InputError
+from spark_jobs.lines import InputError, local_input_bytes, missing_local_input
 from spark_jobs.report import ReportSettings, run_report
 
 if TYPE_CHECKING:
@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 PROG: Final = "stompd-report"
+#: Below this much local input the driver's JVM runs with the client compiler (C1) only.
+#: Kept low on purpose: where C1's slower code starts to cost more than C2's compiling
+#: saves is not measured yet (benchmarks/README.md, "The Spark report job").
+SMALL_INPUT: Final = 8 << 20
+#: A small report is thousands of short-lived generated classes and tiny tasks: the JVM's
+#: optimizing compiler (C2) spends more than it saves (the tests' 1,100-line workload:
+#: 94 s -> 47 s for the whole command). Big inputs keep C2 for the long loops.
+SMALL_INPUT_JVM: Final = {
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",  # a cluster's executors
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -146,9 +157,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG} [{time.monotonic() - started:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     settings = ReportSettings(tuple(args.input), args.output, args.top, args.allowed_lateness_ms)
+    conf = dict(item.split("=", 1) for item in args.conf)
+    missing = missing_local_input(settings.inputs, conf)
+    if missing is not None:
+        print(f"{PROG}: error: {missing}: no such file or directory", file=sys.stderr)
+        return 2
+    # (under spark-submit the JVM has started already)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        size = local_input_bytes(settings.inputs, conf)
+        if size is not None and size < SMALL_INPUT:
+            conf = SMALL_INPUT_JVM | conf  # the user's own JVM options win
     progress("starting Spark" + (f" on {args.master}" if args.master else ""))
     try:
-        conf = dict(item.split("=", 1) for item in args.conf)
         spark = build_session(args.master, args.driver_memory, conf, quiet=args.quiet)
     except Exception as exc:  # no JVM (Java missing), bad master URL...: say so, no traceback
         print(

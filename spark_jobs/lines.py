@@ -15,8 +15,12 @@ None of them stops the job: every line is counted once under exactly one of thes
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote, urlsplit
 
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
@@ -33,7 +37,7 @@ from export_format.schema import (
 from spark_jobs.schema import spark_struct
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -59,6 +63,55 @@ class InputError(Exception):
 class InputFiles:
     paths: dict[Kind, list[str]]
     bytes: dict[Kind, int]
+
+
+def _local_paths(inputs: Sequence[str], conf: Mapping[str, str]) -> list[str | None]:
+    """Each input's local path where it surely is one, else None.
+
+    ``file:`` URIs are local; so is a path without a scheme unless something may make
+    Hadoop's default file system another one (a Hadoop configuration directory, a
+    ``spark.hadoop.fs.defaultFS`` setting).
+    """
+    default_fs_set = any(os.environ.get(name) for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR")) or any(
+        key.endswith("fs.defaultFS") for key in conf
+    )
+    found: list[str | None] = []
+    for given in inputs:
+        parts = urlsplit(given)
+        if parts.scheme == "file":
+            found.append(unquote(parts.path))
+        elif parts.scheme == "" and not default_fs_set:
+            found.append(given)
+        else:
+            found.append(None)
+    return found
+
+
+def missing_local_input(inputs: Sequence[str], conf: Mapping[str, str]) -> str | None:
+    """The first input that is surely a local path and does not exist, found before
+    Spark starts (a JVM's start takes seconds; ``list_inputs`` would say the same after).
+    Other inputs are left to ``list_inputs``."""
+    for given, path in zip(inputs, _local_paths(inputs, conf), strict=True):
+        if path is not None and not Path(path).exists():
+            return given
+    return None
+
+
+def local_input_bytes(inputs: Sequence[str], conf: Mapping[str, str]) -> int | None:
+    """How many bytes the inputs hold, when every one is a local path; else None."""
+    total = 0
+    for path in _local_paths(inputs, conf):
+        if path is None:
+            return None
+        root = Path(path)
+        if root.is_file():
+            total += root.stat().st_size
+            continue
+        for directory, _dirs, names in os.walk(root):
+            for name in names:
+                with contextlib.suppress(OSError):  # rotated away meanwhile
+                    total += (Path(directory) / name).stat().st_size
+    return total
 
 
 def list_inputs(spark: SparkSession, inputs: Sequence[str]) -> InputFiles:

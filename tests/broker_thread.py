@@ -4,15 +4,23 @@ with blocking clients (stomp.py): ``BrokerThread(options).start()``, then ``.por
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 
 from broker.app import Broker, BrokerOptions, new_event_loop
+from config.model import HttpServer
 
 
 class BrokerThread:
     """A broker on its own event loop in a background thread."""
 
     def __init__(self, options: BrokerOptions) -> None:
+        if options.http_port == HttpServer().port:
+            # Options from a configuration without <httpServer port> take ActiveMQ's 8161:
+            # one port for every broker of every test running at once (the other workers
+            # of a parallel run, another checkout's run). A free one instead, read back
+            # as ``.http_port`` like the rest.
+            options = dataclasses.replace(options, http_port=0)
         self.options = options
         self.broker: Broker | None = None
         self.loop = new_event_loop()

@@ -19,6 +19,7 @@ from broker.core.base.settings import CoreSettings
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from store.api import Failed
+from tests import parallel
 from tests.broker_thread import BrokerThread
 
 if TYPE_CHECKING:
@@ -78,6 +79,17 @@ def start_broker(data_dir: Path, **overrides: object) -> BrokerThread:
     listener = Listener(port=0, limits=limits)  # type: ignore[arg-type]
     options = BrokerOptions(listeners=(listener,), data_dir=data_dir, core=core)  # type: ignore[arg-type]
     return BrokerThread(options).start()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel.check_marks(items)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its order is the run's
+        items[:] = parallel.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, absent with -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return parallel.make_scheduler(config, log) if config.getoption("dist") == "loadgroup" else None
 
 
 @pytest.fixture(autouse=True)

@@ -8,34 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.core.admin.service import AdminService
 from broker.core.admin.views import Progress
 from broker.core.base.selector import compile_selector
 from broker.core.engine import Engine
 from broker.core.storage import disk_reads
-from tests.broker.harness import Peer, admin, finished, new_engine
-from tests.broker.test_swap import swapping_engine
-
-BODY = b"x" * 200
-
-
-def ops(engine: Engine) -> AdminService:
-    return admin(engine)
-
-
-def filled(n: int = 600) -> tuple[Engine, Peer]:
-    """``n`` messages with ``n`` = 0..n-1: priorities 9, 4 and 0 in turn, every third
-    persistent, in a queue that dispatches them by priority."""
-    engine, _ = swapping_engine(prioritized_messages=True)
-    producer = Peer(engine)
-    for i in range(n):
-        headers = {"destination": "/queue/q", "n": str(i), "priority": str((9, 4, 0)[i % 3])}
-        if i % 2:
-            headers["persistent"] = "true"
-        producer.send_frame("SEND", headers, BODY)
-    queue = engine.queues["/queue/q"]
-    assert queue.cursor.disk_total > n // 2 and queue.cursor.mem_count > 0
-    return engine, producer
+from tests.broker.harness import Peer, finished, new_engine
+from tests.broker.support import BODY, filled, ops, swapping_engine
 
 
 def dispatch_order(n: int) -> list[int]:

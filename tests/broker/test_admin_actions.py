@@ -15,10 +15,7 @@ from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
 from tests.broker.harness import Peer, destination_info, finished, new_engine, tick
-from tests.broker.test_admin import BODY, filled, ops
-from tests.broker.test_redelivery import consumer, nack_until_dead
-from tests.broker.test_security import entry
-from tests.broker.test_swap import KB, swapping_engine
+from tests.broker.support import BODY, KB, consumer, entry, filled, nack_until_dead, ops, swapping_engine
 
 
 def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:

@@ -15,8 +15,7 @@ from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
 from tests.broker.harness import Peer, finished
-from tests.broker.test_admin import ops
-from tests.broker.test_security import entry
+from tests.broker.support import entry, ops
 
 RULES = Authorization(
     entries=(

@@ -11,7 +11,7 @@ from broker.core.engine import Engine
 from broker.core.handlers.browsing import BATCH, QueueBrowser
 from store.api import Outcome
 from tests.broker.harness import Peer, admin, new_engine
-from tests.broker.test_many import driven, subscribed
+from tests.broker.support import driven, subscribed
 
 
 def queue_of(engine: Engine, name: str, n: int) -> None:

@@ -13,7 +13,7 @@ from broker.core.base.tally import Tally
 from broker.core.engine import Engine
 from broker.core.handlers.settlement import DEAD_LETTER_LOG_MS
 from tests.broker.harness import Peer, new_engine
-from tests.broker.test_redelivery import consumer, nack
+from tests.broker.support import consumer, nack
 
 DLQ = "/queue/ActiveMQ.DLQ"
 

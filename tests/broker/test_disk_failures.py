@@ -24,7 +24,7 @@ from store.persistent import MessageStore
 from store.temp import TempStore
 from store.worker import DeferredWorker
 from tests.broker.harness import Peer, run_io, tick
-from tests.broker.test_swap import bodies, send
+from tests.broker.support import bodies, send
 from tests.store.faults import FaultyDB
 
 KB = 1024

@@ -23,8 +23,7 @@ from tests.broker.harness import (
     run_io,
     subscription_infos,
 )
-from tests.broker.test_persistence import KB, StoredEngine
-from tests.broker.test_swap import bodies, send
+from tests.broker.support import KB, StoredEngine, bodies, send
 
 DURABLE = {"destination": "/topic/t", "id": "1", "activemq.subscriptionName": "s"}
 

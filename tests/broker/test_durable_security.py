@@ -21,7 +21,7 @@ from store.api import Stores
 from store.memory import MemoryDatabase, memory_message_store, memory_stores, memory_temp_store
 from store.worker import DeferredWorker
 from tests.broker.harness import Peer
-from tests.broker.test_security import entry
+from tests.broker.support import entry
 
 AUTH = Authentication(
     users=(

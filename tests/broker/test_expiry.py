@@ -11,7 +11,7 @@ import pytest
 
 from broker.core.engine import Engine
 from tests.broker.harness import Peer, destination_info, destination_infos, messages_in_memory, new_engine
-from tests.broker.test_persistence import StoredEngine
+from tests.broker.support import StoredEngine
 
 NOW = 1_000_000
 

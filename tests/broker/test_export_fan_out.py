@@ -21,7 +21,7 @@ from broker.export.exporter import Exporter, ExportSettings
 from export_format.lines import check_line
 from store.memory import memory_stores
 from tests.broker.harness import Peer
-from tests.broker.test_observe import Recorder
+from tests.broker.support import Recorder
 
 TS = 1_700_000_000_000
 

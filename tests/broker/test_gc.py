@@ -9,7 +9,7 @@ from pathlib import Path
 from broker.core.base.settings import DestinationPolicy
 from broker.core.engine import Engine
 from tests.broker.harness import Peer, new_engine
-from tests.broker.test_persistence import StoredEngine
+from tests.broker.support import StoredEngine
 
 TIMEOUT = 5000
 

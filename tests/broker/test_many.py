@@ -33,15 +33,9 @@ from broker.http import metrics
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES
 from tests.broker.harness import Peer, messages_in_memory, new_engine
 from tests.broker.steps import growth, steps
+from tests.broker.support import driven, subscribed
 
 LINEAR = 5.5
-
-
-def subscribed(engine: Engine, n: int, destination: str, **headers: str) -> Peer:
-    peer = Peer(engine)
-    for i in range(n):
-        peer.send_frame("SUBSCRIBE", {"destination": destination, "id": str(i), **headers})
-    return peer
 
 
 # -- tearing down ----------------------------------------------------------------------
@@ -191,13 +185,6 @@ def test_statistics_of_n_destinations_are_linear() -> None:
 
 
 # -- slices ----------------------------------------------------------------------------
-
-
-def driven(engine: Engine) -> list[int]:
-    """Install a wake, as the edge does; returns the list of wake calls."""
-    woken: list[int] = []
-    engine.chores.wake = lambda: woken.append(1)
-    return woken
 
 
 def test_a_big_teardown_runs_in_slices_of_a_bounded_size() -> None:

@@ -3,57 +3,13 @@ base class's interface), the swap counters and the latency histogram, on real en
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.core.admin.readout import DestinationRow, Readout
 from broker.core.admin.views import Progress
-from broker.core.base.message import Message
-from broker.core.base.observe import LATENCY_BOUNDS_MS, EventSink, Latency
+from broker.core.base.observe import LATENCY_BOUNDS_MS, Latency
 from broker.core.base.selector import compile_selector
 from export_format.schema import DESTINATION_COUNTERS, DESTINATION_GAUGES, row_fields
 from tests.broker.harness import Peer, finished, new_engine
-from tests.broker.test_admin import ops
-from tests.broker.test_swap import KB, send, swapping_engine
-
-
-class Recorder(EventSink):
-    """Keeps (event, destination, cause-or-target) for each call."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def enqueued(self, message: Message) -> None:
-        self.calls.append(("enqueue", message.destination))
-
-    def dispatched(self, message: Message, consumer: str, subscription: str, auto: bool) -> None:
-        self.calls.append(("dispatch", message.destination, auto))
-
-    def acked(self, message: Message, consumer: str, subscription: str) -> None:
-        self.calls.append(("ack", message.destination))
-
-    def nacked(self, message: Message, consumer: str, subscription: str) -> None:
-        self.calls.append(("nack", message.destination))
-
-    def redelivered(self, message: Message, cause: str) -> None:
-        self.calls.append(("redeliver", message.destination, cause))
-
-    def expired(self, message: Message, target: str | None) -> None:
-        self.calls.append(("expire", message.destination, target))
-
-    def dead_lettered(self, message: Message, cause: str, target: str) -> None:
-        self.calls.append(("dead-letter", message.destination, cause, target))
-
-    def moved(self, message: Message, source: str, target: str) -> None:
-        self.calls.append(("move", message.headers["n"], source, target))
-
-    def removed(self, message: Message) -> None:
-        self.calls.append(("remove", message.headers["n"], message.destination))
-
-    def flow_blocked(self, destination: str, size: int, producer: str, cause: str) -> None:
-        self.calls.append(("flow-block", destination, cause))
-
-    def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
-        self.calls.append(("flow-release", destination, cause, wait_ms))
+from tests.broker.support import KB, Recorder, ops, send, swapping_engine
 
 
 def test_no_sink_by_default_and_every_event_of_a_message_life_with_one() -> None:

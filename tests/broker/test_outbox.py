@@ -13,8 +13,7 @@ from broker.core.base.errors import SlowConsumer
 from broker.core.base.usage import UsageMeter
 from broker.io.outbox import Outbox
 from tests.broker.harness import MockLoop, MockTransport, Peer, WirePeer, messages_in_memory, new_engine
-from tests.broker.test_persistence import StoredEngine
-from tests.broker.test_swap import send
+from tests.broker.support import StoredEngine, send
 
 KB = 1024
 LIMIT = 16 * KB

@@ -11,47 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.core.base.clock import Clock
 from broker.core.base.message import FIFO_LEVEL
-from broker.core.base.settings import CoreSettings
 from broker.core.engine import Engine
 from protocol.frames import Frame
-from store.api import Batch, Stores
+from store.api import Batch
 from store.keys import prefix_end
 from store.layout import DISPATCHED
-from store.memory import memory_temp_store
-from store.persistent import MessageStore
-from store.worker import DeferredWorker
 from tests.broker.harness import ListOutbox, Peer, run_io
-from tests.broker.test_swap import bodies, send
-
-KB = 1024
-
-
-class StoredEngine:
-    def __init__(self, path: Path, **settings: object) -> None:
-        self.posted: list[Callable[[], None]] = []
-        self.store = MessageStore.open(path)
-        self.store.start_committer(self.posted.append, lambda exc: None)
-        core = CoreSettings(memory_limit=64 * KB, page_size=50, **settings)  # type: ignore[arg-type]
-        stores = Stores(messages=self.store, temp=memory_temp_store(), worker=DeferredWorker())
-        self.engine = Engine(core, Clock(1_000_000), stores=stores)
-        self.recovered = self.engine.recover()
-
-    def settle(self) -> None:
-        """Wait for the store, then run its completions and the worker's as the loop would."""
-        for _ in range(5):
-            self.engine.flush()
-            assert self.store.committer is not None
-            self.store.committer.flush_wait()
-            posted, self.posted[:] = list(self.posted), []
-            for callback in posted:
-                self.engine.after_io(callback)
-            run_io(self.engine)
-
-    def close(self) -> None:
-        self.settle()
-        self.store.close()
+from tests.broker.support import KB, StoredEngine, bodies, send
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from store.memory import memory_message_store
 from store.temp import TempStore
 from store.worker import DeferredWorker
 from tests.broker.harness import Peer
-from tests.broker.test_swap import CountingStore, bodies, send
+from tests.broker.support import CountingStore, bodies, send
 
 KB = 1024
 

@@ -8,37 +8,8 @@ from pathlib import Path
 import pytest
 
 from broker.core.base.settings import DestinationPolicy
-from broker.core.engine import Engine
-from protocol.frames import Frame
 from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
-from tests.broker.test_persistence import StoredEngine
-
-CLIENT_INDIVIDUAL = {"ack": "client-individual"}
-
-
-def consumer(engine: Engine, destination: str, version: str = "1.2", **headers: str) -> Peer:
-    peer = Peer(engine, version)
-    peer.send_frame("SUBSCRIBE", {"destination": destination, "id": "1", **CLIENT_INDIVIDUAL, **headers})
-    return peer
-
-
-def nack(peer: Peer, frame: Frame, **headers: str) -> None:
-    if peer.session.version == "1.2":
-        peer.send_frame("NACK", {"id": frame.headers["ack"], **headers})
-    else:
-        ids = {"message-id": frame.headers["message-id"], "subscription": frame.headers["subscription"]}
-        peer.send_frame("NACK", {**ids, **headers})
-
-
-def nack_until_dead(peer: Peer) -> int:
-    """NACK each delivery until none comes back; how many deliveries there were."""
-    deliveries = 0
-    while got := peer.messages():
-        (frame,) = got
-        deliveries += 1
-        nack(peer, frame)
-        assert deliveries < 100, "never dead-lettered"
-    return deliveries
+from tests.broker.support import StoredEngine, consumer, nack, nack_until_dead
 
 
 @pytest.mark.parametrize("version", ["1.1", "1.2"])

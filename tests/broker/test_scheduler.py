@@ -16,7 +16,7 @@ from protocol.errors import StompError
 from protocol.frames import Frame
 from store.memory import memory_stores
 from tests.broker.harness import Peer, messages_in_memory, run_io
-from tests.broker.test_persistence import StoredEngine
+from tests.broker.support import StoredEngine
 
 START = int(datetime(2026, 11, 23, 10, 2, 30, tzinfo=UTC).timestamp()) * 1000
 MINUTE = 60_000

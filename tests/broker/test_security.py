@@ -13,18 +13,9 @@ from broker.core.base import names
 from broker.core.base.guard import ADMIN, READ, WRITE, NotAuthenticated, Principal
 from broker.security.access import AccessRules
 from broker.security.guard import Security
-from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
+from config.model import Authentication, Authorization, Password, User
 from config.passwords import hash_password, parse
-
-
-def entry(
-    kind: str | None, pattern: str, read: str = "", write: str = "", admin: str = ""
-) -> AuthorizationEntry:
-    def groups(text: str) -> frozenset[str]:
-        return frozenset(filter(None, text.split(",")))
-
-    return AuthorizationEntry(kind, pattern, groups(read), groups(write), groups(admin))  # type: ignore[arg-type]
-
+from tests.broker.support import entry
 
 RULES = Authorization(
     entries=(

@@ -5,56 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from broker.core.base.clock import Clock
 from broker.core.base.errors import NoSpace
 from broker.core.base.message import FIFO_LEVEL
-from broker.core.base.settings import CoreSettings
-from broker.core.engine import Engine
-from store.api import Stores
-from store.memory import MemoryDatabase, memory_message_store
-from store.temp import TempStore
-from store.worker import DeferredWorker
 from tests.broker.harness import Peer, messages_in_memory, run_io
-
-KB = 1024
-
-
-class CountingStore(MemoryDatabase):
-    """Counts the records read, to show that scans do not re-read the backlog."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.reads = 0
-
-    def range(self, start: bytes, stop: bytes, limit: int | None = None, *, keys_only: bool = False):  # type: ignore[no-untyped-def]
-        rows = super().range(start, stop, limit, keys_only=keys_only)
-        self.reads += len(rows)
-        return rows
-
-
-def swapping_engine(
-    memory: int = 64 * KB, temp: int = 64 << 20, **settings: object
-) -> tuple[Engine, CountingStore]:
-    store = CountingStore()
-    core = CoreSettings(memory_limit=memory, temp_limit=temp, page_size=50, **settings)  # type: ignore[arg-type]
-    stores = Stores(messages=memory_message_store(), temp=TempStore(store), worker=DeferredWorker())
-    engine = Engine(core, Clock(1_000_000), stores=stores)
-    return engine, store
-
-
-def send(
-    peer: Peer, destination: str, n: int, *, priority: int | None = None, start: int = 0, **headers: str
-) -> None:
-    for i in range(start, start + n):
-        h = {"destination": destination, **headers}
-        if priority is not None:
-            h["priority"] = str(priority)
-        peer.send_frame("SEND", h, b"%06d" % i + b"x" * 1000)
-    peer.engine.flush()
-
-
-def bodies(peer: Peer) -> list[int]:
-    return [int(f.body[:6]) for f in peer.received() if f.command == "MESSAGE"]
+from tests.broker.support import KB, bodies, send, swapping_engine
 
 
 def test_queue_swaps_past_the_high_water_mark_and_drains_in_order() -> None:

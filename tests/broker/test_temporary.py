@@ -11,7 +11,7 @@ import pytest
 from broker.core.engine import Engine
 from protocol.errors import StompError
 from tests.broker.harness import Peer, destination_infos, messages_in_memory, new_engine
-from tests.broker.test_persistence import StoredEngine
+from tests.broker.support import StoredEngine
 
 
 def request(engine: Engine, reply_to: str) -> tuple[Peer, Peer, str]:

@@ -19,7 +19,7 @@ from tests.docker import compose
 from tests.docker.compose import COMPOSE, environment, interpolate, mount_at, mounts
 from tests.docker.dashboard import DASHBOARD
 from tests.docker.image import DOCKER, Dockerfile
-from tests.test_static import tool
+from tests.tools import tool
 
 PROMETHEUS_YML = DOCKER / "prometheus" / "prometheus.yml"
 PROVISIONING = DOCKER / "grafana" / "provisioning"

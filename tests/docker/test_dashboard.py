@@ -32,7 +32,7 @@ from tests.docker.dashboard import (
 )
 from tests.http_support import start_http_broker
 from tests.stomp_raw import RawClient
-from tests.test_static import tool
+from tests.tools import tool
 
 #: The histogram of end-to-end latency, enqueue to ack (not a snapshot field: the event
 #: log has each message's latency_ms).

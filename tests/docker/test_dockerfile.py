@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from tests.docker.image import DOCKER, DOCKERFILE, ROOT, Dockerfile, exec_args, seconds
-from tests.test_static import tool
+from tests.tools import tool
 
 DOCKERIGNORE = ROOT / ".dockerignore"
 

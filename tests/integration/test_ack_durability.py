@@ -23,17 +23,17 @@ from typing import Protocol
 import pytest
 
 from tests.activemq_peer import ActiveMQ, needs_activemq
-from tests.integration.test_crash import (
+from tests.broker_process import Processes
+from tests.broker_process import procs as procs  # the fixture
+from tests.integration.crash_support import (
     QUEUE,
     SEED,
-    Processes,
     body,
     connected,
     receipted_count,
     spawn_producer,
     subscribe,
 )
-from tests.integration.test_crash import procs as procs  # the fixture
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration

@@ -30,7 +30,7 @@ from stomp.utils import Frame as StompPyFrame
 from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
 from tests.clients import Client, client
-from tests.integration.test_scheduled import MANAGEMENT, remove_job
+from tests.integration.scheduled_support import MANAGEMENT, remove_job
 
 pytestmark = pytest.mark.integration
 

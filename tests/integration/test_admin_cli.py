@@ -4,9 +4,6 @@ over FakeOps)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,29 +13,9 @@ from tests.broker_thread import BrokerThread
 from tests.clients import Client, client, fed_topic, left_durable
 from tests.fake_admin import FakeOps, FakeServer, messages
 from tests.http_support import start_http_broker
+from tests.integration.admin_cli_support import admin, last_json, url_of
 
 pytestmark = pytest.mark.integration
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def admin(url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "adminctl", "--url", url, *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-
-
-def last_json(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
-    parsed: dict[str, object] = json.loads(result.stdout.strip().splitlines()[-1])
-    return parsed
-
-
-def url_of(thread: BrokerThread) -> str:
-    return f"http://127.0.0.1:{thread.http_port}"
 
 
 def test_list_and_stat_as_tables_and_json(http_broker: BrokerThread) -> None:

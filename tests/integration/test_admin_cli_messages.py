@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.integration.test_admin_cli import admin, last_json, url_of
-from tests.integration.test_http_actions import dead_letter, dlq_broker
+from tests.integration.admin_cli_support import admin, last_json, url_of
+from tests.integration.dlq_support import dead_letter, dlq_broker
 
 __all__ = ["dlq_broker"]
 

@@ -17,8 +17,8 @@ import pytest
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
 from tests.http_support import call
-from tests.integration.test_admin_cli import admin, last_json, url_of
-from tests.integration.test_metrics import dest, scrape
+from tests.integration.admin_cli_support import admin, last_json, url_of
+from tests.integration.metrics_support import dest, scrape
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

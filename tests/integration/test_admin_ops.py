@@ -281,7 +281,7 @@ def test_browser_true_needs_one_queue_and_stomp_1_1(broker: BrokerThread) -> Non
 
 
 def test_kill_9_in_the_middle_of_a_move_loses_and_duplicates_nothing(tmp_path: Path) -> None:
-    from tests.integration.test_crash import Processes
+    from tests.broker_process import Processes
     from tests.ports import free_port
 
     procs = Processes()

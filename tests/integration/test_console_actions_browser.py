@@ -16,8 +16,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.integration.test_console_browser import SEE_WITHIN, browser, cell, first_text, stat
-from tests.integration.test_http_actions import dead_letter, dlq_broker
+from tests.integration.browser_support import SEE_WITHIN, browser, cell, first_text, stat
+from tests.integration.dlq_support import dead_letter, dlq_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 __all__ = ["browser", "dlq_broker"]

@@ -15,8 +15,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.broker_thread import BrokerThread
 from tests.clients import client
-from tests.integration.test_console_browser import SEE_WITHIN, browser, stat
-from tests.integration.test_http_history import sample_at
+from tests.integration.browser_support import SEE_WITHIN, browser, stat
+from tests.integration.history_support import sample_at
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

@@ -17,7 +17,7 @@ from broker.http.auth import HttpSecurity, InMemoryAuthenticator
 from tests.broker_thread import BrokerThread
 from tests.clients import client, fed_topic, left_durable
 from tests.http_support import call, start_http_broker
-from tests.integration.test_console_browser import SEE_WITHIN, browser, cell, first_text, stat
+from tests.integration.browser_support import SEE_WITHIN, browser, cell, first_text, stat
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 

@@ -13,7 +13,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from tests.broker_thread import BrokerThread
 from tests.clients import client
-from tests.integration.test_console_browser import SEE_WITHIN, browser, cell, first_text, stat
+from tests.integration.browser_support import SEE_WITHIN, browser, cell, first_text, stat
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 __all__ = ["browser"]  # the fixture, shared with test_console_browser

@@ -14,212 +14,35 @@ starts is ended by its own PID in the fixture's teardown.
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from protocol.frames import Frame
-from tests.ports import free_port
+from tests.broker_process import Processes
+from tests.broker_process import procs as procs  # the fixture
+from tests.integration.crash_support import (
+    QUEUE,
+    SEED,
+    ack,
+    body,
+    collect,
+    connected,
+    redelivered,
+    send_persistent,
+    spawn_producer,
+    subscribe,
+    wait_receipts,
+)
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-#: Override to replay or explore other kill points: STOMPD_CRASH_SEED=123 pytest ...
-SEED = int(os.environ.get("STOMPD_CRASH_SEED", "20240607"))
-#: The kill -9 test: its queue, and how many SENDs each producer makes at most.
-QUEUE = "/queue/crash"
+#: How many SENDs each producer of the kill -9 test makes at most.
 PER_ROUND = 1000
-
-
-class BrokerProcess:
-    """``python -m broker`` on a fixed port and data dir, started and ended as often as needed."""
-
-    def __init__(self, data_dir: Path, log: Path, *extra: str) -> None:
-        self.port = free_port()
-        self.data_dir = data_dir
-        self.log = log
-        self.extra = extra
-        self.proc: subprocess.Popen[bytes] | None = None
-        #: How many times it was started: a broker lifetime is numbered by this.
-        self.starts = 0
-
-    def start(self, timeout: float = 15.0) -> None:
-        assert self.proc is None, "already running"
-        command = [
-            sys.executable,
-            "-m",
-            "broker",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--http-port",
-            "0",
-        ]
-        command += ["--data-dir", str(self.data_dir), *self.extra]
-        with self.log.open("ab") as out:
-            out.write(f"--- start {self.starts + 1}\n".encode())
-            out.flush()
-            self.proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-        self.starts += 1
-        deadline = time.monotonic() + timeout
-        while True:
-            code = self.proc.poll()
-            if code is not None:
-                self.proc = None
-                raise AssertionError(f"broker exited with {code} at start:\n{self.output()}")
-            if self._answers_connect():
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"broker not accepting STOMP after {timeout} s:\n{self.output()}")
-            time.sleep(0.02)
-
-    def _answers_connect(self) -> bool:
-        try:
-            raw = RawClient(self.port, timeout=1.0)
-        except OSError:
-            return False
-        try:
-            raw.connect()
-            raw.send("DISCONNECT")
-            return True
-        except (OSError, TimeoutError):
-            return False
-        finally:
-            raw.close()
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM, and a clean exit."""
-        proc = self._running()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            raise AssertionError(f"broker ignored SIGTERM for {timeout} s:\n{self.output()}") from None
-        finally:
-            self.proc = None
-        assert code == 0, f"broker exited with {code} on SIGTERM:\n{self.output()}"
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown code runs at all."""
-        proc = self._running()
-        proc.kill()
-        proc.wait(10)
-        self.proc = None
-
-    def _running(self) -> subprocess.Popen[bytes]:
-        assert self.proc is not None, "broker not running"
-        code = self.proc.poll()
-        assert code is None, f"broker died on its own with {code}:\n{self.output()}"
-        return self.proc
-
-    def close(self) -> None:
-        """Teardown: end it by PID if a test left it running."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        self.proc = None
-
-    def output(self, tail: int = 4000) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return text[-tail:]
-
-
-@dataclass
-class Processes:
-    """Every child process a test started, so teardown can end each one by PID."""
-
-    brokers: list[BrokerProcess] = field(default_factory=list)
-    others: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def broker(self, tmp_path: Path, *extra: str) -> BrokerProcess:
-        broker = BrokerProcess(tmp_path / "data", tmp_path / "broker.log", *extra)
-        self.brokers.append(broker)
-        return broker
-
-    def close(self) -> None:
-        for proc in self.others:
-            if proc.poll() is None:
-                proc.kill()
-            proc.communicate(timeout=10)  # reaps it and closes its pipes
-        for broker in self.brokers:
-            broker.close()
-
-
-@pytest.fixture
-def procs() -> Iterator[Processes]:
-    started = Processes()
-    try:
-        yield started
-    finally:
-        started.close()
-
-
-# -- small raw-socket helpers ----------------------------------------------------
-
-
-def send_persistent(raw: RawClient, queue: str, items: list[tuple[str, int]]) -> None:
-    """Pipelined persistent SENDs (body = id), then every RECEIPT."""
-    for msg_id, priority in items:
-        headers = {"destination": queue, "persistent": "true", "priority": str(priority), "receipt": msg_id}
-        raw.send("SEND", headers, msg_id.encode())
-    want = {msg_id for msg_id, _ in items}
-    while want:
-        frame = raw.recv(10)
-        assert frame.command == "RECEIPT", frame
-        want.discard(frame.headers["receipt-id"])
-
-
-def subscribe(raw: RawClient, queue: str, ack: str, **headers: str) -> None:
-    raw.send("SUBSCRIBE", {"destination": queue, "id": "1", "ack": ack, "receipt": "sub", **headers})
-    frame = raw.recv()
-    assert frame.command == "RECEIPT" and frame.headers["receipt-id"] == "sub", frame
-
-
-def collect(raw: RawClient, n: int, timeout: float = 5.0) -> list[Frame]:
-    """Up to ``n`` MESSAGEs; fewer if the broker goes quiet for ``timeout``."""
-    got: list[Frame] = []
-    while len(got) < n:
-        try:
-            frame = raw.recv(timeout)
-        except TimeoutError:
-            break
-        assert frame.command == "MESSAGE", frame
-        got.append(frame)
-    return got
-
-
-def ack(raw: RawClient, frame: Frame, receipt: str | None = None) -> None:
-    headers = {"id": frame.headers["ack"]}
-    if receipt is not None:
-        headers["receipt"] = receipt
-    raw.send("ACK", headers)
-
-
-def redelivered(frame: Frame) -> bool:
-    return frame.headers.get("redelivered") == "true"
-
-
-def body(frame: Frame) -> str:
-    return frame.body.decode()
-
-
-def connected(port: int) -> RawClient:
-    raw = RawClient(port)
-    raw.connect()
-    return raw
 
 
 # -- 1 and 3: clean restarts ---------------------------------------------------
@@ -443,31 +266,6 @@ class Consumer(threading.Thread):
                     time.sleep(self.delay)
         finally:
             raw.close()
-
-
-def spawn_producer(
-    procs: Processes, port: int, prefix: str, count: int, out: Path, seed: int, rate: int
-) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "tests.crash_producer", "--port", str(port), "--queue", QUEUE]
-    command += ["--prefix", prefix, "--count", str(count), "--out", str(out), "--seed", str(seed)]
-    command += ["--rate", str(rate), "--window", "200"]
-    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    procs.others.append(proc)
-    return proc
-
-
-def receipted_count(out: Path) -> int:
-    try:
-        return out.read_bytes().count(b"\n")
-    except FileNotFoundError:
-        return 0
-
-
-def wait_receipts(out: Path, producer: subprocess.Popen[bytes], at_least: int, timeout: float = 10.0) -> None:
-    """Until the producer has ``at_least`` RECEIPTs (or has stopped)."""
-    deadline = time.monotonic() + timeout
-    while receipted_count(out) < at_least and producer.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.001)
 
 
 def send_order(d: Delivery) -> tuple[int, int, int]:

@@ -23,7 +23,7 @@ from broker.io.listener import Listener
 from export_format.lines import check_line
 from tests.broker_thread import BrokerThread
 from tests.clients import client
-from tests.integration.test_full_disk import small_tmpfs
+from tests.integration.tmpfs_support import small_tmpfs
 
 pytestmark = pytest.mark.integration
 

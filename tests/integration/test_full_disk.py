@@ -11,14 +11,15 @@ and ends the broker by its PID before unmounting it.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.test_crash import BrokerProcess, Processes, collect, connected, subscribe
+from tests.broker_process import BrokerProcess, Processes
+from tests.integration.crash_support import collect, connected, subscribe
+from tests.integration.tmpfs_support import small_tmpfs
 
 pytestmark = pytest.mark.integration
 
@@ -30,22 +31,6 @@ BATCH = 100
 def disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 MB tmpfs, unmounted at the end."""
     yield from small_tmpfs(tmp_path / "disk", "64m")
-
-
-def small_tmpfs(mount: Path, size: str) -> Iterator[Path]:
-    """A tmpfs of ``size`` at ``mount`` (for a fixture: unmounted when it ends)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.fixture

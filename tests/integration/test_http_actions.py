@@ -4,22 +4,22 @@ broker's name, version and uptime; a connection's producers and consumers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from broker.app import BrokerOptions
-from broker.core.base.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
-from tests.broker.test_security import entry
+from tests.broker.support import entry
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.http_support import call, start_http_broker
+from tests.http_support import call
+from tests.integration.dlq_support import dead_letter
+from tests.integration.dlq_support import dlq_broker as dlq_broker  # the fixture
 
 pytestmark = pytest.mark.integration
 
@@ -105,26 +105,6 @@ def test_a_bad_send_is_refused_and_nothing_is_sent(
     assert refused.status == 400, refused.body
     assert message in refused.error["message"]
     assert call(api, "GET", "/destinations/%2Fqueue%2Fbad").status == 404
-
-
-@pytest.fixture
-def dlq_broker(tmp_path: Path) -> Iterator[BrokerThread]:
-    """A broker that dead-letters a message at its first NACK."""
-    thread = start_http_broker(tmp_path / "data", core=CoreSettings(max_redeliveries=0))
-    try:
-        yield thread
-    finally:
-        thread.stop()
-
-
-def dead_letter(thread: BrokerThread, destination: str, body: str, **headers: str) -> None:
-    """Send ``body`` to ``destination`` and NACK it: it goes to ActiveMQ.DLQ."""
-    with client(thread.port) as consumer:
-        consumer.send(destination, body, sync=True, **headers)
-        consumer.subscribe(destination, "w", ack="client-individual")
-        (frame,) = consumer.listener.wait_messages(1)
-        consumer.nack(frame)
-        consumer.sync()
 
 
 def test_retry_puts_a_dead_letter_back_on_its_queue(dlq_broker: BrokerThread) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker_process import run_broker, wait_for_port
 from tests.http_support import call
-from tests.integration.test_server import run_broker, wait_for_port
 from tests.ports import free_port
 
 pytestmark = pytest.mark.integration

@@ -24,8 +24,8 @@ import stomp
 from stomp.exception import ConnectFailedException
 
 from broker.cli import main
+from tests.broker_process import ROOT
 from tests.clients import Client, Collector, client, eventually
-from tests.integration.test_server import ROOT
 from tests.listener_support import Pki, broker_from_xml, read_to_eof
 from tests.stomp_raw import RawClient
 from tests.ws_support import WsSession, ws_round_trip

@@ -3,21 +3,18 @@ exact values after a known workload, parsed with prometheus-client's own parser.
 
 from __future__ import annotations
 
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from broker.core.base.settings import CoreSettings
 from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call, start_http_broker
+from tests.integration.metrics_support import dest, scrape
 
 pytestmark = pytest.mark.integration
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture
@@ -32,21 +29,6 @@ def broker(tmp_path: Path) -> Iterator[BrokerThread]:
         yield thread
     finally:
         thread.stop()
-
-
-def scrape(thread: BrokerThread) -> Samples:
-    with urllib.request.urlopen(f"http://127.0.0.1:{thread.http_port}/metrics", timeout=10) as reply:
-        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        text = reply.read().decode()
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def dest(samples: Samples, series: str, destination: str, kind: str) -> float:
-    return samples[(series, (("destination", destination), ("type", kind)))]
 
 
 def test_metrics_are_exact_after_a_known_workload(broker: BrokerThread) -> None:

@@ -13,7 +13,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.integration.test_console_browser import browser, first_text
+from tests.integration.browser_support import browser, first_text
 from tests.network_support import Nodes, connector, consumer, nodes, produce, wait_connected, wait_forwarding
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_crash import BrokerProcess, Processes, procs
+from tests.broker_process import BrokerProcess, Processes, procs
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from tests.clients import Client, client, eventually
+from tests.clients import client, eventually
 from tests.conftest import BrokerServer
+from tests.integration.scheduled_support import MANAGEMENT, remove_job
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -79,14 +80,6 @@ def test_bad_schedule_headers(broker_server: BrokerServer, headers: dict[str, st
     frame = raw.recv()
     assert frame.command == "ERROR"
     assert "AMQ_SCHEDULE" in frame.body.decode()
-
-
-MANAGEMENT = "/topic/ActiveMQ.Scheduler.Management"
-
-
-def remove_job(c: Client, job_id: str) -> None:
-    """REMOVE that job (its RECEIPT says it is done)."""
-    c.send(MANAGEMENT, "", sync=True, AMQ_SCHEDULER_ACTION="REMOVE", scheduledJobId=job_id)
 
 
 def browse_jobs(port: int, reply_to: str = "/queue/my.jobs") -> list[dict[str, str]]:

@@ -7,11 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.broker_process import run_broker, wait_for_port
 from tests.clients import client
 from tests.conftest import BrokerServer
 from tests.ports import free_port
@@ -20,17 +20,6 @@ from tests.stomp_raw import RawClient
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for_port(port: int, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(port)
 
 
 def test_slow_consumer_does_not_make_the_broker_buffer_in_sockets(broker_server: BrokerServer) -> None:
@@ -54,25 +43,6 @@ def test_slow_consumer_does_not_make_the_broker_buffer_in_sockets(broker_server:
         assert frame.command == "MESSAGE"
         received += 1
     assert queue.cursor.count == 0
-
-
-def run_broker(port: int, data_dir: Path, http_port: int = 0) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--http-port",
-            str(http_port),
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

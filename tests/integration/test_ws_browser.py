@@ -16,7 +16,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.broker_thread import BrokerThread
-from tests.integration.test_console_browser import browser  # noqa: F401 (the Chromium fixture)
+from tests.integration.browser_support import browser  # noqa: F401 (the Chromium fixture)
 from tests.ports import free_port
 from tests.stomp_raw import RawClient
 from tests.ws_support import running_ws_broker

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import trustme
 
+from tests.broker_process import ROOT, wait_for_port
 from tests.http_support import call
-from tests.integration.test_server import ROOT, wait_for_port
 from tests.ports import free_port
 from tests.ws_support import WsSession
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark_jobs.cli import build_session
+from spark_jobs.cli import SMALL_INPUT_JVM, build_session
 from spark_jobs.report import ReportSettings, run_report
 from tests.spark.workload import Workload, build
 
@@ -26,7 +26,8 @@ def spark() -> Iterator[SparkSession]:
         pytest.fail(
             "PySpark needs a Java runtime: run scripts/setup-tests.sh (installs default-jre-headless)"
         )
-    session = build_session("local[2]", "1g", quiet=True)
+    # the JVM stompd-report itself starts for an input as small as the tests' workloads
+    session = build_session("local[2]", "1g", SMALL_INPUT_JVM, quiet=True)
     yield session
     session.stop()
 

@@ -18,12 +18,12 @@ from broker.export.exporter import ExportSettings
 from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
 from spark_jobs.report import ReportSettings, run_report
+from tests.broker_process import BrokerProcess
 from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call
-from tests.integration.test_crash import BrokerProcess
-from tests.integration.test_metrics import Samples, scrape
-from tests.spark.test_timeaxis import tick_labels
+from tests.integration.metrics_support import Samples, scrape
+from tests.spark.support import tick_labels
 
 if TYPE_CHECKING:
     from pathlib import Path

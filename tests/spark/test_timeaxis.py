@@ -11,6 +11,7 @@ import pytest
 
 from spark_jobs import charts
 from spark_jobs.timeaxis import MAX_POINTS, MAX_TICKS, Timeline, axis_label, ticks
+from tests.spark.support import tick_labels
 
 T0 = datetime(2026, 1, 1, 12, 0, 13, 250_000, tzinfo=UTC)
 
@@ -70,12 +71,6 @@ def test_what_a_point_stands_for_in_words() -> None:
         "2 h",
         "90 min",
     ]
-
-
-def tick_labels(svg: str) -> list[str]:
-    """The x tick labels of a chart (text stays text: svg.fonttype none)."""
-    xtick = svg[svg.index('id="matplotlib.axis_1"') : svg.index('id="matplotlib.axis_2"')]
-    return re.findall(r"<text[^>]*>([^<]*)</text>", xtick)
 
 
 def test_a_one_minute_chart_is_drawn_over_its_minute_not_years() -> None:
