@@ -12,7 +12,7 @@ import pytest
 from tests.broker_thread import BrokerThread
 from tests.clients import client
 from tests.http_support import call
-from tests.integration.test_admin_cli import admin, last_json, url_of
+from tests.integration.admin_cli_support import admin, last_json, url_of
 
 pytestmark = pytest.mark.integration
 

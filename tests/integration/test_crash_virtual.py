@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker_process import Processes
+from tests.broker_process import procs as procs  # the fixture
 from tests.config.helpers import broker_file
-from tests.integration.test_crash import Processes, body, collect, connected, procs, subscribe
+from tests.integration.crash_support import body, collect, connected, subscribe
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
