@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.base.chores import Chores, Steps
+    from broker.core.base.guard import Principal
     from broker.core.base.message import Message
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
@@ -183,8 +184,11 @@ class Subscribing:
         self._charge(sub, cost)
         session.subscriptions[sub_id] = sub
         session.by_key[sub.key] = sub
+        patterns: list[str] = []
         for kind, name in targets:
-            if kind in names.QUEUE_KINDS:
+            if kind == names.QUEUE and is_wildcard(name):
+                patterns.append(name)
+            elif kind in names.QUEUE_KINDS:
                 queue = destinations.resolve(session, kind, name)
                 assert isinstance(queue, Queue)
                 sub.queues.append(queue)
@@ -202,6 +206,9 @@ class Subscribing:
         self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
+        if patterns:
+            principal = None if session.principal.system else session.principal
+            return lambda: self._start_wild(sub, patterns, principal)
         return lambda: self._start(sub)
 
     def _charge(self, sub: Subscription, cost: int) -> None:
@@ -215,6 +222,17 @@ class Subscribing:
         # Once it counts among its queues' consumers (the advisory says how many).
         self.advisories.added(sub)
         sub.pump()
+
+    def _start_wild(self, sub: Subscription, patterns: list[str], principal: Principal | None) -> None:
+        """``_start`` for a subscription with wildcard queue patterns: it joins the queues
+        that match them (in slices, a chore), and those made from now on."""
+        self._start(sub)
+        if sub.closed:
+            return
+        wild = self.destinations.wild
+        queues = self.destinations.queues
+        for pattern in patterns:
+            self.chores.add(wild.watch(sub, pattern, principal, queues))
 
     def _browse(
         self, session: Session, sub_id: str, destination: str, headers: dict[str, str]
@@ -401,6 +419,8 @@ class Subscribing:
         router = self.destinations.router
         for kind, pattern in sub.topic_patterns:
             router.unsubscribe(kind, pattern, sub)
+        if self.destinations.wild:
+            self.destinations.wild.unwatch(sub)
         for queue in sub.queues:
             queue.remove_consumer(sub)
         if sub.durable is not None:

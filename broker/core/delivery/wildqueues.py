@@ -1,0 +1,116 @@
+"""Wildcard queue consumers: ``SUBSCRIBE /queue/W.>`` consumes from every queue it matches.
+
+As in ActiveMQ (``AbstractRegion.addConsumer`` adds a wildcard consumer to every
+destination its filter matches, and ``addDestination`` to each one made later): the
+subscription competes, on each matching queue, with the queue's other consumers, and each
+MESSAGE keeps its own queue's ``destination``.  A queue the subscriber may not read (while
+authorization is on) is never joined: it receives nothing from it (ActiveMQ checks read on
+the wildcard alone, and so delivers from every queue it matches).
+
+The patterns are kept in a ``WildcardTrie``, so making a queue costs a walk of the trie
+by the new name, not a look at every wildcard consumer; joining the queues that exist when
+the SUBSCRIBE comes is a chore (``base.chores``), a ``SLICE`` of queues a step, so a
+pattern over 10,000 queues never holds the loop for all of them at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.core.base import names
+from broker.core.base.chores import SLICE, STEP
+from broker.core.base.guard import READ
+from wildcards import WildcardTrie, matches
+
+if TYPE_CHECKING:
+    from broker.core.base.chores import Steps
+    from broker.core.base.guard import Guard, Principal
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.subscription import Subscription
+
+_PREFIX = len(names.QUEUE)
+
+
+class Watch:
+    """One wildcard queue pattern of one subscription, and whose rights it reads with."""
+
+    __slots__ = ("pattern", "principal", "sub")
+
+    def __init__(self, sub: Subscription, pattern: str, principal: Principal | None) -> None:
+        self.sub = sub
+        #: Without ``/queue/``: ``W.>``.
+        self.pattern = pattern
+        #: None: everything is readable (no authorization, or a system connection).
+        self.principal = principal
+
+
+class WildQueues:
+    __slots__ = ("_by_sub", "_trie", "guard")
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self._trie: WildcardTrie[Watch] = WildcardTrie()
+        self._by_sub: dict[Subscription, list[Watch]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_sub)
+
+    def watch(
+        self, sub: Subscription, pattern: str, principal: Principal | None, queues: dict[str, Queue]
+    ) -> Steps[None]:
+        """From now on queues made that match ``pattern`` join ``sub``; the steps join those
+        in ``queues`` now (taken as they are now: one made meanwhile joins as it is made)."""
+        watch = Watch(sub, pattern, principal)
+        self._trie.insert(pattern, watch)
+        self._by_sub.setdefault(sub, []).append(watch)
+        return self._join_existing(watch, list(queues.values()), queues)
+
+    def _join_existing(self, watch: Watch, snapshot: list[Queue], queues: dict[str, Queue]) -> Steps[None]:
+        pattern = watch.pattern
+        sub = watch.sub
+        for count, queue in enumerate(snapshot, 1):
+            if sub.closed:
+                return
+            name = queue.name
+            if (
+                name.startswith(names.QUEUE)
+                and queues.get(name) is queue
+                and matches(pattern, name[_PREFIX:])
+                and self._may_read(watch, name)
+            ):
+                _join(sub, queue)
+            if count % SLICE == 0:
+                yield STEP
+
+    def made(self, queue: Queue) -> None:
+        """``queue`` was just made: the wildcard consumers whose patterns match it join it."""
+        name = queue.name
+        if not name.startswith(names.QUEUE):
+            return  # a temporary queue: no /queue/ pattern matches it
+        for watch in self._trie.match(name[_PREFIX:]):
+            if not watch.sub.closed and self._may_read(watch, name):
+                _join(watch.sub, queue)
+
+    def gone(self, queue: Queue) -> None:
+        """``queue`` is no more: the wildcard consumers on it let it go."""
+        if not queue.name.startswith(names.QUEUE):
+            return
+        for watch in self._trie.match(queue.name[_PREFIX:]):
+            queues = watch.sub.queues
+            if queue in queues:
+                queues.remove(queue)
+
+    def unwatch(self, sub: Subscription) -> None:
+        for watch in self._by_sub.pop(sub, ()):
+            self._trie.remove(watch.pattern, watch)
+
+    def _may_read(self, watch: Watch, name: str) -> bool:
+        principal = watch.principal
+        if principal is None or not self.guard.authorizing:
+            return True
+        return self.guard.allows(principal, READ, names.QUEUE, name[_PREFIX:])
+
+
+def _join(sub: Subscription, queue: Queue) -> None:
+    sub.queues.append(queue)
+    queue.add_consumer(sub)
