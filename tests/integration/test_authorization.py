@@ -215,3 +215,14 @@ def test_a_wildcard_queue_consumer_takes_only_from_queues_its_user_may_read(brok
         # What it may not read waits for one who may.
         admin.subscribe("/queue/SECRET.A")
         assert sorted(m.body for m in admin.listener.wait_messages(2)) == ["after-secret", "before-secret"]
+
+
+def test_a_browser_on_a_queue_pattern_shows_only_queues_its_user_may_read(broker: BrokerThread) -> None:
+    with client(broker.port, **ADMIN) as admin:
+        admin.send("/queue/SECRET.A", "secret", sync=True)
+        admin.send("/queue/JOBS.A", "jobs", sync=True)
+    with client(broker.port, **APP) as app:
+        app.subscribe("/queue/*.A", "b", browser="true")
+        browsed, end = app.listener.wait_messages(2)
+        assert (browsed.body, end.headers["browser"]) == ("jobs", "end")
+        assert len(app.settled()) == 2

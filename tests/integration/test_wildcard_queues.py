@@ -119,3 +119,27 @@ def test_a_selector_applies_on_every_queue(broker_port: int) -> None:
         got = c.listener.wait_messages(2)
         assert sorted(m.body for m in got) == ["red-a", "red-b"]
         assert len(c.settled()) == 2
+
+
+def test_a_browser_on_a_pattern_shows_every_matching_queue_then_one_end(broker_port: int) -> None:
+    w = unique("browse")
+    with client(broker_port) as c:
+        c.send(f"/queue/{w}.A", "a1", sync=True)
+        c.send(f"/queue/{w}.A", "a2", sync=True)
+        c.send(f"/queue/{w}.B.C", "bc", sync=True)
+        c.send(f"/queue/{w}X.D", "not-matched", sync=True)
+        c.subscribe(f"/queue/{w}.>", "b", browser="true")
+        got = c.listener.wait_messages(4)
+        *browsed, end = got
+        assert sorted((m.body, m.headers["destination"]) for m in browsed) == [
+            ("a1", f"/queue/{w}.A"),
+            ("a2", f"/queue/{w}.A"),
+            ("bc", f"/queue/{w}.B.C"),
+        ]
+        assert [m.body for m in browsed if m.headers["destination"].endswith(".A")] == ["a1", "a2"]
+        assert (end.headers["browser"], end.headers["destination"]) == ("end", f"/queue/{w}.>")
+        assert len(c.settled()) == 4
+        # Browsed, not consumed: a consumer of the pattern takes them all.
+        c.subscribe(f"/queue/{w}.>", "take")
+        c.listener.wait_messages(7)
+        assert sorted(m.body for m in c.settled()[4:]) == ["a1", "a2", "bc"]

@@ -23,6 +23,8 @@ from broker.core.base.guard import READ
 from wildcards import WildcardTrie, matches
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.base.chores import Steps
     from broker.core.base.guard import Guard, Principal
     from broker.core.delivery.queue import Queue
@@ -76,7 +78,7 @@ class WildQueues:
                 name.startswith(names.QUEUE)
                 and queues.get(name) is queue
                 and matches(pattern, name[_PREFIX:])
-                and self._may_read(watch, name)
+                and self._may_read(watch.principal, name)
             ):
                 _join(sub, queue)
             if count % SLICE == 0:
@@ -88,7 +90,7 @@ class WildQueues:
         if not name.startswith(names.QUEUE):
             return  # a temporary queue: no /queue/ pattern matches it
         for watch in self._trie.match(name[_PREFIX:]):
-            if not watch.sub.closed and self._may_read(watch, name):
+            if not watch.sub.closed and self._may_read(watch.principal, name):
                 _join(watch.sub, queue)
 
     def gone(self, queue: Queue) -> None:
@@ -104,8 +106,24 @@ class WildQueues:
         for watch in self._by_sub.pop(sub, ()):
             self._trie.remove(watch.pattern, watch)
 
-    def _may_read(self, watch: Watch, name: str) -> bool:
-        principal = watch.principal
+    def browsable(
+        self, pattern: str, principal: Principal | None, queues: dict[str, Queue]
+    ) -> Callable[[Queue], bool]:
+        """Which queues a browser on ``pattern`` shows: those it matches that still exist
+        when it comes to them and ``principal`` may read."""
+
+        def wanted(queue: Queue) -> bool:
+            name = queue.name
+            return (
+                name.startswith(names.QUEUE)
+                and queues.get(name) is queue
+                and matches(pattern, name[_PREFIX:])
+                and self._may_read(principal, name)
+            )
+
+        return wanted
+
+    def _may_read(self, principal: Principal | None, name: str) -> bool:
         if principal is None or not self.guard.authorizing:
             return True
         return self.guard.allows(principal, READ, names.QUEUE, name[_PREFIX:])
