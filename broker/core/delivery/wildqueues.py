@@ -9,7 +9,8 @@ the wildcard alone, and so delivers from every queue it matches).
 
 The patterns are kept in a ``WildcardTrie``, so making a queue costs a walk of the trie
 by the new name, not a look at every wildcard consumer; joining the queues that exist when
-the SUBSCRIBE comes is a chore (``base.chores``), a ``SLICE`` of queues a step, so a
+the SUBSCRIBE comes is a chore (``base.chores``), a queue joined a step (a ``SLICE`` of
+names passed over), so a
 pattern over 10,000 queues never holds the loop for all of them at once.
 """
 
@@ -70,7 +71,8 @@ class WildQueues:
     def _join_existing(self, watch: Watch, snapshot: list[Queue], queues: dict[str, Queue]) -> Steps[None]:
         pattern = watch.pattern
         sub = watch.sub
-        for count, queue in enumerate(snapshot, 1):
+        looked = 0
+        for queue in snapshot:
             if sub.closed:
                 return
             name = queue.name
@@ -81,8 +83,13 @@ class WildQueues:
                 and self._may_read(watch.principal, name)
             ):
                 _join(sub, queue)
-            if count % SLICE == 0:
-                yield STEP
+                # A join dispatches what the queue holds to it: a unit, as a subscription
+                # torn down.
+                yield 1
+            else:
+                looked += 1
+                if looked % SLICE == 0:
+                    yield STEP
 
     def made(self, queue: Queue) -> None:
         """``queue`` was just made: the wildcard consumers whose patterns match it join it."""
