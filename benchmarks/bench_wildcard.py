@@ -102,7 +102,9 @@ def slices(engine: Engine) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    arguments = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    arguments = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     arguments.add_argument("--queues", type=int, default=10_000)
     arguments.add_argument("--watchers", type=int, default=1_000)
     options = arguments.parse_args()
