@@ -255,44 +255,39 @@ class Subscribing:
         destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         selector = compile_selector(selector_text).matches if selector_text else None
         kind, name = targets[0]
+        queue: Queue | None = None
+        candidates: list[Queue] | None = None
+        wanted = None
         if is_wildcard(name):
             # Every queue the pattern matches (and its user may read), one after the other,
             # then one browser:end naming the pattern, as in ActiveMQ.
             principal = None if session.principal.system else session.principal
-            prefetch = _prefetch_header(headers, destinations.policy_of(destination).queue_browser_prefetch)
-            browser = QueueBrowser(
-                session,
-                sub_id,
-                session.next_key(),
-                None,
-                self.persistence,
-                selector,
-                self.routing.seq,
-                self.chores,
-                ack=ack,
-                prefetch=prefetch,
-                pattern=destination,
-                candidates=list(destinations.queues.values()),
-                wanted=destinations.wild.browsable(name, principal, destinations.queues),
-            )
+            policy = destinations.policy_of(destination)
+            candidates = list(destinations.queues.values())
+            wanted = destinations.wild.browsable(name, principal, destinations.queues)
         else:
-            queue = destinations.resolve(session, kind, name)
-            assert isinstance(queue, Queue)
-            # queueBrowserPrefetch: how many browsed messages an ack:client browser may hold
-            # unacknowledged (an ack:auto one is never held back).
-            prefetch = _prefetch_header(headers, queue.policy.queue_browser_prefetch)
-            browser = QueueBrowser(
-                session,
-                sub_id,
-                session.next_key(),
-                queue,
-                self.persistence,
-                selector,
-                self.routing.seq,
-                self.chores,
-                ack=ack,
-                prefetch=prefetch,
-            )
+            resolved = destinations.resolve(session, kind, name)
+            assert isinstance(resolved, Queue)
+            queue = resolved
+            policy = queue.policy
+        # queueBrowserPrefetch: how many browsed messages an ack:client browser may hold
+        # unacknowledged (an ack:auto one is never held back).
+        prefetch = _prefetch_header(headers, policy.queue_browser_prefetch)
+        browser = QueueBrowser(
+            session,
+            sub_id,
+            session.next_key(),
+            queue,
+            self.persistence,
+            selector,
+            self.routing.seq,
+            self.chores,
+            ack=ack,
+            prefetch=prefetch,
+            pattern=destination,
+            candidates=candidates,
+            wanted=wanted,
+        )
         self._charge(browser, cost)
         session.subscriptions[sub_id] = browser
         session.by_key[browser.key] = browser
