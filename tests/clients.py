@@ -134,7 +134,9 @@ class Client:
         with self.listener._cond:
             return list(self.listener.messages)
 
-    def through_mark(self, destination: str, *, ack: bool = False) -> list[StompPyFrame]:
+    def through_mark(
+        self, destination: str, *, ack: bool = False, persistent: bool = False
+    ) -> list[StompPyFrame]:
         """The messages received before a mark this client sends to ``destination`` now.
 
         A barrier, not a wait: a destination hands out priority first, then in the order
@@ -143,10 +145,14 @@ class Client:
         of that is to come.  This client must be the destination's only consumer, without a
         selector.  The mark is dropped from the messages; ``ack`` acknowledges it (for a
         client-individual subscription: in client mode an ACK covers all before it too).
+        Behind persistent messages on ActiveMQ, send a ``persistent`` mark: its queue cursor
+        takes turns between a persistent and a non-persistent half, so a non-persistent mark
+        can overtake persistent messages still paging in from its store.
         """
         Client._marks += 1
         mark = f"mark-{Client._marks}"
-        self.conn.send(destination, mark, headers={"priority": "0"})
+        headers = {"priority": "0", "persistent": "true"} if persistent else {"priority": "0"}
+        self.conn.send(destination, mark, headers=headers)
         before, frame = self.listener.wait_mark(mark)
         if ack:
             self.ack(frame)

@@ -26,11 +26,16 @@ SPARK_PATHS: Final = ("tests/spark/", "tests/docker/test_report_service.py")
 PEER_MODULES: Final = frozenset(
     {
         "tests/integration/test_activemq_compat.py",
+        "tests/integration/test_activemq_names.py",
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
+        "tests/integration/test_virtual_destinations.py",
+        "tests/integration/test_virtual_rights.py",
     }
 )
+#: The fixture that starts an ActiveMQ JVM (tests/activemq_peer.py).
+PEER_FIXTURE: Final = "activemq"
 #: The groups in a parallel run's order: the longest first.
 ORDER: Final = (SPARK, PEERS)
 
@@ -52,10 +57,15 @@ def order(items: Sequence[pytest.Item]) -> list[pytest.Item]:
 
 
 def check_marks(items: Sequence[pytest.Item]) -> None:
-    """A test marked ``spark`` outside SPARK_PATHS would start a second JVM on another worker."""
+    """A test marked ``spark`` outside SPARK_PATHS, or one that starts an ActiveMQ outside
+    PEER_MODULES, would start a second JVM on another worker."""
     for item in items:
-        if item.get_closest_marker("spark") is not None and group_of(item.nodeid) != SPARK:
+        group = group_of(item.nodeid)
+        if item.get_closest_marker("spark") is not None and group != SPARK:
             raise pytest.UsageError(f"{item.nodeid} is marked spark: put it under {' or '.join(SPARK_PATHS)}")
+        if PEER_FIXTURE in getattr(item, "fixturenames", ()) and group != PEERS:
+            where = "tests/parallel.py's PEER_MODULES"
+            raise pytest.UsageError(f"{item.nodeid} starts an ActiveMQ: add its module to {where}")
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:

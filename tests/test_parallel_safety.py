@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from broker.settings_bridge import broker_options
 from config.model import BrokerConfig
 from tests import parallel, ports
@@ -61,3 +63,17 @@ def test_the_spark_and_the_peer_tests_are_each_one_group() -> None:
     assert parallel.group_of("tests/integration/test_activemq_compat.py::test_x[activemq]") == "peers"
     assert parallel.group_of("tests/integration/test_server.py::test_x") is None
     assert parallel.group_of("tests/docker/test_compose.py::test_x") is None
+
+
+def test_a_test_that_starts_an_activemq_elsewhere_is_a_usage_error() -> None:
+    class Item:
+        nodeid = "tests/integration/test_server.py::test_x"
+        fixturenames = ("activemq", "tmp_path")
+
+        def get_closest_marker(self, name: str) -> None:
+            return None
+
+    with pytest.raises(pytest.UsageError, match="PEER_MODULES"):
+        parallel.check_marks([Item()])  # type: ignore[list-item]
+    Item.nodeid = "tests/integration/test_virtual_rights.py::test_x"
+    parallel.check_marks([Item()])  # type: ignore[list-item]

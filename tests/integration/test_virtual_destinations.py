@@ -121,8 +121,8 @@ def consumers(port: int, *destinations: str, **headers: str) -> Iterator[list[Cl
         yield clients
 
 
-def through(c: Client, destination: str) -> list[str]:
-    return bodies(c.through_mark(destination))
+def through(c: Client, destination: str, persistent: bool = False) -> list[str]:
+    return bodies(c.through_mark(destination, persistent=persistent))
 
 
 # -- 3: virtual topics, on by default -------------------------------------------
@@ -182,7 +182,7 @@ def test_the_consumer_queue_is_made_by_its_first_consumer_and_kept_while_it_is_a
         producer.send(topic, "away", sync=True, persistent="true")
         with client(broker_port) as back:
             back.subscribe(queue)
-            assert through(back, queue) == ["away"]
+            assert through(back, queue, persistent=True) == ["away"]
 
 
 # -- 3: the file's own virtual topics ---------------------------------------------
@@ -242,7 +242,7 @@ def test_a_composite_queue_forwards_to_queues_topics_and_filtered_destinations(
         assert got[0].headers["destination"] == audit
         assert got[0].headers["original-destination"] == composite
         assert got[0].headers["persistent"] == "true"
-        assert through(e, eu) == ["eu"]
+        assert through(e, eu, persistent=True) == ["eu"]
         # forwardOnly (the default): the composite's own queue holds nothing (a mark
         # sent to it would be forwarded too).
         assert own.settled() == []

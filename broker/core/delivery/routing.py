@@ -14,7 +14,7 @@ from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.topic import Topic
-from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Route
+from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Leg, Route
 from broker.core.storage.persistence import QUEUE_KIND
 
 if TYPE_CHECKING:
@@ -154,10 +154,14 @@ def legs_taken(message: Message, route: Route) -> tuple[list[tuple[Destination, 
     room: the first leg that is the message itself gets it, every other a copy with its
     own id (and its ``original-destination``, where it has one).  Copies are made before
     anything is routed, so each starts as the message was sent."""
-    taken = [leg for leg in route.legs if leg.takes(message)]
+    # Every leg asked before the message is touched (a selector may read its destination).
+    taken: list[Leg] = []
     dropped = 0
-    if len(taken) < len(route.legs):
-        dropped = sum(1 for leg in route.legs if leg.droppable and leg not in taken)
+    for leg in route.legs:
+        if leg.takes(message):
+            taken.append(leg)
+        elif leg.droppable:
+            dropped += 1
     sends: list[tuple[Destination, Message]] = []
     itself = True
     for leg in taken:
