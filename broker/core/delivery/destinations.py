@@ -138,7 +138,7 @@ class Destinations:
         #: Virtual topics, composites, mirrored queues: what else a route holds.
         self.interceptors = Interceptors(settings.interceptors)
         #: Wildcard queue consumers' patterns: a queue made joins those it matches.
-        self.wild = WildQueues(guard)
+        self.wild = WildQueues(guard, usage.memory)
         self._default_policy = settings.default_policy()
         #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
         self._counted: dict[tuple[bool, str], int] = {}

@@ -315,7 +315,8 @@ class Subscription:
         for step in range(count):
             index = (start + step) % count
             if not self.ready:
-                # The queue before this one took the last of it: this one goes first next time.
+                # The queue before this one took the last of it (when the last one offered
+                # takes it, the turn is back at ``start``): this one goes first next time.
                 self.turn = index
                 return
             queue = queues[index]

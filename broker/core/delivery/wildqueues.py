@@ -16,7 +16,7 @@ pattern over 10,000 queues never holds the loop for all of them at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
 from broker.core.base.chores import SLICE, STEP
@@ -28,16 +28,22 @@ if TYPE_CHECKING:
 
     from broker.core.base.chores import Steps
     from broker.core.base.guard import Guard, Principal
+    from broker.core.base.usage import UsageMeter
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.subscription import Subscription
 
 _PREFIX = len(names.QUEUE)
+#: What a queue joined costs in RAM (charged to memory while joined): its entries in the
+#: queue's consumers (all, active, by priority, its ring: about a dict entry each, as
+#: ``destinations.SUBSCRIPTION_FOOTPRINT`` counts a subscription's) and its place in the
+#: subscription's list of queues.
+JOINED_FOOTPRINT: Final = 4 * 64 + 8
 
 
 class Watch:
     """One wildcard queue pattern of one subscription, and whose rights it reads with."""
 
-    __slots__ = ("pattern", "principal", "sub")
+    __slots__ = ("joined", "pattern", "principal", "sub")
 
     def __init__(self, sub: Subscription, pattern: str, principal: Principal | None) -> None:
         self.sub = sub
@@ -45,13 +51,18 @@ class Watch:
         self.pattern = pattern
         #: None: everything is readable (no authorization, or a system connection).
         self.principal = principal
+        #: How many queues it joined (and are still there): what it is charged for.
+        self.joined = 0
 
 
 class WildQueues:
-    __slots__ = ("_by_sub", "_trie", "guard")
+    __slots__ = ("_by_sub", "_trie", "charged", "guard", "memory")
 
-    def __init__(self, guard: Guard) -> None:
+    def __init__(self, guard: Guard, memory: UsageMeter) -> None:
         self.guard = guard
+        self.memory = memory
+        #: What the queues joined cost, charged to ``memory`` (``JOINED_FOOTPRINT`` each).
+        self.charged = 0
         self._trie: WildcardTrie[Watch] = WildcardTrie()
         self._by_sub: dict[Subscription, list[Watch]] = {}
 
@@ -81,8 +92,8 @@ class WildQueues:
                 and queues.get(name) is queue
                 and matches(pattern, name[_PREFIX:])
                 and self._may_read(watch.principal, name)
+                and self._join(watch, queue)
             ):
-                _join(sub, queue)
                 # A join dispatches what the queue holds to it: a unit, as a subscription
                 # torn down.
                 yield 1
@@ -98,7 +109,7 @@ class WildQueues:
             return  # a temporary queue: no /queue/ pattern matches it
         for watch in self._trie.match(name[_PREFIX:]):
             if not watch.sub.closed and self._may_read(watch.principal, name):
-                _join(watch.sub, queue)
+                self._join(watch, queue)
 
     def gone(self, queue: Queue) -> None:
         """``queue`` is no more: the wildcard consumers on it let it go."""
@@ -108,10 +119,36 @@ class WildQueues:
             queues = watch.sub.queues
             if queue in queues:
                 queues.remove(queue)
+                self._release(watch, 1)
 
     def unwatch(self, sub: Subscription) -> None:
+        """``sub`` ends: no queue joins it from now on, and what its joins cost is let go
+        (it leaves the queues themselves meanwhile: ``Subscribing.unsubscribe``)."""
         for watch in self._by_sub.pop(sub, ()):
             self._trie.remove(watch.pattern, watch)
+            self._release(watch, watch.joined)
+
+    def _join(self, watch: Watch, queue: Queue) -> bool:
+        """``watch``'s subscription consumes from ``queue`` too; False if it already did (by
+        another of its patterns, or as a queue it named)."""
+        sub = watch.sub
+        if sub in queue.consumers.all:
+            return False
+        ready = sub.ready
+        sub.queues.append(queue)
+        queue.add_consumer(sub)
+        if ready and not sub.ready:
+            # What it held took the last of the credit: the queue after it goes first next.
+            sub.turn = len(sub.queues)
+        watch.joined += 1
+        self.memory.charge(JOINED_FOOTPRINT)
+        self.charged += JOINED_FOOTPRINT
+        return True
+
+    def _release(self, watch: Watch, joined: int) -> None:
+        watch.joined -= joined
+        self.memory.release(joined * JOINED_FOOTPRINT)
+        self.charged -= joined * JOINED_FOOTPRINT
 
     def browsable(
         self, pattern: str, principal: Principal | None, queues: dict[str, Queue]
@@ -134,8 +171,3 @@ class WildQueues:
         if principal is None or not self.guard.authorizing:
             return True
         return self.guard.allows(principal, READ, names.QUEUE, name[_PREFIX:])
-
-
-def _join(sub: Subscription, queue: Queue) -> None:
-    sub.queues.append(queue)
-    queue.add_consumer(sub)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from broker.core.base import bridging, names
+from broker.core.base.chores import SLICE
 from broker.core.base.errors import (
     AccessDenied,
     DuplicateSubscription,
@@ -32,7 +33,7 @@ from broker.core.base.selector import compile_selector
 from broker.core.delivery.destinations import subscription_footprint
 from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
-from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
+from broker.core.delivery.subscription import ACK_MODES, AUTO, Source, Subscription
 from broker.core.handlers.browsing import QueueBrowser
 from broker.core.storage.cursor import Cursor
 from protocol import frames as f
@@ -439,8 +440,16 @@ class Subscribing:
             router.unsubscribe(kind, pattern, sub)
         if self.destinations.wild:
             self.destinations.wild.unwatch(sub)
-        for queue in sub.queues:
-            queue.remove_consumer(sub)
+        queues = sub.queues
+        leaving = len(queues) > SLICE
+        if leaving:
+            # A wildcard consumer over thousands of queues leaves them a slice at a time
+            # (a chore, ``_leave``); meanwhile it has no credit, so none gives it a message.
+            sub.auto = False
+            sub.window = 0
+        else:
+            for queue in queues:
+                queue.remove_consumer(sub)
         if sub.durable is not None:
             # Inactive now: its cursor waits for the next subscriber (durable.py).
             sub.durable.detach()
@@ -457,12 +466,15 @@ class Subscribing:
             returned = [message for seq, message in sub.inflight.items() if seq not in held]
         sub.inflight.clear()
         held.clear()
-        sub.window = sub.prefetch
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
-        for queue in sub.queues:
-            # Consumers that stood by (network ones) may take over what waits there.
-            queue.dispatch()
+        if leaving:
+            self.chores.add(_leave(sub, list(queues)))
+        else:
+            sub.window = sub.prefetch
+            for queue in queues:
+                # Consumers that stood by (network ones) may take over what waits there.
+                queue.dispatch()
         self.advisories.removed(sub)
 
     def close(self, session: Session) -> Steps[None]:
@@ -478,6 +490,15 @@ class Subscribing:
                 inflight = len(sub.inflight)
                 self.unsubscribe(session, sub)
                 yield 1 + inflight
+
+
+def _leave(sub: Subscription, queues: list[Source]) -> Steps[None]:
+    """``sub``, closed, leaves ``queues``: a queue a step, each then dispatching what waits
+    there to those that stood by."""
+    for queue in queues:
+        queue.remove_consumer(sub)
+        queue.dispatch()
+        yield 1
 
 
 def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
