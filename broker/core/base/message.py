@@ -50,7 +50,14 @@ FIFO_LEVEL: Final = DEFAULT_PRIORITY
 # Headers a client may not set on a SEND, the one list (``Sending._build`` drops them at
 # the edge, one C-level ``isdisjoint`` on the hot path): the broker's own (ActiveMQ strips
 # the same, so a consumer can trust them) ...
-BROKER_OWN: Final = frozenset({"message-id", "redelivered", "subscription", "ack", "JMSXUserID"})
+#: Who sent it: only the broker says (``populateJMSXUserID``), as in ActiveMQ.
+USER_HEADER: Final = "JMSXUserID"
+#: How often it has been delivered: a selector reads the broker's count by this name
+#: (``Message.get``), which a header of the sender's would hide.
+DELIVERY_COUNT: Final = "JMSXDeliveryCount"
+BROKER_OWN: Final = frozenset(
+    {"message-id", "redelivered", "subscription", "ack", USER_HEADER, DELIVERY_COUNT}
+)
 #: ... and the network's (``bridging`` says what each means: a forwarded message's id,
 #: its ``redelivered``, the brokers it went through; an advisory's publisher), which only
 #: a network bridge's own connection sets (``Session.network``).
@@ -488,6 +495,12 @@ class Message:
             return self.destination
         if name == "JMSXGroupID":
             return self.group
+        if name == DELIVERY_COUNT:
+            # As ActiveMQ counts: 1 on the first delivery.  A selector asks before the
+            # delivery it decides on is counted (``Subscription.deliver``), and a topic's
+            # message, shared by its subscribers, counts their deliveries: each subscriber's
+            # first is 1 all the same (its redeliveries are copies, flagged).
+            return self.delivery_count + 1 if self._flags & _REDELIVERED else 1
         return None
 
 
