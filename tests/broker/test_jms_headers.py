@@ -206,3 +206,24 @@ def test_a_client_s_jmsx_user_id_is_dropped_and_the_broker_s_set_when_asked() ->
     assert first.headers["JMSXUserID"] == "alice"
     # Without users configured and without a login: no one to name, as in ActiveMQ.
     assert "JMSXUserID" not in second.headers
+
+
+@pytest.mark.parametrize(
+    ("header", "selector"),
+    [
+        ("JMSMessageID", "JMSMessageID = 'ID:fake'"),
+        ("JMSDestination", "JMSDestination = 'ID:fake'"),
+        ("JMSRedelivered", "JMSRedelivered = 'ID:fake'"),
+    ],
+)
+def test_a_header_by_a_jms_name_the_broker_answers_does_not_pass_for_it(header: str, selector: str) -> None:
+    """As on ActiveMQ: the header reaches consumers, a selector reads the message's own field
+    (the admin's ``JMSMessageID = 'ID-x'`` finds message ID-x only)."""
+    engine = new_engine()
+    producer, matching, everything = Peer(engine), Peer(engine), Peer(engine)
+    matching.send_frame("SUBSCRIBE", {"id": "m", "destination": "/topic/t", "selector": selector})
+    everything.send_frame("SUBSCRIBE", {"id": "e", "destination": "/topic/t"})
+    producer.send_frame("SEND", {"destination": "/topic/t", header: "ID:fake"}, b"m")
+    assert matching.messages() == []
+    (message,) = everything.messages()
+    assert message.headers[header] == "ID:fake"

@@ -466,7 +466,7 @@ class Message:
     # Selector subjects: the compiled selector calls ``get`` for every identifier.
     def get(self, name: str) -> object | None:
         value = find_header(self.header_block, name)
-        if value is not None:
+        if value is not None and name not in _OWN_FIELDS:
             return value
         if name.startswith("JMS"):
             return self._jms_property(name)
@@ -502,6 +502,26 @@ class Message:
             # first is 1 all the same (its redeliveries are copies, flagged).
             return self.delivery_count + 1 if self._flags & _REDELIVERED else 1
         return None
+
+
+#: The JMS names a selector reads from the message itself, never from a header a client
+#: sent by that name (``JMSMessageID:ID-x`` would otherwise pass for message ``ID-x``
+#: in the admin's by-id selector): ActiveMQ's selectors read the same fields.
+_OWN_FIELDS: Final = frozenset(
+    {
+        "JMSPriority",
+        "JMSMessageID",
+        "JMSTimestamp",
+        "JMSDeliveryMode",
+        "JMSExpiration",
+        "JMSRedelivered",
+        "JMSCorrelationID",
+        "JMSType",
+        "JMSReplyTo",
+        "JMSDestination",
+        DELIVERY_COUNT,
+    }
+)
 
 
 # What a message held in RAM costs beyond its body and header block bytes, as Python
