@@ -28,7 +28,17 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "clock", "dropped", "durables", "observer", "persistence", "router", "seq")
+    __slots__ = (
+        "_id_prefix",
+        "clock",
+        "dropped",
+        "durables",
+        "expired",
+        "observer",
+        "persistence",
+        "router",
+        "seq",
+    )
 
     def __init__(
         self,
@@ -37,10 +47,13 @@ class Routing:
         persistence: Persistence,
         id_prefix: str,
         clock: Clock,
+        expired: list[Message],
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer if observer is not None else Observer()
         self.clock = clock
+        #: Where expired messages go for ``settlement`` (``Destinations.expired``).
+        self.expired = expired
         self.router = router
         self.durables = durables
         self.persistence = persistence
@@ -57,13 +70,14 @@ class Routing:
 
     def topic_expired(self, message: Message) -> None:
         """A topic's ``message`` expired (``Observer.topic_expired``): at its publish, or
-        in a subscriber's cursor (whose caller lets go of a durable one's stored share)."""
+        in a subscriber's cursor (whose caller lets go of a durable one's stored share).
+        Counted, then handed to settlement, as a queue's: to the DLQ (a persistent one,
+        as ActiveMQ's RegionBroker.messageExpired sends it), or dropped."""
         topic = self.router.topics.get(message.destination)
         if topic is not None:
             topic.stats.expired += 1
-        events = self.observer.events
-        if events is not None:
-            events.expired(message, None)
+        message.hold()
+        self.expired.append(message)
 
     def stamp(self, message: Message) -> None:
         """A sequence and id for a message that is not routed (a replayed advisory)."""
