@@ -223,3 +223,16 @@ def test_remove_all_in_a_window_takes_only_the_jobs_due_within_it(broker_port: i
         c.send(q, "mark", sync=True, AMQ_SCHEDULED_DELAY="3500")
         before, _ = c.listener.wait_mark("mark", timeout=15)
     assert [m.body for m in before] == ["outside"]
+
+
+def test_a_no_local_queue_consumer_leaves_its_own_messages_to_the_others(broker_port: int) -> None:
+    """Issue 38 item 7: ``activemq.noLocal:true`` on a queue, as on a topic."""
+    q = queue()
+    with client(broker_port) as own:
+        own.subscribe(q, **{"activemq.noLocal": "true"})
+        own.send(q, "own", sync=True)
+        with client(broker_port) as producer:
+            producer.send(q, "other", sync=True)
+        assert [m.body for m in own.listener.wait_messages(1)] == ["other"]
+        assert [m.body for m in own.settled()] == ["other"]
+    assert left_on(broker_port, q) == [("own", None)]

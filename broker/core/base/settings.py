@@ -150,9 +150,9 @@ class CoreSettings:
     broker_url: str = field(default="", compare=False)
     #: ``advisorySupport``: consumer advisories (broker.core.handlers.advisory).
     advisory_support: bool = True
-    #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
-    #: default is 1.0, strict, which is a top complaint about it).
-    heartbeat_grace: float = 1.5
+    #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
+    #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
+    heartbeat_grace: float = 1.0
     #: We beat at least this far apart whatever the client asks for.
     heartbeat_min_send_ms: int = 100
     queue_prefetch: int = 1000
