@@ -350,6 +350,7 @@ class Broker:
         self.engine.flush()
         # The dead letters of the interval under way are summed up now, not lost.
         self.engine.settlement.dead_letters.flush()
+        self.engine.settlement.discards.flush()
         self._close_stores()
         log.info("stompd stopped")
 

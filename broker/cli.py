@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--heartbeat-grace",
         type=float,
-        help="close a client after its heart-beat interval times this (default 1.5)",
+        help="a heart-beat read check's period is the client's interval times this; silent for "
+        "two periods (three after CONNECT), it is closed (default 1.0, as ActiveMQ)",
     )
     parser.add_argument("--max-frame-size", type=_size, help="bytes (default 10 mb)")
     usage = parser.add_argument_group("systemUsage (sizes as in activemq.xml: 64mb, 1 gb, ...)")

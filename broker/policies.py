@@ -54,6 +54,8 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         individual_dead_letter_prefix=dead_letter.queue_prefix if individual else None,
         individual_dead_letter_topic_prefix=dead_letter.topic_prefix,
         dead_letter_expired=dead_letter.process_expired,
+        dead_letter_non_persistent=dead_letter.process_non_persistent,
+        discard_dead_letters=dead_letter.kind == "discarding",
         gc_inactive=entry.gc_inactive_destinations,
         inactive_timeout_ms=entry.inactive_timeout_before_gc,
         expire_period_ms=entry.expire_messages_period,

@@ -102,6 +102,8 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             individual_dead_letter_prefix=policy.individual_dead_letter_prefix,
             individual_dead_letter_topic_prefix=policy.individual_dead_letter_topic_prefix,
             dead_letter_expired=policy.dead_letter_expired,
+            dead_letter_non_persistent=policy.dead_letter_non_persistent,
+            discard_dead_letters=policy.discard_dead_letters,
             redelivery_delay_ms=policy.redelivery_delay_ms,
             initial_redelivery_delay_ms=initial_delay(config.redelivery.default),
             use_exponential_back_off=policy.use_exponential_back_off,
@@ -272,7 +274,7 @@ _APPLIED_ENTRY = frozenset(
     }
 )
 _APPLIED_DEAD_LETTER = frozenset(
-    {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired"}
+    {"kind", "dead_letter_queue", "queue_prefix", "topic_prefix", "process_expired", "process_non_persistent"}
 )
 _APPLIED_REDELIVERY = frozenset(
     {
@@ -319,14 +321,10 @@ def not_applied(config: BrokerConfig) -> set[str]:
     out |= _changed(config.policies.default, PolicyEntry(), "policies.default", _APPLIED_ENTRY)
     dead_letter = config.policies.default.dead_letter
     out |= _changed(dead_letter, DeadLetterStrategy(), "policies.default.dead_letter", _APPLIED_DEAD_LETTER)
-    if dead_letter.kind == "discarding":
-        out.add("policies.default.dead_letter.kind")
     for index, entry in enumerate(config.policies.entries):
         key = f"policies.entries[{index}]"
         out |= _changed(entry, PolicyEntry(), key, _APPLIED_ENTRY)
         out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
-        if entry.dead_letter.kind == "discarding":
-            out.add(f"{key}.dead_letter.kind")
     out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     for index, redelivery in enumerate(config.redelivery.entries):

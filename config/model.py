@@ -245,8 +245,9 @@ class TransportDefaults:
     max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
     #: A client that has not finished CONNECT by then is dropped.
     connect_attempt_timeout: int = _setting(30000, "connectAttemptTimeout", "ms")
-    #: A client whose heart-beats stop is closed after its interval times this.
-    hb_grace_period_multiplier: float = _setting(1.5, "hbGracePeriodMultiplier")
+    #: A heart-beat read check's period is the client's interval times this (ActiveMQ's
+    #: default 1.0): silent for two periods (three after CONNECT), a client is closed.
+    hb_grace_period_multiplier: float = _setting(1.0, "hbGracePeriodMultiplier")
     #: Heart-beat (cx, cy) assumed for a client that sends no heart-beat header.
     default_heart_beat: tuple[int, int] = _setting((0, 0), "defaultHeartBeat", "ms")
     #: None: no limit.
@@ -272,7 +273,7 @@ class TransportConnector:
     max_headers: int = _setting(1000, "maxHeaders")
     max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
     connect_attempt_timeout: int = _setting(30000, "transport.connectAttemptTimeout", "ms")
-    hb_grace_period_multiplier: float = _setting(1.5, "transport.hbGracePeriodMultiplier")
+    hb_grace_period_multiplier: float = _setting(1.0, "transport.hbGracePeriodMultiplier")
     default_heart_beat: tuple[int, int] = _setting((0, 0), "transport.defaultHeartBeat", "ms")
     #: TLS: ask for a client certificate and refuse the handshake without a valid one.
     need_client_auth: bool = _setting(False, "needClientAuth")

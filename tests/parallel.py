@@ -28,6 +28,7 @@ PEER_MODULES: Final = frozenset(
         "tests/integration/test_activemq_compat.py",
         "tests/integration/test_activemq_names.py",
         "tests/integration/test_jms_headers.py",
+        "tests/integration/test_expiry_dead_letters.py",
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",

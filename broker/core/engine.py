@@ -101,7 +101,10 @@ class Engine:
         self.client_ids: dict[str, Session] = {}
         self._session_ids = itertools.count(1)
         self._id_prefix = boot_prefix(int(time.time() * 1000))
-        self.routing = routing = Routing(router, durables, persistence, self._id_prefix, observer)
+        self.routing = routing = Routing(
+            router, durables, persistence, self._id_prefix, clock, destinations.expired, observer
+        )
+        observer.topic_expired = routing.topic_expired
         #: The ids of forwarded messages this broker has stored (copies are dropped).
         self.audit = audit = ProducerAudit()
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing, audit)

@@ -30,8 +30,9 @@ class ConnectionLimits:
     #: Above this many bytes waiting to be written, the client is a slow consumer and
     #: is closed with an ERROR (nats-server's max_pending, and its default).
     max_pending: int = 64 << 20
-    #: transport.hbGracePeriodMultiplier: a client whose heart-beats stop is closed after
-    #: its interval times this (ActiveMQ's default is 1.0, strict, a top complaint about it).
-    heartbeat_grace: float = 1.5
+    #: transport.hbGracePeriodMultiplier: the period of a heart-beat read check is the
+    #: client's interval times this (ActiveMQ's default, 1.0): a client is closed after two
+    #: periods without a byte from it, three after its CONNECT (``StompConnection``).
+    heartbeat_grace: float = 1.0
     #: transport.defaultHeartBeat: the (cx, cy) taken for a CONNECT without a heart-beat header.
     default_heart_beat: tuple[int, int] = (0, 0)

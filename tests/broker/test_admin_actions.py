@@ -15,7 +15,16 @@ from broker.security.guard import Security
 from config.model import Authentication, Authorization, Password, User
 from store.memory import memory_stores
 from tests.broker.harness import Peer, destination_info, finished, new_engine, tick
-from tests.broker.support import BODY, KB, consumer, entry, filled, nack_until_dead, ops, swapping_engine
+from tests.broker.support import (
+    BODY,
+    KB,
+    consumer,
+    entry,
+    filled,
+    nack,
+    ops,
+    swapping_engine,
+)
 
 
 def test_a_sent_message_carries_its_headers_priority_and_persistence() -> None:
@@ -115,10 +124,14 @@ def test_retry_sends_a_dead_letter_back_where_it_came_from(prefix: str | None, d
     engine = new_engine(max_redeliveries=0, individual_dead_letter_prefix=prefix)
     admin = ops(engine)
     c = consumer(engine, "/queue/orders")
-    Peer(engine).send_frame("SEND", {"destination": "/queue/orders", "color": "red"}, b"poison")
-    nack_until_dead(c)
+    sent = {"destination": "/queue/orders", "color": "red", "persistent": "true"}
+    Peer(engine).send_frame("SEND", sent, b"poison")
+    (first,) = c.messages()
+    nack(c, first)
     c.send_frame("UNSUBSCRIBE", {"id": "1"})
     (dead,) = finished(engine, admin.queues.browse(dlq, None, 10, None, 0)).messages
+    # It is the same message-id that goes to the DLQ and back.
+    assert dead.id == first.headers["message-id"]
     assert finished(engine, admin.messages.retry(dlq, dead.id)) == "/queue/orders"
     assert destination_info(engine, dlq).depth == 0
     (back,) = finished(engine, admin.queues.browse("/queue/orders", None, 10, None, 64)).messages

@@ -206,18 +206,41 @@ def test_no_heart_beat_goes_out_while_frames_do() -> None:
     assert len(peer.received()) == 20
 
 
-def test_a_client_silent_for_its_heart_beat_interval_times_the_grace_is_closed() -> None:
-    """heart-beat 1000,0: the client promises a beat a second; 1.5 s of grace (the default)."""
+def test_a_client_silent_for_two_read_check_periods_is_closed() -> None:
+    """heart-beat 1000,0: the client promises a beat a second.  ActiveMQ 5.17 checks every
+    interval (hbGracePeriodMultiplier 1.0) and closes it 1 to 2 s after its last byte: we
+    close at the latest of that, 2 s (and within a tick, half an interval, after)."""
     peer = connected(**{"heart-beat": "1000,0"})
     for _ in range(10):
         peer.loop.advance(1.0)
         peer.feed(b"\n")
     assert not peer.transport.closed
-    peer.loop.advance(1.5)
+    # 2.1 s: past 1.5 (stompd's old grace) and 2 (the tick at 2 s sees exactly 2 s).
+    peer.loop.advance(2.1)
     assert not peer.transport.closed
-    peer.loop.advance(0.5)
+    peer.loop.advance(0.4)
     assert peer.transport.closed
     assert connection_infos(peer.engine) == []
+
+
+def test_a_client_silent_since_its_connect_has_a_period_more() -> None:
+    """ActiveMQ's first read check comes a period after CONNECT: 2 to 3 intervals then."""
+    peer = connected(**{"heart-beat": "1000,0"})
+    peer.loop.advance(2.99)
+    assert not peer.transport.closed
+    peer.loop.advance(0.51)
+    assert peer.transport.closed
+
+
+def test_the_grace_multiplier_scales_the_read_check_period() -> None:
+    peer = connected(None, ConnectionLimits(heartbeat_grace=2.0), **{"heart-beat": "1000,0"})
+    peer.loop.advance(0.5)
+    peer.feed(b"\n")
+    # Two periods of 2 s after that byte.
+    peer.loop.advance(3.99)
+    assert not peer.transport.closed
+    peer.loop.advance(0.51)
+    assert peer.transport.closed
 
 
 def test_any_frame_counts_as_a_sign_of_life() -> None:

@@ -19,11 +19,12 @@ DLQ = "/queue/ActiveMQ.DLQ"
 
 
 def dead_letter(engine: Engine, destination: str, n: int) -> None:
-    """Send ``n`` messages to ``destination`` and NACK each once (maximumRedeliveries=0)."""
+    """Send ``n`` persistent messages to ``destination`` and NACK each once
+    (maximumRedeliveries=0)."""
     c = consumer(engine, destination)
     producer = Peer(engine)
     for i in range(n):
-        producer.send_frame("SEND", {"destination": destination}, b"m%d" % i)
+        producer.send_frame("SEND", {"destination": destination, "persistent": "true"}, b"m%d" % i)
     while got := c.messages():
         for frame in got:
             nack(c, frame)

@@ -82,7 +82,9 @@ def test_an_expired_persistent_message_goes_to_the_dlq(prefix: str | None, dlq: 
     assert destination_info(engine, dlq).enqueued == 1
     (dead,) = subscribe(engine, dlq).messages()
     assert dead.body == b"kept dead"
-    assert dead.headers["dlqDeliveryFailureCause"] == "Message expired"
+    assert dead.headers["dlqDeliveryFailureCause"].startswith(
+        "java.lang.Throwable: Message Expired. Expiration:"
+    )
     assert dead.headers["original-destination"] == "/queue/short"
     # Kept until someone looks at it, as ActiveMQ does.
     assert dead.headers["expires"] == "0"
@@ -133,3 +135,69 @@ def test_an_expired_message_waiting_for_a_topic_subscriber_is_not_delivered() ->
     engine.clock.ms = NOW + 100
     c.send_frame("ACK", {"id": first.headers["ack"]})
     assert [f.body for f in c.messages()] == [b"fresh"]
+    # Counted on its topic, as a queue counts what expires in it.
+    assert destination_info(engine, "/topic/t").expired == 1
+
+
+def test_an_already_expired_message_sent_to_a_topic_is_counted_and_delivered_to_nobody() -> None:
+    engine = new_engine(ms=NOW)
+    c = subscribe(engine, "/topic/t")
+    p = Peer(engine)
+    p.send_frame("SEND", {"destination": "/topic/t", "expires": str(NOW - 1)}, b"stale")
+    p.send_frame("SEND", {"destination": "/topic/t", "expires": str(NOW)}, b"due now")
+    p.send_frame("SEND", {"destination": "/topic/t", "expires": str(NOW + 1)}, b"fresh")
+    assert [f.body for f in c.messages()] == [b"fresh"]
+    info = destination_info(engine, "/topic/t")
+    assert (info.enqueued, info.expired, info.dispatched) == (3, 2, 1)
+
+
+@pytest.mark.parametrize("expires", ["-1", "0", "-9223372036854775808"])
+def test_an_expiry_of_zero_or_less_never_expires(expires: str) -> None:
+    # ActiveMQ's Message.isExpired: only an expiration above 0 is one.
+    engine = new_engine(ms=NOW)
+    p = Peer(engine)
+    p.send_frame("SEND", {"destination": "/queue/e", "expires": expires}, b"kept")
+    p.send_frame("SEND", {"destination": "/topic/t", "expires": expires}, b"lost")
+    topic = subscribe(engine, "/topic/t")
+    p.send_frame("SEND", {"destination": "/topic/t", "expires": expires}, b"kept")
+    engine.clock.ms = NOW + 10**12
+    queued = subscribe(engine, "/queue/e").messages()
+    assert [(f.body, f.headers["expires"]) for f in queued] == [(b"kept", "0")]
+    assert [f.body for f in topic.messages()] == [b"kept"]
+    assert destination_info(engine, "/queue/e").expired == 0
+
+
+def test_an_expired_message_a_durable_subscriber_was_kept_leaves_the_store(tmp_path: Path) -> None:
+    stored = StoredEngine(tmp_path / "store")
+    try:
+        engine = stored.engine
+        durable = {"destination": "/topic/d", "id": "1", "activemq.subscriptionName": "s"}
+        sub = Peer(engine, **{"client-id": "c1"})
+        sub.send_frame("SUBSCRIBE", durable)
+        stored.settle()
+        engine.close_session(sub.session)
+        p = Peer(engine)
+        for i in range(120):
+            # Past the page size: some of the backlog waits in the store, not in memory.
+            p.send_frame("SEND", {"destination": "/topic/d", "persistent": "true", "ttl": "100"}, b"s%d" % i)
+        p.send_frame("SEND", {"destination": "/topic/d", "persistent": "true"}, b"kept")
+        stored.settle()
+        assert engine.usage.store.used > 0
+        engine.clock.ms = NOW + 100
+        back = Peer(engine, **{"client-id": "c1"})
+        back.send_frame("SUBSCRIBE", durable)
+        stored.settle()
+        assert [f.body for f in back.messages()] == [b"kept"]
+        assert destination_info(engine, "/topic/d").expired == 120
+        # Persistent: each went to the DLQ, as ActiveMQ sends a durable subscriber's.
+        dlq = subscribe(engine, "/queue/ActiveMQ.DLQ")
+        stored.settle()
+        dead = dlq.messages()
+        assert sorted(f.body for f in dead) == sorted(b"s%d" % i for i in range(120))
+        assert {f.headers["original-destination"] for f in dead} == {"/topic/d"}
+        stored.settle()
+        # Their shares were let go as they expired (and "kept" and the dead letters were
+        # acked): nothing of them is left in the store while the subscription goes on.
+        assert engine.usage.store.used == 0
+    finally:
+        stored.close()

@@ -19,7 +19,8 @@ def test_no_sink_by_default_and_every_event_of_a_message_life_with_one() -> None
     producer, consumer = Peer(engine), Peer(engine)
     consumer.send_frame("SUBSCRIBE", {"destination": "/queue/a", "id": "1", "ack": "client-individual"})
     producer.send_frame("SEND", {"destination": "/queue/a"}, b"x")
-    producer.send_frame("SEND", {"destination": "/queue/a"}, b"y")
+    # Persistent: a non-persistent dead letter is dropped (processNonPersistent=false).
+    producer.send_frame("SEND", {"destination": "/queue/a", "persistent": "true"}, b"y")
     first, second = consumer.messages()
     consumer.send_frame("ACK", {"id": first.headers["ack"]})
     consumer.send_frame("NACK", {"id": second.headers["ack"]})

@@ -43,7 +43,9 @@ def test_an_expired_persistent_message_is_dead_lettered_at_the_end_of_the_work()
     assert dlq.received() == []
     engine.flush()
     (dead,) = dlq.received()
-    assert dead.headers["dlqDeliveryFailureCause"] == "Message expired"
+    assert dead.headers["dlqDeliveryFailureCause"].startswith(
+        "java.lang.Throwable: Message Expired. Expiration:"
+    )
     assert consumer.received() == []
     assert engine.queues["/queue/e"].stats.expired == 1
     assert engine.destinations.expired == []

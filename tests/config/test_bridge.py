@@ -285,3 +285,22 @@ def test_each_destination_gets_its_most_specific_policy_entry(tmp_path: Path) ->
     assert resolve("/queue/", "Z").memory_limit == 1 << 20
     assert resolve("/remote-temp-queue/", "ID-1-x").memory_limit == 2 << 20
     assert resolve("/topic/", "A.X").queue_prefetch == 1000
+
+
+def test_the_dead_letter_strategies_non_persistent_and_discarding_are_applied(tmp_path: Path) -> None:
+    config = load_body(
+        tmp_path,
+        "<destinationPolicy><policyMap><policyEntries>"
+        '<policyEntry queue="KEEP.>"><deadLetterStrategy><sharedDeadLetterStrategy'
+        ' processNonPersistent="true"/></deadLetterStrategy></policyEntry>'
+        '<policyEntry queue="DROP.>"><deadLetterStrategy><discarding/></deadLetterStrategy></policyEntry>'
+        "</policyEntries></policyMap></destinationPolicy>\n",
+    ).config
+    assert not_applied(config) == set()
+    resolve = broker_options(config).core.policies
+    assert resolve is not None
+    keep, drop, other = (resolve("/queue/", name) for name in ("KEEP.a", "DROP.a", "other"))
+    assert (keep.dead_letter_non_persistent, keep.discard_dead_letters) == (True, False)
+    assert (drop.dead_letter_non_persistent, drop.discard_dead_letters) == (False, True)
+    # ActiveMQ's defaults: a non-persistent dead letter is dropped, a persistent one kept.
+    assert (other.dead_letter_non_persistent, other.discard_dead_letters) == (False, False)

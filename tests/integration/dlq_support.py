@@ -24,11 +24,13 @@ def dlq_broker(tmp_path: Path) -> Iterator[BrokerThread]:
         thread.stop()
 
 
-def dead_letter(thread: BrokerThread, destination: str, body: str, **headers: str) -> None:
-    """Send ``body`` to ``destination`` and NACK it: it goes to ActiveMQ.DLQ."""
+def dead_letter(thread: BrokerThread, destination: str, body: str, **headers: str) -> str:
+    """Send ``body`` to ``destination`` and NACK it: it goes to ActiveMQ.DLQ (persistent
+    unless ``headers`` say otherwise: a non-persistent dead letter is dropped); its id."""
     with client(thread.port) as consumer:
-        consumer.send(destination, body, sync=True, **headers)
+        consumer.send(destination, body, sync=True, **{"persistent": "true", **headers})
         consumer.subscribe(destination, "w", ack="client-individual")
         (frame,) = consumer.listener.wait_messages(1)
         consumer.nack(frame)
         consumer.sync()
+    return str(frame.headers["message-id"])

@@ -150,7 +150,9 @@ def test_ack_from_1_0_without_subscription_header(broker_server: BrokerServer) -
 
 
 def test_nack_past_the_redelivery_limit_dead_letters(broker_server: BrokerServer) -> None:
-    fill(broker_server.port, "/queue/poison", 1)
+    with client(broker_server.port) as p:
+        # Persistent: a non-persistent dead letter is dropped (processNonPersistent=false).
+        p.send("/queue/poison", "0", sync=True, persistent="true")
     with client(broker_server.port) as c:
         c.subscribe("/queue/poison", ack="client-individual")
         for attempt in range(1, 8):

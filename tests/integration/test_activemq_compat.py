@@ -31,6 +31,7 @@ from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
 from tests.clients import Client, client
 from tests.integration.scheduled_support import MANAGEMENT, remove_job
+from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
@@ -57,11 +58,11 @@ def acked_in_a_transaction(c: Client, destination: str, n: int, **subscribe: str
     return first
 
 
-def left_on(port: int, destination: str) -> list[tuple[str, str | None]]:
-    """What the queue holds now: (body, redelivered) of each, taken by a new consumer."""
+def left_on(port: int, destination: str, header: str = "redelivered") -> list[tuple[str, str | None]]:
+    """What the queue holds now: (body, ``header``) of each, taken by a new consumer."""
     with client(port) as consumer:
         consumer.subscribe(destination)
-        return [(m.body, m.headers.get("redelivered")) for m in consumer.through_mark(destination)]
+        return [(m.body, m.headers.get(header)) for m in consumer.through_mark(destination)]
 
 
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
@@ -223,3 +224,33 @@ def test_remove_all_in_a_window_takes_only_the_jobs_due_within_it(broker_port: i
         c.send(q, "mark", sync=True, AMQ_SCHEDULED_DELAY="3500")
         before, _ = c.listener.wait_mark("mark", timeout=15)
     assert [m.body for m in before] == ["outside"]
+
+
+def test_a_no_local_queue_consumer_leaves_its_own_messages_to_the_others(broker_port: int) -> None:
+    """Issue 38 item 7: ``activemq.noLocal:true`` on a queue, as on a topic."""
+    q = queue()
+    with client(broker_port) as own:
+        own.subscribe(q, **{"activemq.noLocal": "true"})
+        own.send(q, "own", sync=True)
+        with client(broker_port) as producer:
+            producer.send(q, "other", sync=True)
+        assert [m.body for m in own.listener.wait_messages(1)] == ["other"]
+        assert [m.body for m in own.settled()] == ["other"]
+    assert left_on(broker_port, q) == [("own", None)]
+
+
+def test_an_undefined_escape_in_a_header_value(broker_port: int, request: pytest.FixtureRequest) -> None:
+    """Issue 38 item 7: ``\\q`` in a 1.2 header.  ActiveMQ lets it through as a backslash and
+    a ``q``; stompd keeps the spec's rule, a malformed frame (README says why)."""
+    q = queue()
+    raw = RawClient(broker_port)
+    raw.connect("1.2")
+    raw.send_bytes(b"SEND\ndestination:" + q.encode() + b"\nx:a\\qb\nreceipt:sent\n\nbody\x00")
+    answer = raw.recv()
+    if request.node.callspec.params["broker_port"] == "activemq":
+        assert answer.command == "RECEIPT"
+        assert left_on(broker_port, q, "x") == [("body", "a\\qb")]
+    else:
+        assert answer.command == "ERROR"
+        assert "undefined escape sequence" in answer.body.decode()
+        assert raw.closed_by_peer()

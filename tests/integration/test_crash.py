@@ -429,3 +429,42 @@ def test_nack_and_kill_9_cycles_end_in_the_dlq_after_the_configured_count(
     )
     dlq.close()
     broker.stop()
+
+
+def test_a_non_persistent_dead_letter_kept_with_process_non_persistent_survives_kill_9(
+    procs: Processes, tmp_path: Path
+) -> None:
+    """processNonPersistent="true": a non-persistent message past its redeliveries is
+    stored in the DLQ as a persistent one, so a crash right after keeps it."""
+    config = tmp_path / "activemq.xml"
+    config.write_text(
+        '<beans xmlns="http://www.springframework.org/schema/beans"><broker'
+        ' xmlns="http://activemq.apache.org/schema/core"><destinationPolicy><policyMap>'
+        '<policyEntries><policyEntry queue=">"><deadLetterStrategy><sharedDeadLetterStrategy'
+        ' processNonPersistent="true"/></deadLetterStrategy></policyEntry></policyEntries>'
+        "</policyMap></destinationPolicy></broker></beans>\n"
+    )
+    broker = procs.broker(tmp_path, "--config", str(config), "--maximum-redeliveries", "0")
+    broker.start()
+    client = connected(broker.port)
+    client.send("SEND", {"destination": "/queue/np", "receipt": "sent"}, b"np")
+    assert client.recv().command == "RECEIPT"
+    subscribe(client, "/queue/np", "client-individual")
+    (frame,) = collect(client, 1)
+    client.send("NACK", {"id": frame.headers["ack"], "receipt": "nacked"})
+    assert client.recv().command == "RECEIPT"
+    # A persistent SEND's RECEIPT: the store batches before it, the dead letter's, are durable.
+    send_persistent(client, "/queue/other", [("after", 4)])
+    broker.kill()
+    client.close()
+    broker.start()
+    dlq = connected(broker.port)
+    subscribe(dlq, "/queue/ActiveMQ.DLQ", "auto")
+    (dead,) = collect(dlq, 1)
+    assert (body(dead), dead.headers["persistent"], dead.headers["original-destination"]) == (
+        "np",
+        "true",
+        "/queue/np",
+    )
+    dlq.close()
+    broker.stop()

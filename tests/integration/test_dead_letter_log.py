@@ -26,7 +26,8 @@ def test_a_flood_of_nacks_is_summed_up_and_nothing_is_left_unsaid(
     try:
         with client(thread.port) as c:
             for i in range(N):
-                c.send("/queue/poison", str(i))
+                # Persistent: a non-persistent dead letter is dropped (and logged so).
+                c.send("/queue/poison", str(i), persistent="true")
             c.subscribe("/queue/poison", ack="client-individual")
             for frame in c.listener.wait_messages(N):
                 c.nack(frame)

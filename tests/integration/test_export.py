@@ -67,7 +67,7 @@ def test_the_exporter_writes_the_expected_events_for_a_known_workload(tmp_path: 
             consumer.subscribe("/topic/t", "t2", ack="auto")
             producer.send("/topic/t", "to both", sync=True)
             producer.send("/queue/q", "one", sync=True, persistent="true", priority="7")
-            producer.send("/queue/q", "two", sync=True)
+            producer.send("/queue/q", "two", sync=True, persistent="true")
             consumer.subscribe("/queue/q", "q", ack="client-individual")
             frames = consumer.listener.wait_messages(4)
             one = next(f for f in frames if f.body == "one")

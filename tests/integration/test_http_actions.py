@@ -109,9 +109,10 @@ def test_a_bad_send_is_refused_and_nothing_is_sent(
 
 def test_retry_puts_a_dead_letter_back_on_its_queue(dlq_broker: BrokerThread) -> None:
     api = base(dlq_broker)
-    dead_letter(dlq_broker, "/queue/work", "poison", color="red")
+    sent_id = dead_letter(dlq_broker, "/queue/work", "poison", color="red")
     (dead,) = call(api, "GET", messages("/queue/ActiveMQ.DLQ")).body["messages"]
-    assert dead["headers"]["original-destination"] == "/queue/work"
+    # The message itself, as in ActiveMQ: the id it had, there and back.
+    assert (dead["id"], dead["headers"]["original-destination"]) == (sent_id, "/queue/work")
     retried = call(api, "POST", f"{messages('/queue/ActiveMQ.DLQ')}/{quote(dead['id'], safe='')}/retry", {})
     assert retried.body == {
         "retried": dead["id"],

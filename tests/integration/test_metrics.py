@@ -35,7 +35,8 @@ def test_metrics_are_exact_after_a_known_workload(broker: BrokerThread) -> None:
     with client(broker.port) as producer, client(broker.port) as consumer, client(broker.port) as listener:
         listener.subscribe("/topic/prices", "t", ack="auto")
         for i in range(10):
-            producer.send("/queue/orders", f"order {i:02}", sync=True)
+            # Persistent: a non-persistent dead letter is dropped (processNonPersistent=false).
+            producer.send("/queue/orders", f"order {i:02}", sync=True, persistent="true")
         for i in range(3):
             producer.send("/topic/prices", f"price {i}", sync=True)
         listener.listener.wait_messages(3)

@@ -215,7 +215,8 @@ def test_producer_flow_control_false_refuses_instead_of_waiting(tmp_path: Path) 
 
 def test_redelivery_and_dead_letter_strategy_per_destination(broker: BrokerThread) -> None:
     def nacked_twice(c: Client, queue: str) -> None:
-        c.send(queue, "m", sync=True)
+        # Persistent: a non-persistent dead letter is dropped (processNonPersistent=false).
+        c.send(queue, "m", sync=True, persistent="true")
         c.subscribe(queue, sub_id=queue, ack="client-individual")
         # Counted, never cleared: a redelivery may arrive before the NACK call returns.
         for delivery in range(2):

@@ -114,7 +114,8 @@ def run_the_workload(broker: BrokerThread) -> None:
         for i in range(3):
             producer.send("/topic/prices", f"price {i}", sync=True)
         for i in range(12):
-            producer.send("/queue/orders", f"order {i:02}", sync=True)
+            # Persistent: a non-persistent dead letter is dropped (processNonPersistent=false).
+            producer.send("/queue/orders", f"order {i:02}", sync=True, persistent="true")
         # Expired as they arrive, so at their dispatch: persistent ones to the DLQ.
         past = str(int(time.time() * 1000) - 60_000)
         for i in range(3):

@@ -80,7 +80,7 @@ def topic_info(topic: Topic, subscribers: tuple[Subscription, ...], producers: i
         enqueued=topic.stats.enqueued,
         dequeued=None,
         dispatched=topic.stats.dispatched,
-        expired=None,
+        expired=topic.stats.expired,
         in_flight=in_flight,
         consumers=len(subscribers),
         producers=producers,

@@ -24,7 +24,7 @@ from bisect import bisect_left
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from broker.core.base.channel import Channel
     from broker.core.base.message import Message
@@ -125,13 +125,21 @@ class Traffic:
         self.bytes_out = 0
 
 
+def _ignore(message: Message) -> None:
+    """No topic to count an expiry on (a part of the core built without an engine)."""
+
+
 class Observer:
     """Shared by the core's parts: the latency histogram, the sink (None: export off),
-    and the edge's traffic counts."""
+    the edge's traffic counts, and what to tell of a topic message that expired."""
 
-    __slots__ = ("events", "latency", "traffic")
+    __slots__ = ("events", "latency", "topic_expired", "traffic")
 
     def __init__(self) -> None:
         self.latency = Latency()
         self.events: EventSink | None = None
         self.traffic = Traffic()
+        #: A topic's message expired, at its publish or waiting for a subscriber
+        #: (``Routing.topic_expired``, set by the engine: counted, an event); the one
+        #: place an expiry advisory would go.  Subscriptions, below the topics, reach it here.
+        self.topic_expired: Callable[[Message], None] = _ignore

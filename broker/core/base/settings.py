@@ -45,6 +45,11 @@ class DestinationPolicy:
     individual_dead_letter_prefix: str | None = None
     individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
     dead_letter_expired: bool = True
+    #: processNonPersistent: a non-persistent message goes to the DLQ too (stored as a
+    #: persistent one); false, ActiveMQ's default: it is dropped.
+    dead_letter_non_persistent: bool = False
+    #: ``<discarding/>``: dead letters are dropped, none kept.
+    discard_dead_letters: bool = False
     gc_inactive: bool = False
     inactive_timeout_ms: int = 60000
     expire_period_ms: int = 30000
@@ -148,9 +153,9 @@ class CoreSettings:
     #: ``populateJMSXUserID``: every SEND's ``JMSXUserID`` is its connection's user
     #: (off: no message has one; a client's own is always dropped).
     populate_jmsx_user_id: bool = False
-    #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
-    #: default is 1.0, strict, which is a top complaint about it).
-    heartbeat_grace: float = 1.5
+    #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
+    #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
+    heartbeat_grace: float = 1.0
     #: We beat at least this far apart whatever the client asks for.
     heartbeat_min_send_ms: int = 100
     queue_prefetch: int = 1000
@@ -176,9 +181,13 @@ class CoreSettings:
     #: (queuePrefix "ActiveMQ.DLQ.Queue." in ActiveMQ); None: the shared one above.
     individual_dead_letter_prefix: str | None = None
     individual_dead_letter_topic_prefix: str = "ActiveMQ.DLQ.Topic."
-    #: processExpired: expired persistent messages go to the DLQ (non-persistent ones
-    #: are dropped and counted either way).
+    #: processExpired: expired messages go to the DLQ (non-persistent ones only with
+    #: processNonPersistent); false: dropped and counted.
     dead_letter_expired: bool = True
+    #: processNonPersistent (ActiveMQ's default false: a non-persistent dead letter is dropped).
+    dead_letter_non_persistent: bool = False
+    #: ``<discarding/>`` deadLetterStrategy: every dead letter is dropped.
+    discard_dead_letters: bool = False
     #: RedeliveryPolicy redeliveryDelay: a message given back waits this long (ms).
     redelivery_delay_ms: int = 0
     #: initialRedeliveryDelay (None: the same as redelivery_delay_ms), then exponential
@@ -232,6 +241,8 @@ class CoreSettings:
             individual_dead_letter_prefix=self.individual_dead_letter_prefix,
             individual_dead_letter_topic_prefix=self.individual_dead_letter_topic_prefix,
             dead_letter_expired=self.dead_letter_expired,
+            dead_letter_non_persistent=self.dead_letter_non_persistent,
+            discard_dead_letters=self.discard_dead_letters,
             gc_inactive=self.gc_inactive,
             inactive_timeout_ms=self.inactive_timeout_ms,
             expire_period_ms=self.expire_period_ms,

@@ -100,8 +100,9 @@ class Consumers:
         self._rings: dict[int, Ring] = {}
         #: The one ring while all active consumers have one priority (the usual case).
         self._only: Ring | None = None
-        #: Active consumers with a selector, and network ones that only filter what they
-        #: take (a message from the broker they feed: ``queue.Queue``'s filtered dispatch).
+        #: Active consumers with a selector, and those that only filter what they take
+        #: (a network one, a message from the broker it feeds; ``activemq.noLocal``, one
+        #: its own connection sent: ``queue.Queue``'s filtered dispatch).
         self.selective = 0
         self.filtered = 0
 
@@ -203,11 +204,12 @@ class Consumers:
             self._only = self._rings[priority] if len(self._rings) == 1 else None
         at[sub] = None
         self._rings[priority].add(sub)
-        if sub.selector is not None:
-            if sub.network is not None and not sub.selector_text:
-                self.filtered += 1
-            else:
-                self.selective += 1
+        if sub.selector is not None and (sub.network is None or sub.selector_text):
+            self.selective += 1
+        elif sub.selector is not None or sub.no_local:
+            # A network one's filter, or activemq.noLocal: its own connection's messages
+            # stay for the queue's other consumers (ActiveMQ 5.17's, checked).
+            self.filtered += 1
 
     def _unplace(self, sub: Subscription) -> None:
         del self._active[sub]
@@ -221,11 +223,10 @@ class Consumers:
             self._only = next(iter(rings.values())) if len(rings) == 1 else None
         else:
             self._rings[priority].compact(self._active, len(at))
-        if sub.selector is not None:
-            if sub.network is not None and not sub.selector_text:
-                self.filtered -= 1
-            else:
-                self.selective -= 1
+        if sub.selector is not None and (sub.network is None or sub.selector_text):
+            self.selective -= 1
+        elif sub.selector is not None or sub.no_local:
+            self.filtered -= 1
 
     def _activate(self) -> None:
         """Choose the active consumers anew: the first exclusive one, else the ordinary

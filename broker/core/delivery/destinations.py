@@ -128,7 +128,7 @@ class Destinations:
         self.usage = usage
         self.swap = swap
         self.persistence = persistence
-        #: Persistent messages queues found expired, with their holds, for ``settlement``.
+        #: Messages queues and topics found expired, with their holds, for ``settlement``.
         self.expired: list[Message] = []
         self.queues: dict[str, Queue] = {}
         #: The topics and who subscribes to them.

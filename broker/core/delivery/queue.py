@@ -424,14 +424,9 @@ class Queue:
         stats = self.stats
         stats.expired += 1
         stats.dequeued += 1
-        if message.persistent:
-            message.hold()
-            self.expired.append(message)
-            return
-        # A persistent one's event is settlement's, which knows where it goes.
-        observer = self.observer
-        if observer is not None and observer.events is not None:
-            observer.events.expired(message, None)
+        # Its event is settlement's, which knows where it goes (the DLQ, or nowhere).
+        message.hold()
+        self.expired.append(message)
 
     def forget(self, message: Message, moved: bool) -> None:
         """An administrator moved or removed ``message`` (taken out of the cursor): counted as

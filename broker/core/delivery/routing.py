@@ -18,6 +18,7 @@ from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Le
 from broker.core.storage.persistence import QUEUE_KIND
 
 if TYPE_CHECKING:
+    from broker.core.base.clock import Clock
     from broker.core.base.message import Message
     from broker.core.delivery.destinations import Destination
     from broker.core.delivery.durable import DurableSubscriptions
@@ -27,7 +28,17 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    __slots__ = ("_id_prefix", "dropped", "durables", "observer", "persistence", "router", "seq")
+    __slots__ = (
+        "_id_prefix",
+        "clock",
+        "dropped",
+        "durables",
+        "expired",
+        "observer",
+        "persistence",
+        "router",
+        "seq",
+    )
 
     def __init__(
         self,
@@ -35,9 +46,14 @@ class Routing:
         durables: DurableSubscriptions,
         persistence: Persistence,
         id_prefix: str,
+        clock: Clock,
+        expired: list[Message],
         observer: Observer | None = None,
     ) -> None:
         self.observer = observer if observer is not None else Observer()
+        self.clock = clock
+        #: Where expired messages go for ``settlement`` (``Destinations.expired``).
+        self.expired = expired
         self.router = router
         self.durables = durables
         self.persistence = persistence
@@ -51,6 +67,17 @@ class Routing:
     def next_seq(self) -> int:
         self.seq += 1
         return self.seq
+
+    def topic_expired(self, message: Message) -> None:
+        """A topic's ``message`` expired (``Observer.topic_expired``): at its publish, or
+        in a subscriber's cursor (whose caller lets go of a durable one's stored share).
+        Counted, then handed to settlement, as a queue's: to the DLQ (a persistent one,
+        as ActiveMQ's RegionBroker.messageExpired sends it), or dropped."""
+        topic = self.router.topics.get(message.destination)
+        if topic is not None:
+            topic.stats.expired += 1
+        message.hold()
+        self.expired.append(message)
 
     def stamp(self, message: Message) -> None:
         """A sequence and id for a message that is not routed (a replayed advisory)."""
@@ -117,11 +144,19 @@ class Routing:
                 target.enqueue(message, True)
             else:
                 target.enqueue(message, False)
-        elif not self.durables.records:
-            assert isinstance(target, Topic)
+            return
+        assert isinstance(target, Topic)
+        expires = message.expires
+        if expires and expires <= self.clock.ms:
+            # Expired on its way (a scheduled or forwarded one, or sent so): nobody gets
+            # it, nothing is stored for it, as ActiveMQ's Topic.send (a queue counts it
+            # itself, at dispatch).
+            target.stats.enqueued += 1
+            self.observer.topic_expired(message)
+            return
+        if not self.durables.records:
             self.router.publish(target, message, self.observer.events, sender)
         else:
-            assert isinstance(target, Topic)
             durables = self.durables.matching(target.kind, target.bare)
             if durables and message.persistent:
                 owed = [d.store_id for d in durables if d.accepts(message)]

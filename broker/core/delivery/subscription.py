@@ -288,12 +288,18 @@ class Subscription:
                 message = cursor.pop()
                 if message is None:
                     break
-                if not (message.expires and message.expires <= self.session.clock.ms):
-                    if readable is None or readable(message):
-                        self.deliver(message, True, TOPIC)
-                    elif message.store_size:
-                        assert durable is not None
+                expires = message.expires
+                if expires and expires <= self.session.clock.ms:
+                    # Expired while it waited here: dropped (with a durable subscriber's
+                    # share of its stored copy) and counted on its topic.
+                    self.observer.topic_expired(message)
+                    if durable is not None and message.store_size:
                         self.persistence.ack_shared(durable.store_id, message)
+                elif readable is None or readable(message):
+                    self.deliver(message, True, TOPIC)
+                elif message.store_size:
+                    assert durable is not None
+                    self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
         queues = self.queues
         count = len(queues)

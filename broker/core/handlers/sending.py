@@ -305,7 +305,8 @@ class Sending:
         expires = 0
         text = pop("expires", None)
         if text is not None:
-            expires = int_header("expires", text)
+            # 0 or less: it never expires (ActiveMQ's Message.isExpired: expiration > 0).
+            expires = max(int_header("expires", text), 0)
         text = pop("ttl", None)
         if text is not None:
             # What now + ttl can be: an expiry the store holds.

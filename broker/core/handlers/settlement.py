@@ -6,10 +6,13 @@
   ``redeliveryDelay`` or an exponential back-off) flagged ``redelivered``, or, a topic
   message, to the subscriber that NACKed it; past ``maximumRedeliveries``, to the DLQ.
 * ``dead_letter``: to ``ActiveMQ.DLQ`` (or a queue of its own with
-  ``individualDeadLetterStrategy``), saying why and from where.
-* ``settle_expired``: the persistent messages queues found expired at dispatch go to
-  the DLQ (``processExpired``) or out of the store.  Queues only note them
-  (``Queue.expired``); this runs once the work under way is done.
+  ``individualDeadLetterStrategy``), saying why and from where, with the id and time
+  stamp it had; or dropped, as ActiveMQ's dead-letter strategies drop it: a
+  non-persistent one unless ``processNonPersistent``, an expired one unless
+  ``processExpired``, any with ``<discarding/>``.
+* ``settle_expired``: the messages queues and topics found expired go to
+  ``dead_letter``.  They only note them (``Destinations.expired``); this runs once the
+  work under way is done.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
@@ -39,15 +43,24 @@ log = logging.getLogger("stompd.engine")
 #: Dead letters from one destination are logged a line per this long (after the first).
 DEAD_LETTER_LOG_MS: Final = 10_000
 DEAD_LETTER_SUMMARY: Final = "dead-lettered %d more messages from %s in the last %d s (the last: %s)"
+DISCARD_SUMMARY: Final = "dropped %d more dead letters from %s in the last %d s (the last: %s)"
+#: ActiveMQ's dlqDeliveryFailureCause for an expired message (RegionBroker.messageExpired).
+EXPIRED_CAUSE: Final = "java.lang.Throwable: Message Expired. Expiration:%d"
+#: The ids of topic messages dead-lettered lately, each once: as ActiveMQ's dead-letter
+#: audit (its ``maxAuditDepth`` default), since each subscriber that had a topic message
+#: lets it go in its turn.
+TOPIC_AUDIT_DEPTH: Final = 2048
 
 
 class Settlement:
     __slots__ = (
         "_order",
         "_redeliveries",
+        "_topic_dead",
         "clock",
         "dead_letters",
         "destinations",
+        "discards",
         "observer",
         "persistence",
         "routing",
@@ -75,6 +88,9 @@ class Settlement:
         self._order = itertools.count()
         #: A line for the first dead letter from a destination, then one per interval.
         self.dead_letters = Tally(log, clock, DEAD_LETTER_LOG_MS, DEAD_LETTER_SUMMARY)
+        #: The same for dead letters dropped (not persistent, expired, ``<discarding/>``).
+        self.discards = Tally(log, clock, DEAD_LETTER_LOG_MS, DISCARD_SUMMARY)
+        self._topic_dead: OrderedDict[str, None] = OrderedDict()
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -179,6 +195,7 @@ class Settlement:
         """Messages whose redelivery delay is over go back to their queues; the dead
         letters of an interval that is over are summed up in the log."""
         self.dead_letters.tick()
+        self.discards.tick()
         redeliveries = self._redeliveries
         now = self.clock.ms
         while redeliveries and redeliveries[0][0] <= now:
@@ -198,21 +215,52 @@ class Settlement:
         expired: bool = False,
     ) -> None:
         """Past the redelivery limit (or expired): to the dead-letter queue, saying why and
-        from where.  Takes over the caller's hold.
-
-        ActiveMQ drops non-persistent messages here by default (processNonPersistent is
-        false); we keep them, since nothing asked for them to be thrown away.
-        """
+        from where, or dropped where its policy's dead-letter strategy says (as
+        ActiveMQ's ``isSendToDeadLetterQueue``).  Takes over the caller's hold."""
         policy = self.destinations.policy_of(message.destination)
+        reason = "max-redeliveries" if cause is None else "poison"
+        if cause is None:
+            cause = (
+                f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
+                f"(maximumRedeliveries={policy.max_redeliveries})"
+            )
+        kept = not policy.discard_dead_letters and (
+            (message.persistent or policy.dead_letter_non_persistent)
+            and (not expired or policy.dead_letter_expired)
+        )
+        original = self.destinations.queues.get(message.destination)
+        # It leaves where it was: dequeued there (ActiveMQ's poison ack counts a dequeue, on
+        # a queue and on a topic), unless it expired, which counted that already.
+        topic = None if original is not None else self.destinations.router.topics.get(message.destination)
+        if original is not None and not expired:
+            original.acked(1)
+        elif topic is not None and not expired:
+            topic.stats.dequeued += 1
+        events = self.observer.events
+        if kept and topic is not None:
+            kept = self._first_of_topic(message.id)
+        if not kept:
+            self.discards.event(
+                message.destination, "dropping %s from %s: %s", message.id, message.destination, cause
+            )
+            if events is not None and expired:
+                events.expired(message, None)
+            if message.store_size:
+                self._unstore(sub, message, original is not None)
+            message.drop()
+            return
         dlq = self.destinations.queue(self.dead_letter_queue(message.destination))
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
-        headers["dlqDeliveryFailureCause"] = cause or (
-            f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
-            f"(maximumRedeliveries={policy.max_redeliveries})"
-        )
-        headers["original-message-id"] = message.id
-        dead = message.copy_to(0, "", dlq.name, headers)
+        headers["originalExpiration"] = str(message.expires)
+        headers["dlqDeliveryFailureCause"] = cause
+        if not message.persistent:
+            # processNonPersistent: stored as a persistent one, as ActiveMQ does.
+            headers["persistent"] = "true"
+        # The same id and time stamp, as ActiveMQ's copy keeps them (the message leaves
+        # where it was: there is one of that id still).
+        dead = message.copy_to(0, message.id, dlq.name, headers)
+        dead.persistent = True
         # Its latency keeps counting from its first enqueue.
         dead.arrived = message.arrived
         # A dead letter is kept until someone looks at it (ActiveMQ clears it too).
@@ -223,30 +271,31 @@ class Settlement:
             message.id,
             message.destination,
             dlq.name,
-            headers["dlqDeliveryFailureCause"],
+            cause,
         )
-        original = self.destinations.queues.get(message.destination)
-        # It leaves where it was: dequeued there (ActiveMQ's poison ack counts a dequeue, on
-        # a queue and on a topic), unless it expired, which counted that already.
         if original is not None:
-            if not expired:
-                original.acked(1)
             original.stats.dead_lettered += 1
-        else:
-            topic = self.destinations.router.topics.get(message.destination)
-            if topic is not None:
-                topic.stats.dead_lettered += 1
-                topic.stats.dequeued += 1
-        events = self.observer.events
+        elif topic is not None:
+            topic.stats.dead_lettered += 1
         if events is not None:
             if expired:
                 events.expired(message, dlq.name)
             else:
-                events.dead_lettered(message, "max-redeliveries" if cause is None else "poison", dlq.name)
+                events.dead_lettered(message, reason, dlq.name)
         if message.store_size:
             self._unstore(sub, message, original is not None)
         message.drop()
         self.routing.route(dlq, dead)
+
+    def _first_of_topic(self, message_id: str) -> bool:
+        """Whether a topic's message of this id is dead-lettered for the first time lately."""
+        seen = self._topic_dead
+        if message_id in seen:
+            return False
+        seen[message_id] = None
+        if len(seen) > TOPIC_AUDIT_DEPTH:
+            seen.popitem(last=False)
+        return True
 
     def dead_letter_queue(self, destination: str) -> str:
         """The queue ``destination``'s dead letters go to (its policy's deadLetterStrategy)."""
@@ -260,23 +309,15 @@ class Settlement:
         return names.QUEUE + prefix + bare
 
     def settle_expired(self) -> None:
-        """Persistent messages queues found expired (each with its hold): to the DLQ, or
-        out of the store with ``processExpired=false``."""
+        """Messages queues and topics found expired (each with its hold): to the DLQ, or
+        dropped (``dead_letter``: non-persistent, ``processExpired=false``)."""
         expired = self.destinations.expired
         while expired:
             # Dead-lettering dispatches the DLQ, which may find more.
             found = expired[:]
             expired.clear()
             for message in found:
-                if self.destinations.policy_of(message.destination).dead_letter_expired:
-                    self.dead_letter(message, "Message expired", expired=True)
-                    continue
-                events = self.observer.events
-                if events is not None:
-                    events.expired(message, None)
-                if message.store_size:
-                    self._unstore(None, message, True)
-                message.drop()
+                self.dead_letter(message, EXPIRED_CAUSE % message.expires, expired=True)
 
 
 def _topic_return(sub: Subscription, topic_too: bool) -> Cursor | None:
