@@ -19,7 +19,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Final, cast
 
-from broker.core.base.errors import to_error_frame
+from broker.core.base.errors import closes, to_error_frame
 from broker.core.base.guard import NotAuthenticated
 from broker.core.engine import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
@@ -190,7 +190,13 @@ class StompConnection(asyncio.Protocol):
                         self._default_heart_beat(frame)
                         if self._check_slowly(session, frame):
                             return
-                engine.handle(session, frame)
+                try:
+                    engine.handle(session, frame)
+                except StompError as exc:
+                    if closes(exc):
+                        raise
+                    # Refused for what it means: the ERROR, and the next frame.
+                    self._tell(exc)
                 if session.closing:
                     self._close()
                     return
@@ -292,8 +298,14 @@ class StompConnection(asyncio.Protocol):
 
     def _fail(self, exc: BaseException) -> None:
         """Tell the client what went wrong in one ERROR frame, then close cleanly (a failed
-        login after several: later, broker/io/logins.py)."""
+        login after several: later, broker/io/logins.py), unless the error keeps the
+        connection (``errors.closes``)."""
         if self._closed or self._refusing is not None:
+            return
+        if not closes(exc):
+            # A frame refused later (a parked SEND past its deadline): the ERROR alone.
+            assert isinstance(exc, StompError)
+            self._tell(exc)
             return
         if isinstance(exc, NotAuthenticated) and self._logins is not None and self._session is not None:
             delay = self._logins.failed(self._address, self._session.login)
@@ -308,6 +320,12 @@ class StompConnection(asyncio.Protocol):
         self._refusing = None
         if not self._closed:
             self._answer(exc)
+
+    def _tell(self, exc: StompError) -> None:
+        """The ERROR for a frame refused for what it means; the connection goes on."""
+        log.debug("refused a frame from %s: %s: %s", self.peer, exc.summary, exc)
+        assert self._session is not None and self._outbox is not None
+        self._outbox.push((encode_frame(to_error_frame(exc, exc.receipt_id), self._session.version),))
 
     def _answer(self, exc: BaseException) -> None:
         receipt = exc.receipt_id if isinstance(exc, StompError) else None
