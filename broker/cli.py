@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         help="close a client after its heart-beat interval times this (default 1.5)",
     )
-    parser.add_argument("--max-frame-size", type=_size, help="bytes (default 10 mb)")
+    parser.add_argument("--max-frame-size", type=_size, help="bytes (default 100 mb, ActiveMQ's)")
     usage = parser.add_argument_group("systemUsage (sizes as in activemq.xml: 64mb, 1 gb, ...)")
     usage.add_argument("--memory-limit", type=_size, help="default 1 gb")
     usage.add_argument("--store-limit", type=_size, help="default 100 gb")

@@ -240,3 +240,73 @@ def test_a_parked_send_refused_after_its_timeout_keeps_the_connection() -> None:
     assert destination_info(engine, "/queue/mine").in_flight == 1
     peer.send_frame("ACK", {"id": held.headers["ack"], "receipt": "a"})
     assert "a" in [f.headers.get("receipt-id") for f in peer.received()]
+
+
+# -- a big frame is charged to memory before it is read whole (issue 38 item 3) ----------------
+
+MB = 1 << 20
+
+
+def big_head(length: int, receipt: str = "big") -> bytes:
+    return b"SEND\ndestination:/queue/big\nreceipt:%s\ncontent-length:%d\n\n" % (receipt.encode(), length)
+
+
+def test_a_frame_near_the_100_mb_limit_is_charged_to_memory_before_its_body_is_read() -> None:
+    engine = new_engine()
+    peer = connected(engine)
+    memory = engine.usage.memory
+    before = memory.used
+    length = 100 * MB - 4096
+    head = big_head(length)
+    peer.feed(head + b"x" * 65536)
+    # Its whole size is charged with 64 KB of it read (the parser holds no more than that).
+    assert memory.used - before == len(head) + length + 1
+    assert peer.connection._parser.buffered == len(head) + 65536
+    assert peer.transport.reading
+    peer.feed(b"x" * (length - 65536) + b"\0")
+    assert [f.headers["receipt-id"] for f in peer.received()] == ["big"]
+    # Whole, it is the message's charge now: the frame's is given back.
+    assert memory.used - before < length + 64 * 1024
+    assert destination_info(engine, "/queue/big").depth == 1
+
+
+def test_a_big_frame_memory_has_no_room_for_waits_unread_until_there_is() -> None:
+    engine = new_engine(memory_limit=8 * MB)
+    peer = connected(engine)
+    memory = engine.usage.memory
+    memory.charge(6 * MB)  # held by others
+    used = memory.used
+    peer.feed(big_head(4 * MB))
+    assert not peer.transport.reading
+    assert memory.used == used
+    peer.loop.advance(1.0)
+    assert not peer.transport.reading
+    memory.release(6 * MB)
+    peer.loop.advance(0.1)
+    assert peer.transport.reading
+    assert memory.used == used - 6 * MB + len(big_head(4 * MB)) + 4 * MB + 1
+    peer.feed(b"y" * 4 * MB + b"\0")
+    assert [f.headers["receipt-id"] for f in peer.received()] == ["big"]
+    assert not peer.transport.closed
+
+
+def test_a_frame_bigger_than_the_memory_limit_is_refused() -> None:
+    engine = new_engine(memory_limit=8 * MB)
+    peer = connected(engine)
+    peer.feed(big_head(9 * MB))
+    (error,) = peer.received()
+    assert error.headers["message"] == "frame too large"
+    assert "memory limit" in error.body.decode()
+    assert peer.transport.closed
+    assert engine.usage.memory.used < MB
+
+
+def test_a_frame_without_content_length_is_charged_as_it_comes() -> None:
+    engine = new_engine(memory_limit=8 * MB)
+    peer = connected(engine)
+    memory = engine.usage.memory
+    used = memory.used
+    peer.feed(b"SEND\ndestination:/queue/big\nreceipt:r\n\n" + b"z" * (2 * MB))
+    assert memory.used - used >= 2 * MB
+    peer.feed(b"\0")
+    assert [f.headers["receipt-id"] for f in peer.received()] == ["r"]
