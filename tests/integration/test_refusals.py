@@ -17,6 +17,7 @@ import itertools
 
 import pytest
 
+from protocol.frames import Frame
 from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
 from tests.clients import client
@@ -52,6 +53,18 @@ def left_on(port: int, destination: str) -> list[str]:
         return [m.body for m in consumer.through_mark(destination)]
 
 
+def subscribed(port: int, n: int, ack: str) -> tuple[str, RawClient, list[Frame]]:
+    """A queue of ``n`` messages and a raw client subscribed to it with ``ack``: the queue,
+    the client, and the MESSAGEs it got (after the SUBSCRIBE's RECEIPT, checked)."""
+    q = queue()
+    fill(port, q, n)
+    c = raw(port)
+    c.send("SUBSCRIBE", {"destination": q, "id": "s", "ack": ack, "receipt": "sub"})
+    receipt, *messages = c.recv_all(n + 1)
+    assert receipt.command == "RECEIPT" and all(m.command == "MESSAGE" for m in messages)
+    return q, c, messages
+
+
 MISTAKES = [
     ("ACK", {"id": "nobody-holds-this"}),
     ("NACK", {"id": "nobody-holds-this"}),
@@ -70,13 +83,7 @@ def test_a_mistake_gets_an_error_with_its_receipt_and_leaves_the_connection_as_i
     broker_port: int, command: str, headers: dict[str, str]
 ) -> None:
     port = broker_port
-    q = queue()
-    fill(port, q, 3)
-    c = raw(port)
-    c.send("SUBSCRIBE", {"destination": q, "id": "s", "ack": "client-individual", "receipt": "sub"})
-    frames = c.recv_all(4)
-    assert [f.command for f in frames] == ["RECEIPT", "MESSAGE", "MESSAGE", "MESSAGE"]
-    held = frames[1:]
+    q, c, held = subscribed(port, 3, "client-individual")
     c.send(command, {**headers, "receipt": "oops"})
     error = c.recv()
     assert (error.command, error.headers.get("receipt-id")) == ("ERROR", "oops")
@@ -92,11 +99,7 @@ def test_a_mistake_gets_an_error_with_its_receipt_and_leaves_the_connection_as_i
 
 def test_a_duplicate_ack_is_refused_and_the_subscription_goes_on(broker_port: int) -> None:
     port = broker_port
-    q = queue()
-    fill(port, q, 2)
-    c = raw(port)
-    c.send("SUBSCRIBE", {"destination": q, "id": "s", "ack": "client-individual", "receipt": "sub"})
-    _, first, second = c.recv_all(3)
+    q, c, (first, second) = subscribed(port, 2, "client-individual")
     c.send("ACK", {"id": first.headers["ack"], "receipt": "a1"})
     c.send("ACK", {"id": first.headers["ack"], "receipt": "a2"})
     assert [(f.command, f.headers.get("receipt-id")) for f in c.recv_all(2)] == [
@@ -163,12 +166,7 @@ def test_a_priority_past_0_to_9_is_clamped(broker_port: int, sent: str, seen: st
 
 def test_an_unknown_ack_mode_is_auto(broker_port: int) -> None:
     port = broker_port
-    q = queue()
-    fill(port, q, 2)
-    c = raw(port)
-    c.send("SUBSCRIBE", {"destination": q, "id": "s", "ack": "bogus", "receipt": "sub"})
-    receipt, *messages = c.recv_all(3)
-    assert receipt.command == "RECEIPT"
+    q, c, messages = subscribed(port, 2, "bogus")
     assert [(m.body, "ack" in m.headers) for m in messages] == [(b"m0", False), (b"m1", False)]
     c.send("DISCONNECT", {"receipt": "bye"})
     assert c.recv().headers.get("receipt-id") == "bye"
