@@ -19,7 +19,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Final, cast
 
-from broker.core.base.errors import closes, to_error_frame
+from broker.core.base.errors import AccessDenied, closes, to_error_frame
 from broker.core.base.guard import NotAuthenticated
 from broker.core.engine import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
@@ -377,8 +377,11 @@ class StompConnection(asyncio.Protocol):
             self._answer(exc)
 
     def _tell(self, exc: StompError) -> None:
-        """The ERROR for a frame refused for what it means; the connection goes on."""
-        log.debug("refused a frame from %s: %s: %s", self.peer, exc.summary, exc)
+        """The ERROR for a frame refused for what it means; the connection goes on.  A
+        refusal of rights is logged (who tried what); the other mistakes only at debug, so
+        that a client's stream of them cannot fill the log."""
+        level = logging.INFO if isinstance(exc, AccessDenied) else logging.DEBUG
+        log.log(level, "refused a frame from %s: %s: %s", self.peer, exc.summary, exc)
         assert self._session is not None and self._outbox is not None
         self._outbox.push((encode_frame(to_error_frame(exc, exc.receipt_id), self._session.version),))
 
