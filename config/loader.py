@@ -189,6 +189,7 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
     fields.get("persistent", "persistent", boolean)
     fields.get("schedulerSupport", "scheduler_support", boolean)
     fields.get("advisorySupport", "advisory_support", boolean)
+    fields.get("populateJMSXUserID", "populate_jmsx_user_id", boolean)
     fields.get("useVirtualTopics", "use_virtual_topics", boolean)
     fields.get("useMirroredQueues", "use_mirrored_queues", boolean)
     fields.finish()

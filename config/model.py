@@ -101,6 +101,8 @@ class BrokerSettings:
     #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
     #: learn each other's consumers from).
     advisory_support: bool = _setting(True, "advisorySupport")
+    #: Every message's ``JMSXUserID`` is the user its producer logged in as.
+    populate_jmsx_user_id: bool = _setting(False, "populateJMSXUserID")
     #: ActiveMQ's default interceptors, which a file's own <destinationInterceptors>
     #: replaces: every ``VirtualTopic.>`` topic virtual, and (false by default) every queue
     #: mirrored on a topic.

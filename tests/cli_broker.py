@@ -63,6 +63,10 @@ class CliBroker:
 
     def __init__(self, config: Path, *args: str, http: bool = True, files: int | None = None) -> None:
         command = [sys.executable, "-m", "broker", "--config", str(config), *args]
+        if not http:
+            # Else it would listen on the default 8161, which another broker may hold (an
+            # ActiveMQ peer's console, or a test running beside this one).
+            command += ["--http-port", "0"]
         if files is not None:
             # At most ``files`` descriptors, soft and hard alike (stompd raises its soft limit
             # to the hard one), set by the child itself (no preexec_fn in a threaded parent).

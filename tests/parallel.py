@@ -27,12 +27,14 @@ PEER_MODULES: Final = frozenset(
     {
         "tests/integration/test_activemq_compat.py",
         "tests/integration/test_activemq_names.py",
+        "tests/integration/test_jms_headers.py",
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
         "tests/integration/test_refusals.py",
         "tests/integration/test_virtual_destinations.py",
         "tests/integration/test_virtual_rights.py",
+        "tests/integration/test_wildcard_queues.py",
     }
 )
 #: The fixture that starts an ActiveMQ JVM (tests/activemq_peer.py).

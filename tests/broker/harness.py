@@ -100,7 +100,8 @@ def messages_in_memory(engine: Engine) -> int:
 
 def structures_in_memory(engine: Engine) -> int:
     """What the memory meter holds that is not messages: what the destinations and
-    subscriptions that exist cost, and what their cursors made (``Cursor.charged_bytes``)."""
+    subscriptions that exist cost (a wildcard queue consumer's joins too), and what their
+    cursors made (``Cursor.charged_bytes``)."""
     cursors = {id(queue.cursor): queue.cursor for queue in engine.queues.values()}
     for session in engine.sessions.values():
         cursors.update((id(sub.cursor), sub.cursor) for sub in session.subscriptions.values())
@@ -108,7 +109,9 @@ def structures_in_memory(engine: Engine) -> int:
         if durable.cursor is not None:
             cursors[id(durable.cursor)] = durable.cursor
     levels = sum(cursor.charged_bytes for cursor in cursors.values() if cursor.meter is not None)
-    return engine.destinations.charged + engine.subscribing.charged + levels
+    return (
+        engine.destinations.charged + engine.destinations.wild.charged + engine.subscribing.charged + levels
+    )
 
 
 def run_io(engine: Engine) -> int:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker.settings_bridge import broker_options, not_applied
 from config.issues import ConfigError
 from config.loader import load
 from config.model import BrokerConfig, TransportConnector, origin_of
+from config.report import render
 from tests.config.helpers import FIRST_BODY_LINE, broker_file, errors_of, load_body, one_error, warnings_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -558,3 +561,15 @@ def test_any_size_as_activemq_writes_it(tmp_path: Path, size: int, spelling: str
     expected = max(1, size // units[key]) * units[key]
     config = load_body(tmp_path, usage("storeUsage", f'limit="{text}"') + "\n").config
     assert config.system_usage.store_limit == expected
+
+
+def test_populate_jmsx_user_id_reaches_the_broker_and_the_report(tmp_path: Path) -> None:
+    path = broker_file(tmp_path, "")
+    path.write_text(path.read_text().replace("<broker ", '<broker populateJMSXUserID="true" '))
+    config = load(path).config
+    assert config.broker.populate_jmsx_user_id is True
+    assert broker_options(config).core.populate_jmsx_user_id is True
+    assert not_applied(config) == set()
+    report = render(config, lambda key: True)
+    assert re.search(r"populateJMSXUserID +\S* *= true", report), report
+    assert load(broker_file(tmp_path, "")).config.broker.populate_jmsx_user_id is False

@@ -200,3 +200,29 @@ def test_a_durable_wildcard_subscription_keeps_only_what_its_user_may_read(broke
         c.send("/topic/PRICES.C", "C", sync=True)
         assert [m.body for m in c.listener.wait_messages(3)] == ["A", "B", "C"]
         assert [m.body for m in c.settled()] == ["A", "B", "C"]
+
+
+def test_a_wildcard_queue_consumer_takes_only_from_queues_its_user_may_read(broker: BrokerThread) -> None:
+    with client(broker.port, **ADMIN) as admin, client(broker.port, **APP) as app:
+        admin.send("/queue/SECRET.A", "before-secret", sync=True)
+        admin.send("/queue/JOBS.A", "before-jobs", sync=True)
+        app.subscribe("/queue/*.A")
+        admin.send("/queue/ORDERS.A", "after-orders", sync=True)
+        admin.send("/queue/SECRET.A", "after-secret", sync=True)
+        got = app.listener.wait_messages(2)
+        assert sorted(m.body for m in got) == ["after-orders", "before-jobs"]
+        assert len(app.settled()) == 2
+        # What it may not read waits for one who may.
+        admin.subscribe("/queue/SECRET.A")
+        assert sorted(m.body for m in admin.listener.wait_messages(2)) == ["after-secret", "before-secret"]
+
+
+def test_a_browser_on_a_queue_pattern_shows_only_queues_its_user_may_read(broker: BrokerThread) -> None:
+    with client(broker.port, **ADMIN) as admin:
+        admin.send("/queue/SECRET.A", "secret", sync=True)
+        admin.send("/queue/JOBS.A", "jobs", sync=True)
+    with client(broker.port, **APP) as app:
+        app.subscribe("/queue/*.A", "b", browser="true")
+        browsed, end = app.listener.wait_messages(2)
+        assert (browsed.body, end.headers["browser"]) == ("jobs", "end")
+        assert len(app.settled()) == 2

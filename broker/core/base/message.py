@@ -50,7 +50,14 @@ FIFO_LEVEL: Final = DEFAULT_PRIORITY
 # Headers a client may not set on a SEND, the one list (``Sending._build`` drops them at
 # the edge, one C-level ``isdisjoint`` on the hot path): the broker's own (ActiveMQ strips
 # the same, so a consumer can trust them) ...
-BROKER_OWN: Final = frozenset({"message-id", "redelivered", "subscription", "ack", "JMSXUserID"})
+#: Who sent it: only the broker says (``populateJMSXUserID``), as in ActiveMQ.
+USER_HEADER: Final = "JMSXUserID"
+#: How often it has been delivered: a selector reads the broker's count by this name
+#: (``Message.get``), which a header of the sender's would hide.
+DELIVERY_COUNT: Final = "JMSXDeliveryCount"
+BROKER_OWN: Final = frozenset(
+    {"message-id", "redelivered", "subscription", "ack", USER_HEADER, DELIVERY_COUNT}
+)
 #: ... and the network's (``bridging`` says what each means: a forwarded message's id,
 #: its ``redelivered``, the brokers it went through; an advisory's publisher), which only
 #: a network bridge's own connection sets (``Session.network``).
@@ -459,7 +466,7 @@ class Message:
     # Selector subjects: the compiled selector calls ``get`` for every identifier.
     def get(self, name: str) -> object | None:
         value = find_header(self.header_block, name)
-        if value is not None:
+        if value is not None and name not in _OWN_FIELDS:
             return value
         if name.startswith("JMS"):
             return self._jms_property(name)
@@ -488,7 +495,33 @@ class Message:
             return self.destination
         if name == "JMSXGroupID":
             return self.group
+        if name == DELIVERY_COUNT:
+            # As ActiveMQ counts: 1 on the first delivery.  A selector asks before the
+            # delivery it decides on is counted (``Subscription.deliver``), and a topic's
+            # message, shared by its subscribers, counts their deliveries: each subscriber's
+            # first is 1 all the same (its redeliveries are copies, flagged).
+            return self.delivery_count + 1 if self._flags & _REDELIVERED else 1
         return None
+
+
+#: The JMS names a selector reads from the message itself, never from a header a client
+#: sent by that name (``JMSMessageID:ID-x`` would otherwise pass for message ``ID-x``
+#: in the admin's by-id selector): ActiveMQ's selectors read the same fields.
+_OWN_FIELDS: Final = frozenset(
+    {
+        "JMSPriority",
+        "JMSMessageID",
+        "JMSTimestamp",
+        "JMSDeliveryMode",
+        "JMSExpiration",
+        "JMSRedelivered",
+        "JMSCorrelationID",
+        "JMSType",
+        "JMSReplyTo",
+        "JMSDestination",
+        DELIVERY_COUNT,
+    }
+)
 
 
 # What a message held in RAM costs beyond its body and header block bytes, as Python

@@ -145,6 +145,9 @@ class CoreSettings:
     broker_url: str = field(default="", compare=False)
     #: ``advisorySupport``: consumer advisories (broker.core.handlers.advisory).
     advisory_support: bool = True
+    #: ``populateJMSXUserID``: every SEND's ``JMSXUserID`` is its connection's user
+    #: (off: no message has one; a client's own is always dropped).
+    populate_jmsx_user_id: bool = False
     #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
     #: default is 1.0, strict, which is a top complaint about it).
     heartbeat_grace: float = 1.5

@@ -25,6 +25,7 @@ from broker.core.delivery.queue import Queue, QueueStats
 from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
 from broker.core.delivery.virtual import Interceptors, Route
+from broker.core.delivery.wildqueues import WildQueues
 from broker.core.storage import jobs
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.disk_part import DiskPart
@@ -136,6 +137,8 @@ class Destinations:
         self.routes: dict[str, tuple[Destination, ...]] = {}
         #: Virtual topics, composites, mirrored queues: what else a route holds.
         self.interceptors = Interceptors(settings.interceptors)
+        #: Wildcard queue consumers' patterns: a queue made joins those it matches.
+        self.wild = WildQueues(guard, usage.memory)
         self._default_policy = settings.default_policy()
         #: Destinations per policy entry with a ``maxDestinations`` ((queue?, scope) -> how many).
         self._counted: dict[tuple[bool, str], int] = {}
@@ -184,6 +187,8 @@ class Destinations:
             self._made(queue, names.QUEUE)
             if self.interceptors:
                 self._consumer_queue(queue)
+            if self.wild:
+                self.wild.made(queue)
         return queue
 
     def _consumer_queue(self, queue: Queue) -> None:
@@ -226,8 +231,11 @@ class Destinations:
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
         self._forget_routes(target)
-        if type(target) is Queue and self.interceptors:
-            self.interceptors.gone(target)
+        if type(target) is Queue:
+            if self.interceptors:
+                self.interceptors.gone(target)
+            if self.wild:
+                self.wild.gone(target)
         granted = self.guard.granted
         for grant in target.grant_keys or ():
             granted.discard(grant)
@@ -418,7 +426,8 @@ class Destinations:
             # The scheduler's: never made, as in ActiveMQ (a request needs write on it only).
             return True
         if kind == names.QUEUE:
-            return kind + name in self.queues
+            # A wildcard consumer makes no queue: it joins those that exist or come.
+            return is_wildcard(name) or kind + name in self.queues
         if kind == names.TOPIC:
             return is_wildcard(name) or kind + name in self.router.topics
         if kind == names.TEMP_QUEUE:

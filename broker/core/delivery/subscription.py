@@ -88,6 +88,7 @@ class Subscription:
         "session",
         "standby",
         "topic_patterns",
+        "turn",
         "unbounded",
         "window",
     )
@@ -141,6 +142,9 @@ class Subscription:
         #: Set for a network subscription (broker.core.base.bridging).
         self.network = network
         self.queues: list[Source] = []
+        #: Where the next ``pump`` over several queues starts: after the one that took the
+        #: last of its credit, so each has its turn.
+        self.turn = 0
         #: Set for a durable topic subscription: its record.
         self.durable: DurableSubscription | None = None
         self.topic_patterns: list[tuple[str, str]] = []
@@ -295,9 +299,31 @@ class Subscription:
                         assert durable is not None
                         self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
-        for queue in self.queues:
+        queues = self.queues
+        count = len(queues)
+        if count > 1:
+            self._pump_round(queues, count)
+            return
+        for queue in queues:
             if not self.ready:
                 return
+            queue.consumer_ready(self)
+            queue.dispatch()
+
+    def _pump_round(self, queues: list[Source], count: int) -> None:
+        """Several queues (a wildcard's, a composite's): credit back is offered to each in
+        turn, from the one after the queue that last used it up, so one busy queue does not
+        take it all while the others wait (as ActiveMQ's wildcard consumer takes from each
+        of its queues)."""
+        start = self.turn % count
+        for step in range(count):
+            index = (start + step) % count
+            if not self.ready:
+                # The queue before this one took the last of it (when the last one offered
+                # takes it, the turn is back at ``start``): this one goes first next time.
+                self.turn = index
+                return
+            queue = queues[index]
             queue.consumer_ready(self)
             queue.dispatch()
 

@@ -28,7 +28,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
 from broker.core.base import names
-from broker.core.base.chores import STEP, Wait
+from broker.core.base.chores import SLICE, STEP, Wait
 from broker.core.base.pieces import REDELIVERED_HEADER
 from broker.core.delivery.subscription import AUTO, Subscription
 from protocol.encoder import FRAME_END, encode_frame, encode_headers
@@ -205,14 +205,25 @@ class Browse:
 class QueueBrowser(Subscription):
     """A subscription that browses ``queue`` once, then ends its snapshot with ``browser:end``."""
 
-    __slots__ = ("_browse", "_chores", "_pending", "_room", "_started", "done", "walk")
+    __slots__ = (
+        "_browse",
+        "_candidates",
+        "_chores",
+        "_pending",
+        "_room",
+        "_started",
+        "_top",
+        "_wanted",
+        "done",
+        "walk",
+    )
 
     def __init__(
         self,
         session: Channel,
         sub_id: str,
         key: int,
-        queue: Queue,
+        queue: Queue | None,
         persistence: Persistence,
         selector: Callable[[Message], bool] | None,
         top: int,
@@ -220,11 +231,26 @@ class QueueBrowser(Subscription):
         *,
         ack: str = AUTO,
         prefetch: int = 500,
+        pattern: str = "",
+        candidates: list[Queue] | None = None,
+        wanted: Callable[[Queue], bool] | None = None,
     ) -> None:
         super().__init__(
-            session, sub_id, key, queue.name, persistence, ack=ack, prefetch=prefetch, selector=selector
+            session,
+            sub_id,
+            key,
+            pattern if queue is None else queue.name,
+            persistence,
+            ack=ack,
+            prefetch=prefetch,
+            selector=selector,
         )
-        self._browse = Browse(queue, selector, 1 << 62, top=top)
+        self._top = top
+        self._browse = Browse(queue, selector, 1 << 62, top=top) if queue is not None else None
+        #: A browser on a wildcard pattern (``queue`` None): the queues to look at, as they
+        #: were at its SUBSCRIBE, those ``wanted`` browsed one after the other.
+        self._candidates = candidates if candidates is not None else []
+        self._wanted = wanted
         self._chores = chores
         #: The walk, once started (the first ``pump``, after the SUBSCRIBE's RECEIPT;
         #: without a wake, the chores run it as it is added: ``_started`` says so first).
@@ -262,12 +288,14 @@ class QueueBrowser(Subscription):
         return self.session.writable and (self.auto or len(self.inflight) < self.window)
 
     def _walked(self) -> Steps[None]:
-        browse = self._browse
         pending = self._pending
-        walk = browse.steps()
+        browse = self._browse
+        walk = browse.steps() if browse is not None else None
+        candidates = iter(self._candidates)
+        wanted = self._wanted
         walked = False
         while self._active:
-            if browse.messages:
+            if browse is not None and browse.messages:
                 pending.extend(browse.messages)
                 browse.messages.clear()
             if pending or walked:
@@ -281,15 +309,31 @@ class QueueBrowser(Subscription):
                     yield self._send()
                     continue
                 self.done = True
-                if browse.error is None:
+                if browse is None or browse.error is None:
                     self._end()
                 return
-            try:
-                step = next(walk)
-            except StopIteration:
+            if walk is not None:
+                try:
+                    step = next(walk)
+                except StopIteration:
+                    walk = None
+                    walked = browse is not None and browse.error is not None
+                    continue
+                yield step
+                continue
+            # A pattern's next queue: a look at each name, a SLICE of them a step at most.
+            following = None
+            for looked, queue in enumerate(candidates, 1):
+                if wanted is None or wanted(queue):
+                    following = queue
+                    break
+                if looked % SLICE == 0:
+                    yield STEP
+            if following is None:
                 walked = True
                 continue
-            yield step
+            browse = self._browse = Browse(following, self.selector, 1 << 62, top=self._top)
+            walk = browse.steps()
 
     def _send(self) -> int:
         """MESSAGE frames for what is pending, as many as may be unacknowledged, left as

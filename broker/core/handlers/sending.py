@@ -13,11 +13,12 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
-from broker.core.base import bridging, names
+from broker.core.base import bridging, jms_headers, names
 from broker.core.base.audit import ProducerAudit
 from broker.core.base.errors import LONG_MAX, StoreFailed, int_header
 from broker.core.base.guard import WRITE
-from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, Message
+from broker.core.base.jms_headers import JMS_HEADERS
+from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, USER_HEADER, Message
 from broker.core.delivery.session import FanningOut, ParkedCreate, ParkedSend
 from broker.core.handlers import scheduler
 from broker.core.handlers.flow import DEFERRED
@@ -49,6 +50,8 @@ MANAGEMENT: Final[tuple[Destination, ...]] = _Management()
 
 #: The destinations a connection is counted as a producer of (the first it sent to).
 SENT_TO_KEPT: Final = 1024
+#: The headers ``_build`` does not take as they are: one ``isdisjoint`` finds any.
+_NOT_AS_GIVEN: Final = NOT_THE_SENDERS | JMS_HEADERS
 
 
 class Sending:
@@ -273,15 +276,25 @@ class Sending:
         content_length = pop("content-length", None) is not None
         network_id = None
         redelivered = False
-        # What a client may not set (the one list): one C-level check on the hot path,
-        # pops only when one is there; a bridge's connection keeps the network's.
-        if not NOT_THE_SENDERS.isdisjoint(headers):
-            if session.network is not None:
-                # A bridge's: the id and redelivered the message had where it came from.
-                network_id = pop(bridging.ID_HEADER, None)
-                redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
-            for name in NOT_THE_SENDERS if session.network is None else BROKER_OWN:
-                pop(name, None)
+        # What a client may not set (the one list), and JMS names that set a field of the
+        # message: one C-level check on the hot path, the rest only when one is there; a
+        # bridge's connection keeps the network's.
+        if not _NOT_AS_GIVEN.isdisjoint(headers):
+            if not NOT_THE_SENDERS.isdisjoint(headers):
+                if session.network is not None:
+                    # A bridge's: the id and redelivered the message had where it came from.
+                    network_id = pop(bridging.ID_HEADER, None)
+                    redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
+                for name in NOT_THE_SENDERS if session.network is None else BROKER_OWN:
+                    pop(name, None)
+            if not JMS_HEADERS.isdisjoint(headers):
+                jms_headers.translate(headers)
+        if self.settings.populate_jmsx_user_id:
+            # ActiveMQ's populateJMSXUserID: who sent it, as the broker authenticated them
+            # (an anonymous client's name where users are configured; none without a login).
+            user = session.principal.user
+            if user and session.network is None:
+                headers[USER_HEADER] = user
         now = self.clock.ms
         priority = DEFAULT_PRIORITY
         text = pop("priority", None)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from broker.core.base import bridging, names
+from broker.core.base.chores import SLICE
 from broker.core.base.errors import (
     AccessDenied,
     DuplicateSubscription,
@@ -32,7 +33,7 @@ from broker.core.base.selector import compile_selector
 from broker.core.delivery.destinations import subscription_footprint
 from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
-from broker.core.delivery.subscription import ACK_MODES, AUTO, Subscription
+from broker.core.delivery.subscription import ACK_MODES, AUTO, Source, Subscription
 from broker.core.handlers.browsing import QueueBrowser
 from broker.core.storage.cursor import Cursor
 from protocol import frames as f
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from broker.core.base.chores import Chores, Steps
+    from broker.core.base.guard import Principal
     from broker.core.base.message import Message
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
@@ -181,8 +183,11 @@ class Subscribing:
         self._charge(sub, cost)
         session.subscriptions[sub_id] = sub
         session.by_key[sub.key] = sub
+        patterns: list[str] = []
         for kind, name in targets:
-            if kind in names.QUEUE_KINDS:
+            if kind == names.QUEUE and is_wildcard(name):
+                patterns.append(name)
+            elif kind in names.QUEUE_KINDS:
                 queue = destinations.resolve(session, kind, name)
                 assert isinstance(queue, Queue)
                 sub.queues.append(queue)
@@ -200,6 +205,9 @@ class Subscribing:
         self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
+        if patterns:
+            principal = None if session.principal.system else session.principal
+            return lambda: self._start_wild(sub, patterns, principal)
         return lambda: self._start(sub)
 
     def _charge(self, sub: Subscription, cost: int) -> None:
@@ -213,6 +221,17 @@ class Subscribing:
         # Once it counts among its queues' consumers (the advisory says how many).
         self.advisories.added(sub)
         sub.pump()
+
+    def _start_wild(self, sub: Subscription, patterns: list[str], principal: Principal | None) -> None:
+        """``_start`` for a subscription with wildcard queue patterns: it joins the queues
+        that match them (in slices, a chore), and those made from now on."""
+        self._start(sub)
+        if sub.closed:
+            return
+        wild = self.destinations.wild
+        queues = self.destinations.queues
+        for pattern in patterns:
+            self.chores.add(wild.watch(sub, pattern, principal, queues))
 
     def _browse(
         self, session: Session, sub_id: str, destination: str, headers: dict[str, str]
@@ -229,13 +248,28 @@ class Subscribing:
             # Browsing reads, as consuming does.
             self.destinations.authorize(session, READ, destination)
         cost = subscription_footprint(sub_id, destination, False)
-        self.destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
-        queue = self.destinations.resolve(session, *targets[0])
-        assert isinstance(queue, Queue)
+        destinations = self.destinations
+        destinations.make_room(session, destination, subscription=cost if session.subscriptions else 0)
         selector = compile_selector(selector_text).matches if selector_text else None
+        kind, name = targets[0]
+        queue: Queue | None = None
+        candidates: list[Queue] | None = None
+        wanted = None
+        if is_wildcard(name):
+            # Every queue the pattern matches (and its user may read), one after the other,
+            # then one browser:end naming the pattern, as in ActiveMQ.
+            principal = None if session.principal.system else session.principal
+            policy = destinations.policy_of(destination)
+            candidates = list(destinations.queues.values())
+            wanted = destinations.wild.browsable(name, principal, destinations.queues)
+        else:
+            resolved = destinations.resolve(session, kind, name)
+            assert isinstance(resolved, Queue)
+            queue = resolved
+            policy = queue.policy
         # queueBrowserPrefetch: how many browsed messages an ack:client browser may hold
         # unacknowledged (an ack:auto one is never held back).
-        prefetch = _prefetch_header(headers, queue.policy.queue_browser_prefetch)
+        prefetch = _prefetch_header(headers, policy.queue_browser_prefetch)
         browser = QueueBrowser(
             session,
             sub_id,
@@ -247,6 +281,9 @@ class Subscribing:
             self.chores,
             ack=ack,
             prefetch=prefetch,
+            pattern=destination,
+            candidates=candidates,
+            wanted=wanted,
         )
         self._charge(browser, cost)
         session.subscriptions[sub_id] = browser
@@ -397,8 +434,18 @@ class Subscribing:
         router = self.destinations.router
         for kind, pattern in sub.topic_patterns:
             router.unsubscribe(kind, pattern, sub)
-        for queue in sub.queues:
-            queue.remove_consumer(sub)
+        if self.destinations.wild:
+            self.destinations.wild.unwatch(sub)
+        queues = sub.queues
+        leaving = len(queues) > SLICE
+        if leaving:
+            # A wildcard consumer over thousands of queues leaves them a slice at a time
+            # (a chore, ``_leave``); meanwhile it has no credit, so none gives it a message.
+            sub.auto = sub.unbounded = False
+            sub.window = 0
+        else:
+            for queue in queues:
+                queue.remove_consumer(sub)
         if sub.durable is not None:
             # Inactive now: its cursor waits for the next subscriber (durable.py).
             sub.durable.detach()
@@ -415,12 +462,15 @@ class Subscribing:
             returned = [message for seq, message in sub.inflight.items() if seq not in held]
         sub.inflight.clear()
         held.clear()
-        sub.window = sub.prefetch
         cause = "disconnect" if session.closing else "unsubscribe"
         self.settlement.give_back(sub, returned, topic_too=False, cause=cause)
-        for queue in sub.queues:
-            # Consumers that stood by (network ones) may take over what waits there.
-            queue.dispatch()
+        if leaving:
+            self.chores.add(_leave(sub, list(queues)))
+        else:
+            sub.window = sub.prefetch
+            for queue in queues:
+                # Consumers that stood by (network ones) may take over what waits there.
+                queue.dispatch()
         self.advisories.removed(sub)
 
     def close(self, session: Session) -> Steps[None]:
@@ -436,6 +486,15 @@ class Subscribing:
                 inflight = len(sub.inflight)
                 self.unsubscribe(session, sub)
                 yield 1 + inflight
+
+
+def _leave(sub: Subscription, queues: list[Source]) -> Steps[None]:
+    """``sub``, closed, leaves ``queues``: a queue a step, each then dispatching what waits
+    there to those that stood by."""
+    for queue in queues:
+        queue.remove_consumer(sub)
+        queue.dispatch()
+        yield 1
 
 
 def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:

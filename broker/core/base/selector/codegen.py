@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from broker.core.base.selector import semantics
 from broker.core.base.selector.errors import InvalidSelector
 from broker.core.base.selector.like import like_regex
+from broker.core.base.selector.stomp_names import FIELD_NAMES
 from broker.core.base.selector.syntax import (
     MAX_DEPTH,
     And,
@@ -256,6 +257,9 @@ class _Generator:
 
     def _value_code(self, node: Expr) -> str:
         match node:
+            case Identifier(name=name) if name in FIELD_NAMES:
+                # What ActiveMQ makes a field of the message, read only by its JMS name.
+                return "None"
             case Identifier(name=name):
                 # Not hoisted into a local: CPython calls s.get(...) without creating a bound method.
                 return f"s.get({name!r})"

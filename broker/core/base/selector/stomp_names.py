@@ -7,7 +7,8 @@ message's own fields, not properties (``FrameTranslator.Helper``
 and the rest, and ``priority > 4`` matches nothing there.  An administrator filtering a
 queue by selector (browse, count, move, copy, remove) gets a refusal that names the JMS
 name instead of an empty answer.  SUBSCRIBE is left as ActiveMQ has it: it accepts such a
-selector.
+selector, and the name reads as NULL there (``FIELD_NAMES``), whatever headers the
+message keeps: ``type = 'x'`` matches nothing, ``JMSType = 'x'`` a SEND's ``type:x``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ JMS_NAMES: Final = {
     "reply-to": "JMSReplyTo",
     "message-id": "JMSMessageID",
 }
+
+#: The STOMP names a selector can write as an identifier: NULL in every selector, as on
+#: ActiveMQ, though the broker keeps ``type`` and ``persistent`` among the headers.
+FIELD_NAMES: Final = frozenset(name for name in JMS_NAMES if name.isidentifier())
 
 #: What the JMS name's values look like where they differ from the STOMP header's.
 _VALUES: Final = {"persistent": " (its values are 'PERSISTENT' and 'NON_PERSISTENT')"}
