@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a heart-beat read check's period is the client's interval times this; silent for "
         "two periods (three after CONNECT), it is closed (default 1.0, as ActiveMQ)",
     )
-    parser.add_argument("--max-frame-size", type=_size, help="bytes (default 10 mb)")
+    parser.add_argument("--max-frame-size", type=_size, help="bytes (default 100 mb, ActiveMQ's)")
     usage = parser.add_argument_group("systemUsage (sizes as in activemq.xml: 64mb, 1 gb, ...)")
     usage.add_argument("--memory-limit", type=_size, help="default 1 gb")
     usage.add_argument("--store-limit", type=_size, help="default 100 gb")

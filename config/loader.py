@@ -381,7 +381,7 @@ def _check_seed_002(ctx: Context, node: Node | None, config: BrokerConfig) -> No
             f"({format_size(frame)}): a non-persistent message that big cannot be swapped to disk, so its "
             "producer waits for consumers to free memory instead",
         )
-    elif temp < ACTIVEMQ_JOURNAL_FILE:
+    if temp < ACTIVEMQ_JOURNAL_FILE:
         ctx.warn(
             node,
             f"tempUsage limit {format_size(temp)} is under 32 mb, ActiveMQ's temp journal file size: in "

@@ -240,7 +240,7 @@ class RedeliveryPlugin:
 class TransportDefaults:
     """``<transportDefaults>`` (stompd extension): what every connector's URI may override."""
 
-    max_frame_size: int = _setting(10 << 20, "maxFrameSize", "bytes")
+    max_frame_size: int = _setting(100 << 20, "maxFrameSize", "bytes")
     max_headers: int = _setting(1000, "maxHeaders")
     max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
     #: A client that has not finished CONNECT by then is dropped.
@@ -269,7 +269,7 @@ class TransportConnector:
     #: WebSocket: the URL path the endpoint answers on ("/" when the URI has none).
     path: str = "/"
     maximum_connections: int | None = _setting(None, "maximumConnections")
-    max_frame_size: int = _setting(10 << 20, "wireFormat.maxFrameSize", "bytes")
+    max_frame_size: int = _setting(100 << 20, "wireFormat.maxFrameSize", "bytes")
     max_headers: int = _setting(1000, "maxHeaders")
     max_header_length: int = _setting(10 << 10, "maxHeaderLength", "bytes")
     connect_attempt_timeout: int = _setting(30000, "transport.connectAttemptTimeout", "ms")

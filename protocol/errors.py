@@ -13,7 +13,10 @@ class StompError(Exception):
     """Root of every error a client may be told about."""
 
     summary = "error"
-    #: The STOMP spec says a server closes the connection after an ERROR frame.
+    #: Whether the connection closes after this ERROR (``broker.core.base.errors.closes``
+    #: reads it).  Only where the stream itself can no longer be trusted: a frame that
+    #: was read whole and refused for what it means says False, as ActiveMQ's
+    #: ``ProtocolException(fatal=false)``, and the connection goes on.
     fatal = True
     #: The ``receipt`` of the frame that failed, echoed as ``receipt-id`` on the ERROR.
     receipt_id: str | None = None
@@ -38,11 +41,22 @@ class UnknownCommand(ProtocolViolation):
 
 
 class MissingHeader(ProtocolViolation):
+    """A whole frame without a header its command needs: refused, the connection kept
+    (ActiveMQ: "SEND received without a Destination specified!", not fatal)."""
+
     summary = "missing required header"
+    fatal = False
 
 
 class UnexpectedFrame(ProtocolViolation):
     summary = "unexpected frame"
+
+
+class AlreadyConnected(UnexpectedFrame):
+    """A second CONNECT on a connected connection: refused, the connection kept
+    (ActiveMQ's "Already connected.", not fatal)."""
+
+    fatal = False
 
 
 class UnsupportedVersion(ProtocolViolation):

@@ -87,6 +87,16 @@ class FrameParser:
         """Bytes received and not yet returned as part of a frame."""
         return len(self._buf) - self._pos
 
+    @property
+    def incoming(self) -> int:
+        """How big the frame being received will be once whole, as far as is known now:
+        its head and the body its content-length announces once its headers are in, else
+        the bytes buffered.  (For the edge, once a read's frames are handled: what to
+        charge to memory before the rest is read.)"""
+        if self._headers is not None and self._length >= 0:
+            return self._body_start - self._pos + self._length + 1
+        return len(self._buf) - self._pos
+
     def feed(self, data: bytes) -> None:
         pos = self._pos
         if pos:

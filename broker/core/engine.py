@@ -301,6 +301,10 @@ class Engine:
             raise
         except StompError as exc:
             exc.receipt_id = receipt
+            if session.phase is not CONNECTED:
+                # A CONNECT refused (a bad header, a client-id in use, no right to
+                # bridge): there is no connection to keep (``errors.closes``).
+                exc.fatal = True
             raise
         if session.fanning:
             # What it published still goes out to many subscribers: its next frames wait.

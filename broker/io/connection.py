@@ -19,13 +19,13 @@ import socket
 import time
 from typing import TYPE_CHECKING, Final, cast
 
-from broker.core.base.errors import to_error_frame
+from broker.core.base.errors import AccessDenied, closes, to_error_frame
 from broker.core.base.guard import NotAuthenticated
 from broker.core.engine import AWAIT_CONNECT, CONNECTED
 from broker.io.outbox import Outbox
-from broker.io.reading import LOGIN, TURN, ReadGate
+from broker.io.reading import LOGIN, MEMORY, TURN, ReadGate
 from protocol.encoder import encode_frame
-from protocol.errors import StompError
+from protocol.errors import FrameTooLarge, StompError
 from protocol.frames import CONNECT, STOMP
 from protocol.parser import FrameParser
 
@@ -52,6 +52,13 @@ FRAME_IN: Final = 16
 #: that costs more than its count says (a SUBSCRIBE with a selector to compile, a big
 #: composite SEND, a host that is busy) still lets the others go within a few ms.
 TURN_SECONDS: Final = 0.002
+#: A frame on its way in bigger than this is charged to memoryUsage whole as soon as its
+#: size is known (its content-length), before its body is read, and reading pauses while
+#: memory has no room for it: a big frame is flow control, not a memory spike.  Smaller
+#: ones cost nothing (one comparison a read).
+CHARGE_ABOVE: Final = 1 << 20
+#: How often a connection paused for want of memory for its frame looks again.
+MEMORY_POLL_S: Final = 0.05
 
 
 class StompConnection(asyncio.Protocol):
@@ -104,6 +111,10 @@ class StompConnection(asyncio.Protocol):
         self._beats_from = 0.0
         self._tick_s = 1.0
         self._closed = False
+        #: Bytes of the frame being received charged to the memory meter (``_reserve``).
+        self._reserved = 0
+        #: The next look for room for it, while reading waits for memory.
+        self._memory_wait: asyncio.TimerHandle | None = None
         self.peer = "?"
         #: The peer's address alone (what failed logins count against).
         self._address: str | None = None
@@ -186,6 +197,9 @@ class StompConnection(asyncio.Protocol):
             if frame is None:
                 frame = parser.next_frame()
             while frame is not None:
+                if self._reserved:
+                    # Whole now: what it holds is charged as the message it becomes.
+                    self._unreserve()
                 if frame is not verified:
                     # The verified CONNECT was counted when it was parsed.
                     traffic.frames_in += 1
@@ -193,7 +207,13 @@ class StompConnection(asyncio.Protocol):
                         self._default_heart_beat(frame)
                         if self._check_slowly(session, frame):
                             return
-                engine.handle(session, frame)
+                try:
+                    engine.handle(session, frame)
+                except StompError as exc:
+                    if closes(exc):
+                        raise
+                    # Refused for what it means: the ERROR, and the next frame.
+                    self._tell(exc)
                 if session.closing:
                     self._close()
                     return
@@ -212,8 +232,47 @@ class StompConnection(asyncio.Protocol):
             return
         finally:
             engine.flush()
+        if self._reserved or parser.incoming > CHARGE_ABOVE:
+            self._reserve()
         if not self._heartbeats_started and session.phase is CONNECTED:
             self._start_heartbeats()
+
+    def _reserve(self) -> None:
+        """Charge the frame being received to memory, whole, before the rest is read; while
+        there is no room for it, reading waits (and looks again every ``MEMORY_POLL_S``)."""
+        if self._closed or self._reading is None:
+            return
+        want = self._parser.incoming
+        more = want - self._reserved
+        meter = self._engine.usage.memory
+        if more > 0:
+            if not meter.fits(more):
+                if want > meter.limit:
+                    self._fail(
+                        FrameTooLarge(
+                            f"a frame of {want} bytes is more than the memory limit (memoryUsage) "
+                            f"of {meter.limit} bytes"
+                        )
+                    )
+                    return
+                self._reading.pause(MEMORY)
+                if self._memory_wait is None:
+                    self._memory_wait = self._loop.call_later(MEMORY_POLL_S, self._memory_poll)
+                return
+            meter.charge(more)
+            self._reserved = want
+        self._reading.resume(MEMORY)
+
+    def _memory_poll(self) -> None:
+        self._memory_wait = None
+        self._reserve()
+
+    def _unreserve(self) -> None:
+        self._engine.usage.memory.release(self._reserved)
+        self._reserved = 0
+        if self._memory_wait is not None:
+            self._memory_wait.cancel()
+            self._memory_wait = None
 
     def _next_turn(self, session: Session, frame: Frame) -> None:
         """Handle ``frame``, and the rest already read, in a later turn of the loop."""
@@ -288,6 +347,8 @@ class StompConnection(asyncio.Protocol):
             self._refusing.cancel()
             self._refusing = None
         self._registry.discard(self)
+        if self._reserved or self._memory_wait is not None:
+            self._unreserve()
         if self._session is not None:
             self._engine.close_session(self._session)
 
@@ -295,8 +356,14 @@ class StompConnection(asyncio.Protocol):
 
     def _fail(self, exc: BaseException) -> None:
         """Tell the client what went wrong in one ERROR frame, then close cleanly (a failed
-        login after several: later, broker/io/logins.py)."""
+        login after several: later, broker/io/logins.py), unless the error keeps the
+        connection (``errors.closes``)."""
         if self._closed or self._refusing is not None:
+            return
+        if not closes(exc):
+            # A frame refused later (a parked SEND past its deadline): the ERROR alone.
+            assert isinstance(exc, StompError)
+            self._tell(exc)
             return
         if isinstance(exc, NotAuthenticated) and self._logins is not None and self._session is not None:
             delay = self._logins.failed(self._address, self._session.login)
@@ -311,6 +378,15 @@ class StompConnection(asyncio.Protocol):
         self._refusing = None
         if not self._closed:
             self._answer(exc)
+
+    def _tell(self, exc: StompError) -> None:
+        """The ERROR for a frame refused for what it means; the connection goes on.  A
+        refusal of rights is logged (who tried what); the other mistakes only at debug, so
+        that a client's stream of them cannot fill the log."""
+        level = logging.INFO if isinstance(exc, AccessDenied) else logging.DEBUG
+        log.log(level, "refused a frame from %s: %s: %s", self.peer, exc.summary, exc)
+        assert self._session is not None and self._outbox is not None
+        self._outbox.push((encode_frame(to_error_frame(exc, exc.receipt_id), self._session.version),))
 
     def _answer(self, exc: BaseException) -> None:
         receipt = exc.receipt_id if isinstance(exc, StompError) else None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_MAX_FRAME_SIZE = 10 * 1024 * 1024
+#: ActiveMQ's STOMP limit (StompWireFormat.MAX_DATA_LENGTH, 100 MiB of body): a bigger
+#: one is read as flow control, charged to memoryUsage before its body is read
+#: (``connection.CHARGE_ABOVE``), so the default costs no more RAM than memory allows.
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class ConnectionLimits:
-    #: ActiveMQ's shipped activemq.xml sets wireFormat.maxFrameSize to 100 MB; we
-    #: default lower, as RabbitMQ (4 MiB) does, since a frame is held whole in RAM.
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     max_headers: int = 1000
     max_header_length: int = 10 * 1024

@@ -1,8 +1,9 @@
 """Whether a connection is read: several reasons may stop it at once.
 
-A slow password check, flow control (parked frames past their cap) and the turn budget
-(a connection whose frames have made much work already lets the others go first) each
-pause reading for a reason of their own; the transport is read again only once none
+A slow password check, flow control (parked frames past their cap), the turn budget
+(a connection whose frames have made much work already lets the others go first) and a
+big frame on its way in that memory has no room for yet each pause reading for a reason
+of their own; the transport is read again only once none
 of them holds it.
 """
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 LOGIN: Final = "login"
 FLOW: Final = "flow"
 TURN: Final = "turn"
+MEMORY: Final = "memory"
 
 
 class ReadGate:

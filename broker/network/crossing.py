@@ -201,6 +201,10 @@ class Crossing:
                 pull.message(frame)
         elif command == ERROR:
             self.error = push.refused(frame.headers.get("receipt-id", ""), wire.error_text(frame))
+            # A remote keeps a connection after refusing a frame (ActiveMQ does, and stompd
+            # since issue 38): the bridge ends it itself, so that what it has in flight goes
+            # back to its queues here and the link starts over after its back-off.
+            self.close(self.error)
 
     def on_writable(self, writable: bool) -> None:
         if self.local is not None:

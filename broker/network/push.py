@@ -307,8 +307,8 @@ class Push:
             self._local.offer("ACK", {"id": ack})
 
     def refused(self, receipt: str, text: str) -> str:
-        """The remote sent an ERROR (``text``; it names ``receipt``, if any) and is closing
-        the connection: why, in the bridge's words.  A refused SEND's destination is not
+        """The remote sent an ERROR (``text``; it names ``receipt``, if any), and the bridge
+        closes the connection: why, in the bridge's words.  A refused SEND's destination is not
         forwarded again for a while."""
         number = receipt[len(RECEIPT_PREFIX) :]
         destination = None

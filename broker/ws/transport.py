@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSCloseCode, WSMsgType
 
-from broker.core.base.errors import StoreFailed
+from broker.core.base.errors import StoreFailed, closes
 from broker.io.connection import StompConnection
 from broker.io.outbox import Outbox
 from protocol.errors import FrameTooLarge, ProtocolViolation, StompError
@@ -95,7 +95,7 @@ class WebSocketStompConnection(StompConnection):
         return "wss" if transport.get_extra_info("ssl_object") is not None else "ws"
 
     def _fail(self, exc: BaseException) -> None:
-        if self.websocket is not None:
+        if self.websocket is not None and closes(exc):
             self.websocket.set_close(*close_code_for(exc))
         super()._fail(exc)
 

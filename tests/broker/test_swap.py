@@ -213,8 +213,9 @@ def test_parked_send_times_out() -> None:
     engine.tick()
     assert len(failures) == 1 and isinstance(failures[0], NoSpace)
     refused = int(failures[0].receipt_id or "")
-    # The connection closes on its ERROR; what it sent after the refused SEND still goes
-    # (received, its receipt maybe not awaited), the refused one never.
+    # The connection ends (its ERROR keeps it open: it goes here of its own accord); what
+    # it sent after the refused SEND still goes (received, its receipt maybe not
+    # awaited), the refused one never.
     engine.close_session(p.session)
     c = Peer(engine)
     c.send_frame("SUBSCRIBE", {"destination": "/queue/to", "id": "1"})

@@ -320,7 +320,7 @@ def test_seed_002_a_temp_limit_under_one_frame_is_explained(tmp_path: Path) -> N
         tmp_path,
         usage("tempUsage", 'limit="1 mb"'),
     )
-    assert "smaller than the largest frame a listener accepts (10 mb)" in warnings_of(loaded)
+    assert "smaller than the largest frame a listener accepts (100 mb)" in warnings_of(loaded)
 
 
 # Units, percentages, placeholders

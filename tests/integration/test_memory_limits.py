@@ -178,8 +178,11 @@ def test_under_send_fail_if_no_space_a_transacted_send_past_the_limit_gets_an_er
         assert error.command == "ERROR"
         assert error.headers["receipt-id"] == str(FIT)
         assert "sendFailIfNoSpace" in error.body.decode()
-        assert app.closed_by_peer()
-        # The connection's transaction went with it: its room is back, nothing was routed.
+        # Refused alone: the connection and its transaction go on (as ActiveMQ's), until
+        # the connection goes, and its transaction with it.
+        assert app.sync() == []
+        app.close()
+        # Its room is back, nothing was routed.
         admin = user(thread, ADMIN)
         admin.send("SUBSCRIBE", {"destination": "/queue/ORDERS.tx", "id": "1"})
         assert nothing_more(admin) == []
@@ -241,7 +244,9 @@ def test_under_send_fail_if_no_space_a_subscribe_past_the_limit_gets_an_error(tm
         assert error.headers["message"] == "resource limit reached"
         assert "no room for a subscription to /queue/ORDERS.subs" in error.body.decode()
         assert error.headers["receipt-id"] == str(len(frames) - 1)
-        assert app.closed_by_peer()
+        # Each SUBSCRIBE after it is refused as well, and the connection goes on.
+        assert {f.headers["message"] for f in app.sync()} <= {"resource limit reached"}
+        app.close()
         eventually(lambda: memory_used(thread) < 16 * KB)
     finally:
         thread.stop()

@@ -111,9 +111,11 @@ def test_an_error_reaches_on_stomp_error_and_the_close_code_the_client(
     node: str, ws_broker: BrokerThread
 ) -> None:
     assert run_scenario(node, "error", ws_url(ws_broker)) == {
-        "message": "invalid destination",
+        "refused": "invalid destination",
+        "after": "still here",
+        "message": "invalid header",
         "code": 1008,
-        "reason": "invalid destination",
+        "reason": "invalid header",
     }
 
 

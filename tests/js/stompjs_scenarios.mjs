@@ -290,13 +290,32 @@ const scenarios = {
     };
   },
 
-  // An ERROR frame reaches onStompError, and the close code and reason reach the page.
+  // An ERROR frame reaches onStompError; after a frame refused for what it means the
+  // connection goes on (a message still arrives); after a CONNECT refused, the close code
+  // and reason reach the page.
   async error() {
     const result = {};
     await withTimeout(
       new Promise((resolve, reject) => {
         const client = new Client({ brokerURL: url, reconnectDelay: 0 });
-        client.onConnect = () => client.subscribe('/queue/', () => {});
+        client.onConnect = () => {
+          client.subscribe('/queue/', () => {});
+          client.subscribe('/queue/stompjs.after', (message) => {
+            result.after = message.body;
+            client.deactivate().then(resolve, reject);
+          });
+          client.publish({ destination: '/queue/stompjs.after', body: 'still here' });
+        };
+        client.onStompError = (frame) => {
+          result.refused = frame.headers.message;
+        };
+        client.activate();
+      }),
+      'the refusal and a message after it',
+    );
+    await withTimeout(
+      new Promise((resolve, reject) => {
+        const client = new Client({ brokerURL: url, reconnectDelay: 0, connectHeaders: { 'stompd.network': ',' } });
         client.onStompError = (frame) => {
           result.message = frame.headers.message;
         };

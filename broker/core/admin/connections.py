@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 class ClosedByAdmin(BrokerError):
     summary = "connection closed by an administrator"
+    fatal = True
 
 
 class ConnectionAdmin:

@@ -18,7 +18,15 @@ LONG_MAX: Final = (1 << 63) - 1
 
 
 class BrokerError(StompError):
+    """A frame read whole and refused for what it means (a bad destination or header
+    value, an unknown subscription, message or transaction, no right, no room): the
+    ERROR goes out and the connection goes on, every subscription and unacknowledged
+    message as it was, as ActiveMQ's ProtocolConverter answers one.  The subclasses
+    that end a connection (a CONNECT refused, a slow consumer, a failed store) say
+    ``fatal = True``; ``closes`` is the one reading of it."""
+
     summary = "broker error"
+    fatal = False
 
 
 class InvalidDestination(BrokerError):
@@ -53,6 +61,8 @@ class ClientIdInUse(BrokerError):
     """ActiveMQ's InvalidClientIDException: a connection with this client-id is open."""
 
     summary = "client-id already connected"
+    #: A CONNECT refused: there is no connection to keep.
+    fatal = True
 
 
 class NoSpace(BrokerError):
@@ -64,6 +74,7 @@ class SlowConsumer(BrokerError):
     "Slow Consumer Detected: MaxPending Exceeded")."""
 
     summary = "slow consumer"
+    fatal = True
 
 
 class StoreFull(NoSpace):
@@ -89,7 +100,11 @@ class TooManyDestinations(BrokerError):
 
 
 class StoreFailed(BrokerError):
+    """The message store stopped for good: what a connection waits for will never be
+    durable, so it is ended (``Persistence.store_failed``)."""
+
     summary = "message store failed"
+    fatal = True
 
 
 def int_header(name: str, text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> int:
@@ -107,6 +122,18 @@ def int_header(name: str, text: str, lo: int = LONG_MIN, hi: int = LONG_MAX) -> 
 def shown(text: str) -> str:
     """A client's value as an error quotes it: whole if short (a header may be 10 KB)."""
     return repr(text) if len(text) <= 40 else repr(text[:40]) + f"... ({len(text)} characters)"
+
+
+def closes(exc: BaseException) -> bool:
+    """Whether the connection closes after the ERROR for ``exc``: the one place that says.
+
+    A frame the parser could not read (``MalformedFrame``, ``FrameTooLarge``, an unknown
+    command), a CONNECT that failed (the engine marks whatever a connection not yet
+    connected is refused fatal: ``Engine._invoke``), authentication, a slow consumer
+    and our own bugs close it; a frame read whole and refused for what it means
+    (``fatal = False``: a bad header, an unknown id, a second CONNECT...) keeps it.
+    """
+    return not isinstance(exc, StompError) or exc.fatal
 
 
 def to_error_frame(exc: BaseException, receipt: str | None = None) -> Frame:

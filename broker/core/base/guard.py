@@ -38,6 +38,7 @@ VERBS: Final = {READ: "read from", WRITE: "write to", ADMIN: "create"}
 
 class NotAuthenticated(AccessDenied):
     summary = "authentication failed"
+    fatal = True
 
 
 class Principal:

@@ -89,6 +89,7 @@ class Subscription:
         "standby",
         "topic_patterns",
         "turn",
+        "unbounded",
         "window",
     )
 
@@ -120,6 +121,9 @@ class Subscription:
         self.persistence = persistence
         self.ack = ack
         self.auto = ack == AUTO
+        #: Takes whatever comes, credit or not: ack:auto, unless its prefetch is 0 or
+        #: less, which in ActiveMQ is a consumer that is sent nothing (STOMP has no pull).
+        self.unbounded = self.auto and prefetch > 0
         self.prefetch = prefetch
         #: How many may be in flight: the prefetch, plus those an open transaction has
         #: acked (ActiveMQ's prefetch extension: their credit is back until COMMIT or ABORT).
@@ -166,7 +170,7 @@ class Subscription:
     @property
     def ready(self) -> bool:
         """Can take a message now: has credit and its connection is not backed up."""
-        return self.session.writable and (self.auto or len(self.inflight) < self.window)
+        return self.session.writable and (self.unbounded or len(self.inflight) < self.window)
 
     def accepts(self, message: Message) -> bool:
         if self.no_local and message.origin == self.session.id:

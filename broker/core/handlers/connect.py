@@ -16,7 +16,7 @@ from broker.core.base.errors import AccessDenied, ClientIdInUse, InvalidHeader
 from broker.core.base.guard import ADMINS
 from broker.core.delivery.session import AWAIT_CONNECT, CLOSING, CONNECTED
 from protocol import frames as f
-from protocol.errors import UnexpectedFrame
+from protocol.errors import AlreadyConnected, UnexpectedFrame
 from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def next_phase(phase: str, command: str) -> str:
         return after
     if phase is AWAIT_CONNECT:
         raise UnexpectedFrame(f"{command} before CONNECT: the first frame must be CONNECT or STOMP")
-    raise UnexpectedFrame("already connected: CONNECT may only be sent once")
+    raise AlreadyConnected("already connected: CONNECT may only be sent once")
 
 
 class Connect:

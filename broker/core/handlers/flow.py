@@ -20,7 +20,7 @@ import logging
 from collections import deque
 from typing import TYPE_CHECKING, Final, Protocol
 
-from broker.core.base.errors import NoSpace, StoreFull
+from broker.core.base.errors import NoSpace, StoreFull, closes
 from broker.core.base.message import FIFO_LEVEL
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.session import (
@@ -319,10 +319,16 @@ class FlowControl:
             item = orphans.popleft()
             self.scheduler.deliver(item.message, item.targets)
         for session in self:
-            try:
-                self._unpark(session)
-            except Exception as exc:
-                session.outbox.fail(exc)
+            while True:
+                try:
+                    self._unpark(session)
+                except Exception as exc:
+                    # The ERROR; the frames behind a refused one go on (``errors.closes``).
+                    session.outbox.fail(exc)
+                    if closes(exc) or session.phase is CLOSING:
+                        break
+                    continue
+                break
 
     def _unpark(self, session: Session) -> None:
         parked = session.parked

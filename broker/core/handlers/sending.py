@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import bridging, jms_headers, names
 from broker.core.base.audit import ProducerAudit
-from broker.core.base.errors import LONG_MAX, InvalidHeader, StoreFailed, int_header
+from broker.core.base.errors import LONG_MAX, StoreFailed, int_header
 from broker.core.base.guard import WRITE
 from broker.core.base.jms_headers import JMS_HEADERS
 from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, USER_HEADER, Message
@@ -299,9 +299,8 @@ class Sending:
         priority = DEFAULT_PRIORITY
         text = pop("priority", None)
         if text is not None:
-            priority = int_header("priority", text)
-            if not 0 <= priority < LEVELS:
-                raise InvalidHeader(f"priority must be 0-{LEVELS - 1}, got {text!r}")
+            # Out of range is clamped, as ActiveMQ's setJMSPriority does (10 is 9, -1 is 0).
+            priority = min(max(int_header("priority", text), 0), LEVELS - 1)
         expires = 0
         text = pop("expires", None)
         if text is not None:

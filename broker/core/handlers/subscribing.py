@@ -112,9 +112,7 @@ class Subscribing:
             raise DuplicateSubscription(f"subscription id {sub_id!r} is already in use on this connection")
         if headers.get("browser") == "true":
             return self._browse(session, sub_id, destination, headers)
-        ack = headers.get("ack", AUTO)
-        if ack not in ACK_MODES:
-            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        ack = ack_mode(headers)
         targets = names.split_destination(destination)
         any_queue = any(kind in names.QUEUE_KINDS for kind, _ in targets)
         # The first destination's policy entry (a wildcard pattern looked up as a name).
@@ -240,9 +238,7 @@ class Subscribing:
     ) -> Callable[[], None]:
         """``browser:true``: the queue's messages as they are now, then ``browser:end`` (browsing)."""
         selector_text = headers.get("selector", "").strip()
-        ack = headers.get("ack", AUTO)
-        if ack not in ACK_MODES:
-            raise InvalidHeader(f"ack must be auto, client or client-individual, got {ack!r}")
+        ack = ack_mode(headers)
         if session.version == f.V1_0:
             raise InvalidHeader("browser:true (a queue browser) needs STOMP 1.1 or later, as in ActiveMQ")
         targets = names.split_destination(destination)
@@ -445,7 +441,7 @@ class Subscribing:
         if leaving:
             # A wildcard consumer over thousands of queues leaves them a slice at a time
             # (a chore, ``_leave``); meanwhile it has no credit, so none gives it a message.
-            sub.auto = False
+            sub.auto = sub.unbounded = False
             sub.window = 0
         else:
             for queue in queues:
@@ -516,14 +512,27 @@ def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
 
 
 def _prefetch_header(headers: dict[str, str], prefetch: int) -> int:
-    """``activemq.prefetchSize`` (or RabbitMQ's ``prefetch-count``) if given, else ``prefetch``."""
+    """``activemq.prefetchSize`` (or RabbitMQ's ``prefetch-count``) if given, else ``prefetch``.
+
+    As ActiveMQ's ``IntrospectionSupport`` sets it (checked against 5.17): 0 or less is
+    taken, a consumer that is sent nothing (``Subscription.unbounded``; an ActiveMQ pull
+    consumer, and STOMP has no pull frame); what is not a Java int is ignored."""
     text = headers.get("activemq.prefetchSize") or headers.get("prefetch-count")
     if text is None:
         return prefetch
-    prefetch = int_header("activemq.prefetchSize", text)
-    if prefetch < 1:
-        raise InvalidHeader(f"activemq.prefetchSize must be at least 1, got {text!r}")
-    return prefetch
+    try:
+        value = int(text)
+    except ValueError:
+        return prefetch
+    return value if -(1 << 31) <= value < 1 << 31 else prefetch
+
+
+def ack_mode(headers: dict[str, str]) -> str:
+    """The SUBSCRIBE's ack mode: any value but ``client`` and ``client-individual`` is
+    ``auto``, as ActiveMQ's ProtocolConverter reads it (checked: ``ack:bogus`` gets
+    MESSAGEs without an ``ack`` header, acked as they go)."""
+    ack = headers.get("ack", AUTO)
+    return ack if ack in ACK_MODES else AUTO
 
 
 def durable_name_of(headers: dict[str, str]) -> str | None:

@@ -12,6 +12,8 @@ class InvalidSelector(StompError):
     """A selector failed to lex, parse or type-check; ``position`` is a 0-based offset into it."""
 
     summary = "invalid selector"
+    #: A SUBSCRIBE refused: the connection goes on (ActiveMQ's InvalidSelectorException).
+    fatal = False
 
     def __init__(self, selector: str, position: int, problem: str) -> None:
         self.selector = selector
