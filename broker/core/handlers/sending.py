@@ -18,6 +18,7 @@ from broker.core.base.audit import ProducerAudit
 from broker.core.base.errors import LONG_MAX, InvalidHeader, StoreFailed, int_header
 from broker.core.base.guard import WRITE
 from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, Message
+from broker.core.delivery import transforming
 from broker.core.delivery.session import FanningOut, ParkedCreate, ParkedSend
 from broker.core.handlers import scheduler
 from broker.core.handlers.flow import DEFERRED
@@ -271,6 +272,8 @@ class Sending:
         pop = headers.pop
         pop("receipt", None)
         content_length = pop("content-length", None) is not None
+        if transforming.TRANSFORMATION in headers and not content_length:
+            body = transforming.sent(headers, body)
         network_id = None
         redelivered = False
         # What a client may not set (the one list): one C-level check on the hot path,
