@@ -62,6 +62,13 @@ def test_jettison_writes_a_text_that_reads_back_as_a_number_or_boolean_as_one() 
     )
 
 
+def test_jettison_escapes_every_slash() -> None:
+    # As ActiveMQ 5.17's statistics reply writes its STOMP connector's URI.
+    value: Value = (MAP, {"stomp": ("string", "stomp://localhost:26987")})
+    assert write(value, True) == b'{"map":{"entry":{"string":["stomp","stomp:\\/\\/localhost:26987"]}}}'
+    assert read(write(value, True), True) == value
+
+
 def test_nested_maps_lists_and_empty_ones() -> None:
     sent = (
         b"<map><entry><string>m</string><map><entry><string>x</string><int>1</int></entry></map></entry>"

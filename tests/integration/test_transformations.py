@@ -93,6 +93,12 @@ def test_a_map_read_in_the_form_it_was_sent_is_activemqs_text_of_it(broker_port:
     )
 
 
+def test_json_is_written_as_jettison_writes_it(broker_port: int) -> None:
+    sent = b"<map><entry><string>u</string><string>stomp://h:1</string></entry></map>"
+    frame = exchange(broker_port, sent, {"transformation": "jms-map-xml"}, transformation="jms-map-json")
+    assert frame.body == b'{"map":{"entry":{"string":["u","stomp:\\/\\/h:1"]}}}'
+
+
 def test_jms_xml_and_jms_json_on_subscribe_name_the_map_back(broker_port: int) -> None:
     frame = exchange(broker_port, J, {"transformation": "jms-map-json"}, transformation="jms-xml")
     assert frame.headers["transformation"] == "jms-map-xml"

@@ -411,4 +411,5 @@ def _json_scalar(text: str) -> str:
 
 
 def _quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False).replace("</", "<\\/")
+    # Jettison escapes every '/' (ActiveMQ's statistics: "stomp:\\/\\/localhost:61613").
+    return json.dumps(text, ensure_ascii=False).replace("/", "\\/")
