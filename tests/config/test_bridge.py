@@ -16,7 +16,7 @@ from config.loader import load
 from config.model import BrokerConfig, origin_of
 from config.overrides import KEYS, Override, apply
 from config.report import render
-from tests.config.helpers import load_body
+from tests.config.helpers import load_body, warnings_of
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "activemq.xml.example"
 
@@ -285,3 +285,17 @@ def test_each_destination_gets_its_most_specific_policy_entry(tmp_path: Path) ->
     assert resolve("/queue/", "Z").memory_limit == 1 << 20
     assert resolve("/remote-temp-queue/", "ID-1-x").memory_limit == 2 << 20
     assert resolve("/topic/", "A.X").queue_prefetch == 1000
+
+
+def test_the_statistics_plugin_is_read_and_listed_with_its_line(tmp_path: Path) -> None:
+    loaded = load_body(tmp_path, "<plugins>\n<statisticsBrokerPlugin/>\n</plugins>\n")
+    # It was a warning ("not implemented"); it is read now, and said where.
+    assert "statisticsBrokerPlugin" not in warnings_of(loaded)
+    config = loaded.config
+    assert config.statistics is not None
+    assert config.statistics.source.line == 5
+    missing = not_applied(config)
+    assert "statistics" in missing
+    report = render(config, lambda key: key not in missing)
+    assert re.search(r"^statisticsBrokerPlugin \(.*activemq.xml:5\)  \[not applied yet\]$", report, re.M)
+    assert not_applied(load_body(tmp_path, "<plugins><redeliveryPlugin/></plugins>\n").config) == set()
