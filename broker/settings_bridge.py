@@ -85,6 +85,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             broker_id=f"ID:{name}",
             broker_url=f"{first.scheme}://{first.host}:{first.port}",
             advisory_support=config.broker.advisory_support,
+            statistics=config.statistics is not None,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             durable_topic_prefetch=policy.durable_topic_prefetch,
@@ -330,9 +331,6 @@ def not_applied(config: BrokerConfig) -> set[str]:
     for index, redelivery in enumerate(config.redelivery.entries):
         key = f"redelivery.entries[{index}]"
         out |= _changed(redelivery, RedeliveryPolicy(), key, _APPLIED_REDELIVERY)
-    if config.statistics is not None:
-        # Read, listed with its line; its requests are not answered yet (issue 39 item 2).
-        out.add("statistics")
     return out
 
 

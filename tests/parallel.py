@@ -30,6 +30,7 @@ PEER_MODULES: Final = frozenset(
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
+        "tests/integration/test_statistics.py",
         "tests/integration/test_transformations.py",
         "tests/integration/test_virtual_destinations.py",
         "tests/integration/test_virtual_rights.py",

@@ -145,6 +145,8 @@ class CoreSettings:
     broker_url: str = field(default="", compare=False)
     #: ``advisorySupport``: consumer advisories (broker.core.handlers.advisory).
     advisory_support: bool = True
+    #: ``<statisticsBrokerPlugin/>``: statistics requests answered (handlers.statistics).
+    statistics: bool = False
     #: A client whose heart-beats stop is closed after interval x grace (ActiveMQ's
     #: default is 1.0, strict, which is a top complaint about it).
     heartbeat_grace: float = 1.5

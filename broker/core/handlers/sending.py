@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from broker.core.delivery.session import Session
     from broker.core.handlers.flow import Deferred, FlowControl
     from broker.core.handlers.scheduler import Scheduler
+    from broker.core.handlers.statistics import Statistics
     from broker.core.handlers.transactions import Transactions
     from broker.core.storage.persistence import Persistence
 
@@ -63,6 +64,7 @@ class Sending:
         "producers",
         "scheduler",
         "settings",
+        "statistics",
         "transactions",
     )
 
@@ -91,9 +93,14 @@ class Sending:
         self.producers: Counter[str] = Counter()
         #: Per open session that has sent, the names it is counted in ``producers`` for.
         self._counted: dict[Session, set[str]] = {}
+        #: With ``<statisticsBrokerPlugin/>``: what answers statistics requests.
+        self.statistics: Statistics | None = None
 
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
         headers = frame.headers
+        statistics = self.statistics
+        if statistics is not None and "reply-to" in headers and statistics.request(session, frame):
+            return None
         # Before anything of the frame is taken: a SEND that would make a destination there
         # is no room for yet waits (NoRoomToCreate), and is run again as it came.  (Known
         # routes to an open broker need no look: one dict lookup on the hot path.)
