@@ -4,8 +4,18 @@ chore), the request is consumed, and nothing is answered without the plugin."""
 
 from __future__ import annotations
 
+import pytest
+
 from broker.core.base import xstream
+from broker.core.base.clock import Clock
+from broker.core.base.errors import AccessDenied
+from broker.core.base.settings import CoreSettings
+from broker.core.engine import Engine
+from broker.security.guard import Security
+from config.model import Authentication, Authorization, Password, User
+from store.memory import memory_stores
 from tests.broker.harness import Peer, new_engine
+from tests.broker.support import entry
 
 
 def replies(consumer: Peer) -> list[dict[str, object]]:
@@ -67,3 +77,33 @@ def test_no_reply_to_no_answer() -> None:
     producer.send_frame("SEND", {"destination": "/queue/ActiveMQ.Statistics.Broker"}, b"x")
     assert engine.queues["/queue/ActiveMQ.Statistics.Broker"].cursor.count == 1
     assert not [f for f in producer.received() if f.command == "ERROR"]
+
+
+def test_a_request_needs_write_on_its_name_and_no_admin() -> None:
+    auth = Authentication(
+        users=(
+            User("mon", Password("plain", "m"), frozenset({"monitors"})),
+            User("guest", Password("plain", "g"), frozenset({"guests"})),
+        )
+    )
+    rules = Authorization(
+        entries=(
+            entry("queue", "ActiveMQ.Statistics.>", "", "monitors", ""),
+            entry("queue", "reply", "monitors,guests", "monitors,guests", "monitors,guests"),
+        )
+    )
+    engine = Engine(
+        CoreSettings(statistics=True),
+        clock=Clock(1_000_000),
+        stores=memory_stores(),
+        guard=Security(auth, rules),
+    )
+    mon, guest = Peer(engine, login="mon", passcode="m"), Peer(engine, login="guest", passcode="g")
+    mon.send_frame("SUBSCRIBE", {"destination": "/queue/reply", "id": "1"})
+    request(mon, "/queue/ActiveMQ.Statistics.Broker")
+    assert len(mon.messages()) == 1
+    with pytest.raises(
+        AccessDenied, match=r"User guest is not authorized to write to: /queue/ActiveMQ\.Statistics\.Broker"
+    ):
+        request(guest, "/queue/ActiveMQ.Statistics.Broker")
+    assert mon.messages() == []

@@ -22,6 +22,7 @@ from broker.core.base.chores import collect
 from broker.core.base.guard import WRITE, denied
 from broker.core.base.message import Message
 from broker.core.delivery.transforming import MAP_XML, TRANSFORMATION
+from protocol.errors import StompError
 from store.api import Ok
 from wildcards import is_wildcard, matches
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from broker.core.base.clock import Clock
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import SystemUsage, UsageMeter
-    from broker.core.delivery.destinations import Destination, Destinations
+    from broker.core.delivery.destinations import Destinations
     from broker.core.delivery.queue import Queue
     from broker.core.delivery.routing import Routing
     from broker.core.delivery.session import Session
@@ -89,10 +90,11 @@ class Statistics:
         if guard.authorizing and not principal.system and not guard.allows(principal, WRITE, kind, name):
             raise denied(principal, WRITE, kind + name)
         reply_to = headers["reply-to"]
-        targets = destinations.send_targets(None, reply_to)
+        # Said at once, with an ERROR, if it names nothing a SEND could go to.
+        destinations.send_targets(None, reply_to)
         correlation = headers.get("correlation-id")
         if name.startswith(BROKER):
-            self.chores.add(self._broker(), self._replies(reply_to, targets, correlation))
+            self.chores.add(self._broker(), self._replies(reply_to, correlation))
             return True
         query = name[len(DESTINATION) :].removeprefix(".")
         pattern = query.replace(END_LIST, "")
@@ -100,13 +102,19 @@ class Statistics:
         if pattern != query:
             # "a.>.ActiveMQ...End.With.Null": the pattern is "a.>" (its '>' takes the rest).
             pattern = pattern.rstrip(".")
-        self.chores.add(self._destinations(kind, pattern, end), self._replies(reply_to, targets, correlation))
+        self.chores.add(self._destinations(kind, pattern, end), self._replies(reply_to, correlation))
         return True
 
-    def _replies(self, reply_to: str, targets: tuple[Destination, ...], correlation: str | None) -> Any:
+    def _replies(self, reply_to: str, correlation: str | None) -> Any:
         def send(outcome: Outcome[list[Map]]) -> None:
             if not isinstance(outcome, Ok):
                 log.error("statistics request to %s failed: %s", reply_to, outcome.error)
+                return
+            try:
+                # Looked up again: a temporary reply-to may have gone with its connection.
+                targets = self.destinations.send_targets(None, reply_to)
+            except StompError as exc:
+                log.info("statistics request: the reply-to %s: %s", reply_to, exc)
                 return
             for entries in outcome.value:
                 headers = {"type": "Advisory", TRANSFORMATION: MAP_XML}
