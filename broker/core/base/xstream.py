@@ -95,6 +95,7 @@ def _value(node: _Node, depth: int) -> Value:
     if depth > MAX_DEPTH:
         raise Refused(f"nested more than {MAX_DEPTH} deep")
     if name in _TEXTS:
+        _unicode(text)
         return name, text[:1] if name == "char" else text
     bits = _INTS.get(name)
     if bits is not None:
@@ -128,11 +129,22 @@ def _value(node: _Node, depth: int) -> Value:
             key, value = entry[2]
             if key[0] != "string":
                 raise Refused(f"a map's key is a {_class_of(key[0])}, not a string")
+            _unicode(key[1])
             entries[key[1]] = _value(value, depth + 1)
         return name, entries
     if name == LIST:
         return name, [_value(child, depth + 1) for child in children]
     raise Refused(_class_of(name))
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> None:
+    """A text's characters must be Unicode's (a JSON ``\\ud800`` or XML ``&#xd800;`` is
+    not one, and could not be written back as UTF-8)."""
+    if _SURROGATE.search(text):
+        raise Refused("not Unicode text: a lone surrogate")
 
 
 def _float32(number: float) -> float:
