@@ -86,6 +86,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             broker_url=f"{first.scheme}://{first.host}:{first.port}",
             advisory_support=config.broker.advisory_support,
             populate_jmsx_user_id=config.broker.populate_jmsx_user_id,
+            statistics=config.statistics is not None,
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             durable_topic_prefetch=policy.durable_topic_prefetch,

@@ -26,7 +26,7 @@ from config.files import FileRefused, read_regular
 from config.issues import ConfigError, ConfigIssue, Issues
 from config.loader_network import load_network_connectors
 from config.loader_policies import load_destination_policy
-from config.loader_security import load_plugins, load_ssl
+from config.loader_security import load_plugins, load_ssl, statistics_plugin
 from config.loader_transports import allowed_origins, inherit, load_connectors, load_defaults
 from config.loader_virtual import default_interceptors, load_interceptors
 from config.model import (
@@ -216,6 +216,7 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
         config = replace(config, authentication=authentication, authorization=authorization)
         if redelivery is not None:
             config = replace(config, redelivery=redelivery)
+        config = replace(config, statistics=statistics_plugin(ctx, seen["plugins"]))
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))
         ssl = config.ssl

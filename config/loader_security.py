@@ -13,6 +13,7 @@ from config.model import (
     BrokerConfig,
     RedeliveryPlugin,
     SslContext,
+    StatisticsPlugin,
     User,
 )
 from config.reader import Context, Fields, boolean, groups, nonempty, path
@@ -34,6 +35,8 @@ def load_plugins(
             authorization = _authorization(ctx, child)
         elif child.tag == "redeliveryPlugin":
             redelivery = load_redelivery(ctx, child)
+        elif child.tag == "statisticsBrokerPlugin":
+            continue  # statistics_plugin
         else:
             ctx.unexpected(child, "plugins")
     if authorization is not None and authentication is None:
@@ -43,6 +46,18 @@ def load_plugins(
             "ActiveMQ refuses every operation, and so does stompd",
         )
     return authentication, authorization, redelivery
+
+
+def statistics_plugin(ctx: Context, node: Node) -> StatisticsPlugin | None:
+    """``<plugins>``' ``<statisticsBrokerPlugin/>`` (the last, if several), or None."""
+    found = None
+    for child in node.children:
+        if child.tag == "statisticsBrokerPlugin":
+            Fields(ctx, child, "statisticsBrokerPlugin").finish()
+            for grandchild in child.children:
+                ctx.unexpected(grandchild, "statisticsBrokerPlugin")
+            found = StatisticsPlugin(source=ctx.origin(child))
+    return found
 
 
 def _authentication(ctx: Context, node: Node) -> Authentication:

@@ -237,6 +237,16 @@ class RedeliveryPlugin:
 
 
 @dataclass(frozen=True, slots=True)
+class StatisticsPlugin:
+    """``<statisticsBrokerPlugin/>``: a message with a ``reply-to`` sent to
+    ``ActiveMQ.Statistics.Broker`` or ``ActiveMQ.Statistics.Destination.<name>`` is answered
+    with a map of the broker's or each matching destination's statistics (ActiveMQ's
+    StatisticsBroker).  It has no attributes."""
+
+    source: Origin = field(default=DEFAULT, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
 class TransportDefaults:
     """``<transportDefaults>`` (stompd extension): what every connector's URI may override."""
 
@@ -613,6 +623,8 @@ class BrokerConfig:
     authentication: Authentication | None = None
     #: None: every authenticated user may do everything.
     authorization: Authorization | None = None
+    #: None: no ``<statisticsBrokerPlugin/>``.
+    statistics: StatisticsPlugin | None = None
     ssl: SslContext | None = None
     http: HttpServer = field(default_factory=HttpServer)
     export: Export = field(default_factory=Export)

@@ -45,7 +45,6 @@ FEATURES: Mapping[str, str] = {
     "jaasCertificateAuthenticationPlugin": "JAAS is not supported: use simpleAuthenticationPlugin",
     "jaasDualAuthenticationPlugin": "JAAS is not supported: use simpleAuthenticationPlugin",
     "runtimeConfigurationPlugin": "stompd reloads users and permissions on SIGHUP instead",
-    "statisticsBrokerPlugin": "statistics are on the HTTP server's /metrics",
     "camelContext": "Camel routes are not supported",
 }
 

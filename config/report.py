@@ -153,6 +153,10 @@ def sections(config: BrokerConfig) -> list[Section]:
             )
         )
     out.extend(_security(config))
+    if config.statistics is not None:
+        source = str(config.statistics.source)
+        row = Row("statistics", "ActiveMQ.Statistics.>", "on", source)
+        out.append(Section("statistics", f"statisticsBrokerPlugin ({source})", (row,)))
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
     out.extend(_network(config))

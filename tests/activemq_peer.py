@@ -30,6 +30,9 @@ from tests.ports import free_port
 
 HOME = Path("/usr/share/activemq")
 JAR = HOME / "bin" / "activemq.jar"
+#: XStream and Jettison (Debian's libxstream-java, libjettison-java), which upstream ships:
+#: without them ActiveMQ's STOMP side sends no advisory, map or statistics message.
+EXTRA_JARS = [Path("/usr/share/java/xstream.jar"), Path("/usr/share/java/jettison.jar")]
 #: ActiveMQ takes a few seconds to start on this kind of machine; far more under load.
 START_TIMEOUT = 120.0
 
@@ -93,6 +96,7 @@ class ActiveMQ:
             f"-Dactivemq.home={HOME}",
             f"-Dactivemq.base={self.base}",
             f"-Dactivemq.conf={self.base}",
+            "-Dactivemq.classpath=" + ":".join([str(self.base), *(str(j) for j in EXTRA_JARS if j.exists())]),
             f"-Dactivemq.data={self.base}",
             f"-Djava.io.tmpdir={self.base / 'tmp'}",
             f"-Dlog4j.configuration=file:{self.base / 'log4j.properties'}",

@@ -49,6 +49,7 @@ from broker.core.handlers.sampler import Sampler
 from broker.core.handlers.scheduler import Scheduler
 from broker.core.handlers.sending import Sending
 from broker.core.handlers.settlement import Settlement
+from broker.core.handlers.statistics import Statistics
 from broker.core.handlers.subscribing import Subscribing
 from broker.core.handlers.transactions import Transactions
 from broker.core.storage.disk import Disk
@@ -118,6 +119,10 @@ class Engine:
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions, audit
         )
+        if settings.statistics:
+            sending.statistics = Statistics(
+                settings, clock, destinations, routing, usage, chores, sending.producers
+            )
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
         self.subscribing = subscribing = Subscribing(
             settings,

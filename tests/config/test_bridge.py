@@ -16,7 +16,7 @@ from config.loader import load
 from config.model import BrokerConfig, origin_of
 from config.overrides import KEYS, Override, apply
 from config.report import render
-from tests.config.helpers import load_body
+from tests.config.helpers import load_body, warnings_of
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "activemq.xml.example"
 
@@ -47,8 +47,9 @@ def test_the_example_maps_onto_the_broker() -> None:
     interceptors = options.core.interceptors
     assert interceptors.virtual_topics == Interceptors().virtual_topics
     assert [c.pattern for c in interceptors.composites] == ["ORDERS.IN"]
+    # And its statisticsBrokerPlugin.
     assert options.core == CoreSettings(
-        cursor_high_water=0.70, initial_redelivery_delay_ms=0, interceptors=interceptors
+        cursor_high_water=0.70, initial_redelivery_delay_ms=0, interceptors=interceptors, statistics=True
     )
     assert options.http_stomp_limits == ConnectionLimits()
 
@@ -304,3 +305,19 @@ def test_the_dead_letter_strategies_non_persistent_and_discarding_are_applied(tm
     assert (drop.dead_letter_non_persistent, drop.discard_dead_letters) == (False, True)
     # ActiveMQ's defaults: a non-persistent dead letter is dropped, a persistent one kept.
     assert (other.dead_letter_non_persistent, other.discard_dead_letters) == (False, False)
+
+
+def test_the_statistics_plugin_is_read_and_listed_with_its_line(tmp_path: Path) -> None:
+    loaded = load_body(tmp_path, "<plugins>\n<statisticsBrokerPlugin/>\n</plugins>\n")
+    # It was a warning ("not implemented"); it is read now, and said where.
+    assert "statisticsBrokerPlugin" not in warnings_of(loaded)
+    config = loaded.config
+    assert config.statistics is not None
+    assert config.statistics.source.line == 5
+    assert not_applied(config) == set()
+    assert broker_options(config).core.statistics
+    report = render(config, lambda key: True)
+    assert re.search(r"^statisticsBrokerPlugin \(.*activemq.xml:5\)$", report, re.M)
+    assert not broker_options(
+        load_body(tmp_path, "<plugins><redeliveryPlugin/></plugins>\n").config
+    ).core.statistics

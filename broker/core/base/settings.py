@@ -153,6 +153,8 @@ class CoreSettings:
     #: ``populateJMSXUserID``: every SEND's ``JMSXUserID`` is its connection's user
     #: (off: no message has one; a client's own is always dropped).
     populate_jmsx_user_id: bool = False
+    #: ``<statisticsBrokerPlugin/>``: statistics requests answered (handlers.statistics).
+    statistics: bool = False
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0

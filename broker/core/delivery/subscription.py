@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from broker.core.base import names
 from broker.core.base.observe import LATENCY_BOUNDS_MS, Observer
 from broker.core.base.pieces import REDELIVERED_HEADER
+from broker.core.delivery import transforming
 from broker.core.storage.cursor import Cursor
 from protocol.encoder import FRAME_END, encode_headers
 
@@ -88,6 +89,7 @@ class Subscription:
         "session",
         "standby",
         "topic_patterns",
+        "transformation",
         "turn",
         "unbounded",
         "window",
@@ -166,6 +168,8 @@ class Subscription:
         self.renames: names.Renames | None = None
         #: Bytes charged to the memory meter while it exists (``Subscribing``).
         self.footprint = 0
+        #: The SUBSCRIBE's ``transformation`` (``transforming``): None for nearly all.
+        self.transformation: str | None = None
 
     @property
     def ready(self) -> bool:
@@ -191,7 +195,9 @@ class Subscription:
         # message ~660 more instructions (callgrind, bench_engine.py).
         session = self.session
         version = session.version
-        head, tail = message.wire(version)
+        # What is written: the message, or what a transformation makes of it (its body too).
+        written = message if self.transformation is None else transforming.view(message, self.transformation)
+        head, tail = written.wire(version)
         renames = self.renames
         if renames is not None:
             head = names.owners_head(head, renames)
@@ -223,9 +229,9 @@ class Subscription:
                 events.dispatched(message, session.id, self.id, True)
             # The pieces as base.pieces lays them out (what a bridge reads back by name).
             if message.redelivered:
-                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, message.body, FRAME_END))
+                outbox.push((head, self._sub_header, REDELIVERED_HEADER, tail, written.body, FRAME_END))
             else:
-                outbox.push((head, self._sub_header, tail, message.body, FRAME_END))
+                outbox.push((head, self._sub_header, tail, written.body, FRAME_END))
             return
         # The hold the caller passed in stays with the message while it is in flight.
         message.hold()
@@ -235,10 +241,10 @@ class Subscription:
         ack_header = b"ack:%d-%d\n" % (self.key, message.seq) if version == "1.2" else b""
         if message.redelivered:
             outbox.push(
-                (head, self._sub_header, ack_header, REDELIVERED_HEADER, tail, message.body, FRAME_END)
+                (head, self._sub_header, ack_header, REDELIVERED_HEADER, tail, written.body, FRAME_END)
             )
         else:
-            outbox.push((head, self._sub_header, ack_header, tail, message.body, FRAME_END))
+            outbox.push((head, self._sub_header, ack_header, tail, written.body, FRAME_END))
 
     def take_acked(self, seq: int, cumulative: bool) -> list[Message]:
         """Remove and return what an ACK/NACK of in-flight ``seq`` covers (those a

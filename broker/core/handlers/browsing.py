@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 from broker.core.base import names
 from broker.core.base.chores import SLICE, STEP, Wait
 from broker.core.base.pieces import REDELIVERED_HEADER
+from broker.core.delivery import transforming
 from broker.core.delivery.subscription import AUTO, Subscription
 from protocol.encoder import FRAME_END, encode_frame, encode_headers
 from protocol.frames import Frame
@@ -347,7 +348,10 @@ class QueueBrowser(Subscription):
         push = session.outbox.push
         for _ in range(count):
             message = pending.popleft()
-            head, tail = message.wire(version)
+            written = (
+                message if self.transformation is None else transforming.view(message, self.transformation)
+            )
+            head, tail = written.wire(version)
             if self.renames is not None:
                 head = names.owners_head(head, self.renames)
             parts = [head, sub_header]
@@ -358,7 +362,7 @@ class QueueBrowser(Subscription):
                     parts.append(b"ack:%d-%d\n" % (self.key, message.seq))
             if message.redelivered:
                 parts.append(REDELIVERED_HEADER)
-            parts += (tail, message.body, FRAME_END)
+            parts += (tail, written.body, FRAME_END)
             push(tuple(parts))
         self.delivered += count
         return count

@@ -19,6 +19,7 @@ from broker.core.base.errors import LONG_MAX, StoreFailed, int_header
 from broker.core.base.guard import WRITE
 from broker.core.base.jms_headers import JMS_HEADERS
 from broker.core.base.message import BROKER_OWN, DEFAULT_PRIORITY, NOT_THE_SENDERS, USER_HEADER, Message
+from broker.core.delivery import transforming
 from broker.core.delivery.session import FanningOut, ParkedCreate, ParkedSend
 from broker.core.handlers import scheduler
 from broker.core.handlers.flow import DEFERRED
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from broker.core.delivery.session import Session
     from broker.core.handlers.flow import Deferred, FlowControl
     from broker.core.handlers.scheduler import Scheduler
+    from broker.core.handlers.statistics import Statistics
     from broker.core.handlers.transactions import Transactions
     from broker.core.storage.persistence import Persistence
 
@@ -65,6 +67,7 @@ class Sending:
         "producers",
         "scheduler",
         "settings",
+        "statistics",
         "transactions",
     )
 
@@ -93,9 +96,14 @@ class Sending:
         self.producers: Counter[str] = Counter()
         #: Per open session that has sent, the names it is counted in ``producers`` for.
         self._counted: dict[Session, set[str]] = {}
+        #: With ``<statisticsBrokerPlugin/>``: what answers statistics requests.
+        self.statistics: Statistics | None = None
 
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
         headers = frame.headers
+        statistics = self.statistics
+        if statistics is not None and "reply-to" in headers and statistics.request(session, frame):
+            return None
         # Before anything of the frame is taken: a SEND that would make a destination there
         # is no room for yet waits (NoRoomToCreate), and is run again as it came.  (Known
         # routes to an open broker need no look: one dict lookup on the hot path.)
@@ -274,6 +282,8 @@ class Sending:
         pop = headers.pop
         pop("receipt", None)
         content_length = pop("content-length", None) is not None
+        if transforming.TRANSFORMATION in headers and not content_length:
+            body = transforming.sent(headers, body)
         network_id = None
         redelivered = False
         # What a client may not set (the one list), and JMS names that set a field of the

@@ -30,6 +30,7 @@ from broker.core.base.errors import (
 )
 from broker.core.base.guard import READ, denied
 from broker.core.base.selector import compile_selector
+from broker.core.delivery import transforming
 from broker.core.delivery.destinations import subscription_footprint
 from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
@@ -172,6 +173,7 @@ class Subscribing:
             network=network,
         )
         sub.selector_text = selector_text
+        sub.transformation = headers.get(transforming.TRANSFORMATION)
         if session.temp_queues or session.temp_topics:
             sub.renames = names.owner_renames(session.id)
         destinations = self.destinations
@@ -285,6 +287,7 @@ class Subscribing:
             candidates=candidates,
             wanted=wanted,
         )
+        browser.transformation = headers.get(transforming.TRANSFORMATION)
         self._charge(browser, cost)
         session.subscriptions[sub_id] = browser
         session.by_key[browser.key] = browser
