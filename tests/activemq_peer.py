@@ -159,9 +159,18 @@ class ActiveMQ:
 
 
 @contextlib.contextmanager
-def running_activemq() -> Iterator[ActiveMQ]:
+def running_activemq(before_connectors: str = "", kind: type[ActiveMQ] | None = None) -> Iterator[ActiveMQ]:
+    """An ActiveMQ JVM of its own (``kind``: a subclass that writes its own files), with
+    ``before_connectors`` (activemq.xml elements: plugins, interceptors...) in its
+    ``<broker>`` before ``<transportConnectors>``."""
     with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
-        broker = ActiveMQ(Path(tmp))
+        broker = (kind or ActiveMQ)(Path(tmp))
+        if before_connectors:
+            xml = broker.base / "activemq.xml"
+            text = xml.read_text().replace(
+                "<transportConnectors>", before_connectors + "<transportConnectors>", 1
+            )
+            xml.write_text(text)
         try:
             broker.start()
             yield broker

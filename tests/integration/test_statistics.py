@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from broker.core.base import xstream
 from broker.settings_bridge import broker_options
 from config.loader import load
 from protocol.frames import Frame
-from tests.activemq_peer import ActiveMQ, needs_activemq
+from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
 from tests.broker_thread import BrokerThread
 from tests.config.helpers import broker_file
 from tests.stomp_raw import RawClient
@@ -51,15 +50,8 @@ DESTINATION_FIELDS = {
 
 @pytest.fixture(scope="module")
 def configured_activemq() -> Iterator[ActiveMQ]:
-    with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
-        broker = ActiveMQ(Path(tmp))
-        xml = broker.base / "activemq.xml"
-        xml.write_text(xml.read_text().replace("<transportConnectors>", PLUGIN + "<transportConnectors>", 1))
-        try:
-            broker.start()
-            yield broker
-        finally:
-            broker.stop()
+    with running_activemq(PLUGIN) as broker:
+        yield broker
 
 
 @pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,7 @@ from stomp.utils import Frame as StompPyFrame
 
 from broker.settings_bridge import broker_options
 from config.loader import load
-from tests.activemq_peer import ActiveMQ, needs_activemq
+from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
 from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
 from tests.broker_thread import BrokerThread
@@ -71,19 +70,8 @@ def name(prefix: str) -> str:
 
 @pytest.fixture(scope="module")
 def configured_activemq() -> Iterator[ActiveMQ]:
-    with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
-        broker = ActiveMQ(Path(tmp))
-        xml = broker.base / "activemq.xml"
-        xml.write_text(
-            xml.read_text().replace(
-                "<transportConnectors>", INTERCEPTORS.format(tag=TAG) + "<transportConnectors>", 1
-            )
-        )
-        try:
-            broker.start()
-            yield broker
-        finally:
-            broker.stop()
+    with running_activemq(INTERCEPTORS.format(tag=TAG)) as broker:
+        yield broker
 
 
 def start_configured(tmp_path: Path) -> BrokerThread:

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.activemq_peer import START_TIMEOUT, ActiveMQ, needs_activemq
+from tests.activemq_peer import START_TIMEOUT, ActiveMQ, needs_activemq, running_activemq
 from tests.clients import client
 from tests.config.helpers import broker_file
 from tests.security_support import start_secured, wait_error
@@ -90,13 +89,8 @@ class SecuredActiveMQ(ActiveMQ):
 
 @pytest.fixture(scope="module")
 def secured_activemq() -> Iterator[ActiveMQ]:
-    with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
-        broker = SecuredActiveMQ(Path(tmp))
-        try:
-            broker.start()
-            yield broker
-        finally:
-            broker.stop()
+    with running_activemq(kind=SecuredActiveMQ) as broker:
+        yield broker
 
 
 @pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
