@@ -19,7 +19,7 @@ import os
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from config import xmltree
 from config.files import FileRefused, read_regular
@@ -351,16 +351,27 @@ def _meter(ctx: Context, node: Node, name: str, into: Fields, data_directory: Pa
         origin = fields.origins["percent"]
         fields.origins[name] = replace(origin, note=f"{percent}% of {format_size(total)} {what}")
         fields.values[name] = limit
+        if node.tag == "memoryUsage":
+            ctx.warn(
+                node,
+                f'percentOfJvmHeap="{percent}": {percent}% of ActiveMQ\'s default 1 gb heap (-Xmx1G), '
+                f'{format_size(limit)}; there is no JVM here, give limit="..." to choose',
+            )
     if name in fields.values:
         into.values[name] = fields.values[name]
         into.origins[name] = fields.origins[name]
 
 
+#: ActiveMQ 5.17's bin/setenv: ``ACTIVEMQ_OPTS_MEMORY="-Xms64M -Xmx1G"``.
+ACTIVEMQ_DEFAULT_HEAP: Final = 1 << 30
+
+
 def _capacity(tag: str, data_directory: Path) -> tuple[int, str]:
-    """percentOfJvmHeap -> the machine's memory (there is no JVM heap); percentLimit -> the
-    size of the disk that holds the data directory."""
+    """percentOfJvmHeap -> ActiveMQ's default heap (its start script's ``-Xmx1G``: the stock
+    file's percentOfJvmHeap="70" means about 700 MB there, not 70 % of the machine);
+    percentLimit -> the size of the disk that holds the data directory."""
     if tag == "memoryUsage":
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "of machine memory"
+        return ACTIVEMQ_DEFAULT_HEAP, "(ActiveMQ's default JVM heap)"
     probe = data_directory.absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent

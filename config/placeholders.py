@@ -54,6 +54,8 @@ class Resolved:
     missing: list[str] = field(default_factory=list)
     #: Names that were substituted (for the provenance note).
     used: list[str] = field(default_factory=list)
+    #: Of those, ActiveMQ's own that nothing set, and so were guessed (``Placeholders.guesses``).
+    guessed: list[str] = field(default_factory=list)
 
 
 class Placeholders:
@@ -67,6 +69,16 @@ class Placeholders:
         self.substitutions = 0
         self.expanded = 0
         base = environ.get("ACTIVEMQ_BASE") or str(cwd)
+        #: ActiveMQ's own names that no variable set, and what each was taken as: its
+        #: start script always sets them (to where ActiveMQ is installed), so a file that
+        #: uses one means a place stompd can only guess.  (``activemq.data`` is not: its
+        #: guess, ``./data``, is stompd's own default data directory.)
+        self.guesses: dict[str, str] = {}
+        if not environ.get("ACTIVEMQ_BASE"):
+            for name, variable in (("activemq.base", "ACTIVEMQ_BASE"), ("activemq.home", "ACTIVEMQ_HOME")):
+                guess = f"the working directory {cwd}"
+                if not environ.get(variable):
+                    self.guesses[name] = f"taken as {guess} (set ${variable} or -D{name}=...)"
         self.builtins = {
             "activemq.base": base,
             "activemq.home": environ.get("ACTIVEMQ_HOME") or base,
@@ -75,11 +87,17 @@ class Placeholders:
         }
 
     def lookup(self, name: str) -> str | None:
+        return self._lookup(name)[0]
+
+    def _lookup(self, name: str) -> tuple[str | None, bool]:
+        """The value, and whether it is one of ``guesses``."""
         for source in (self.defines, self.environ, self.properties, self.builtins):
             value = source.get(name)
             if value is not None:
-                return None if value.startswith("ENC(") and value.endswith(")") else value
-        return None
+                if value.startswith("ENC(") and value.endswith(")"):
+                    return None, False
+                return value, source is self.builtins and name in self.guesses
+        return None, False
 
     def why_missing(self, name: str) -> str:
         value = self.properties.get(name, "")
@@ -100,13 +118,15 @@ class Placeholders:
     def _substitute(self, text: str, result: Resolved, chain: tuple[str, ...]) -> str:
         def replace(match: re.Match[str]) -> str:
             name, _, default = match.group(1).partition(":")
-            value = self.lookup(name)
+            value, guessed = self._lookup(name)
             if value is None and ":" in match.group(1):
                 value = default
             if value is None:
                 result.missing.append(name)
                 return match.group(0)
             result.used.append(name)
+            if guessed:
+                result.guessed.append(name)
             self.substitutions += 1
             self.expanded += len(value)
             if self.substitutions > MAX_SUBSTITUTIONS:

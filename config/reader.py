@@ -56,6 +56,8 @@ class Context:
     placeholders: Placeholders
     #: Placeholder expansion failed once: said once, and nothing more is expanded.
     expansion_failed: bool = False
+    #: The guessed placeholders (``Placeholders.guesses``) already warned of.
+    guesses_said: set[str] = field(default_factory=set)
 
     def origin(self, node: Node, note: str = "") -> Origin:
         return Origin("file", self.issues.file, node.line, note=note)
@@ -78,6 +80,12 @@ class Context:
             why = self.placeholders.why_missing(resolved.missing[0])
             self.warn(node, f'{name}="{raw}": {why}; the attribute is ignored')
             return None
+        for guessed in resolved.guessed:
+            if guessed not in self.guesses_said:
+                # Once a file: the first place it is used says it.
+                self.guesses_said.add(guessed)
+                why = self.placeholders.guesses[guessed]
+                self.warn(node, f'{name}="{raw}": ${{{guessed}}} is not set: {why}')
         note = " ".join(f"${{{used}}}" for used in dict.fromkeys(resolved.used))
         return resolved.text, self.origin(node, note)
 

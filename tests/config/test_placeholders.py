@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from config.placeholders import Placeholders, parse_properties
+from tests.config.helpers import load_body
 
 
 def make(**defines: str) -> Placeholders:
@@ -59,3 +60,22 @@ def test_text_without_placeholders_is_unchanged(text: str) -> None:
 )
 def test_a_defined_name_is_substituted(name: str, value: str) -> None:
     assert make(**{name: value}).resolve(f"<${{{name}}}>").text == f"<{value}>"
+
+
+def test_activemq_base_that_nothing_sets_is_warned_of_once_with_its_line(tmp_path: Path) -> None:
+    body = (
+        '<systemUsage><systemUsage><tempUsage><tempUsage limit="64 mb"/></tempUsage>'
+        "</systemUsage></systemUsage>\n"
+        '<plugins><simpleAuthenticationPlugin><users><authenticationUser username="u" password="p"'
+        ' groups="${activemq.base}"/></users></simpleAuthenticationPlugin></plugins>\n'
+        '<persistenceAdapter><levelDB directory="${activemq.base}/store"/></persistenceAdapter>\n'
+    )
+    guessed = load_body(tmp_path, body, environ={}, cwd=tmp_path)
+    said = [w for w in guessed.warnings if "${activemq.base} is not set" in str(w)]
+    # ActiveMQ's start script always sets it: a file that uses it means ActiveMQ's place.
+    assert len(said) == 1
+    assert said[0].line == 6  # where it is first read
+    assert f"taken as the working directory {tmp_path}" in str(said[0])
+    assert "ACTIVEMQ_BASE" in str(said[0])
+    given = load_body(tmp_path, body, environ={"ACTIVEMQ_BASE": str(tmp_path)}, cwd=tmp_path)
+    assert not [w for w in given.warnings if "is not set" in str(w)]
