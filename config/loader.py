@@ -296,9 +296,13 @@ def _check_network(ctx: Context, broker: Node, config: BrokerConfig) -> None:
 
 
 def _connectors(ctx: Context, broker: Node, node: Node | None, config: BrokerConfig) -> BrokerConfig:
+    errors = len(ctx.issues.errors)
     connectors = load_connectors(ctx, node, config.transport_defaults) if node is not None else []
     if not connectors:
         default = inherit(config.transport_defaults)
+        if len(ctx.issues.errors) > errors:
+            # A connector with an error: the file is refused for it, which says enough.
+            return replace(config, connectors=(default,))
         ctx.warn(
             node or broker,
             f"no STOMP transportConnector: stompd listens on stomp://{default.host}:{default.port}",

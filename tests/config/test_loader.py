@@ -577,3 +577,14 @@ def test_populate_jmsx_user_id_reaches_the_broker_and_the_report(tmp_path: Path)
     report = render(config, lambda key: True)
     assert re.search(r"populateJMSXUserID +\S* *= true", report), report
     assert load(broker_file(tmp_path, "")).config.broker.populate_jmsx_user_id is False
+
+
+def test_a_connector_with_an_error_is_not_also_said_missing(tmp_path: Path) -> None:
+    try:
+        load_body(tmp_path, '<transportConnectors><transportConnector name="x"/></transportConnectors>\n')
+    except ConfigError as exc:
+        said = [str(issue) for issue in (*exc.errors, *exc.warnings)]
+    else:
+        raise AssertionError("a connector without a uri was taken")
+    assert any("needs a uri" in line for line in said)
+    assert not any("no STOMP transportConnector" in line for line in said)
