@@ -15,6 +15,7 @@ import logging
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import TextIO
 
 from broker import logs
 from broker.ha import run
@@ -259,11 +260,13 @@ def _overrides(args: argparse.Namespace) -> list[overrides.Override]:
     ]
 
 
-def _print_issues(title: str, issues: list[object]) -> None:
+def _print_issues(title: str, issues: list[object], out: TextIO | None = None) -> None:
+    """On ``out``, stderr if not given (looked up now: a test's capture replaces it)."""
+    out = out or sys.stderr
     if issues:
-        print(f"{title}:", file=sys.stderr)
+        print(f"{title}:", file=out)
         for issue in issues:
-            print(f"  {issue}", file=sys.stderr)
+            print(f"  {issue}", file=out)
 
 
 def hash_password(argv: list[str]) -> int:
@@ -330,8 +333,10 @@ def main(argv: list[str] | None = None) -> int:
         missing = not_applied(config)
         print(f"stompd configuration from {file}  (value, then where it came from)")
         print(render(config, lambda key: key not in missing))
-        _print_issues(f"{len(warnings)} warning(s)", warnings)
-        print(f"{file}: OK", file=sys.stderr)
+        # The whole report on stdout, verdict included (``> report.txt`` keeps all of
+        # it); a file refused is said on stderr, with exit status 1.
+        _print_issues(f"{len(warnings)} warning(s)", warnings, sys.stdout)
+        print(f"{file}: OK")
         return 0
     if file is not None and isinstance(options.guard, Security):
         options = dataclasses.replace(options, on_reload=Reloader(options.guard, file, defines))
