@@ -405,7 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--url",
         default=os.environ.get("STOMPD_ADMIN_URL", DEFAULT_URL),
-        help=f"the broker's admin server (default {DEFAULT_URL}, or $STOMPD_ADMIN_URL)",
+        help=(
+            f"the broker's admin server, HOST[:PORT] or a URL; without a port 8161 "
+            f"(default {DEFAULT_URL}, or $STOMPD_ADMIN_URL)"
+        ),
     )
     parser.add_argument("--user", default=os.environ.get("STOMPD_ADMIN_USER"), help="or $STOMPD_ADMIN_USER")
     parser.add_argument(

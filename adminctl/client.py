@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 API = "/api/v1"
+#: The admin server's port when a URL names none (stompd's default, and ActiveMQ's console's).
+ADMIN_PORT = 8161
 #: What a STOMP listener answers first (an ERROR frame, to an HTTP request).
 STOMP_COMMANDS = frozenset({"ERROR", "CONNECTED", "MESSAGE", "RECEIPT"})
 
@@ -45,6 +47,11 @@ class AdminClient:
         # The API's or the console's address given for the server's: the server's it is.
         for suffix in (API, "/console"):
             url = url.removesuffix(suffix)
+        parts = urlsplit(url)
+        if parts.scheme == "http" and parts.hostname and not _has_port(parts.netloc):
+            # A host alone is the admin server on its port (as ActiveMQ's console on
+            # 8161), not a web server on 80.
+            url = parts._replace(netloc=f"{parts.netloc}:{ADMIN_PORT}").geturl()
         self.url = url
         self.timeout = timeout
         self._headers = {"Accept": "application/json", "User-Agent": "stompd-admin"}
@@ -129,3 +136,8 @@ def _not_http(url: str, exc: http.client.HTTPException) -> str:
     if isinstance(exc, http.client.RemoteDisconnected):
         return f"{url} closed the connection without an answer (is it stompd's admin server?)"
     return f"{url} did not answer in HTTP (is it stompd's admin server?): {exc!r}"
+
+
+def _has_port(netloc: str) -> bool:
+    host = netloc.rpartition("@")[2]
+    return ":" in host.rpartition("]")[2]
