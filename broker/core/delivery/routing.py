@@ -154,6 +154,8 @@ class Routing:
             target.stats.enqueued += 1
             self.observer.topic_expired(message)
             return
+        # Before it is stored for durable subscribers: it loses ActiveMQ.Retain.
+        self.router.retain(target, message)
         if not self.durables.records:
             self.router.publish(target, message, self.observer.events, sender)
         else:
