@@ -159,9 +159,14 @@ class ActiveMQ:
 
 
 @contextlib.contextmanager
-def running_activemq() -> Iterator[ActiveMQ]:
+def running_activemq(broker_xml: str = "") -> Iterator[ActiveMQ]:
+    """``broker_xml``: elements for its <broker>, before its connectors."""
     with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
         broker = ActiveMQ(Path(tmp))
+        if broker_xml:
+            xml = broker.base / "activemq.xml"
+            text = xml.read_text().replace("<transportConnectors>", broker_xml + "<transportConnectors>", 1)
+            xml.write_text(text)
         try:
             broker.start()
             yield broker

@@ -6,9 +6,9 @@ policy's buffer), a plain one nothing of it."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +17,7 @@ import pytest
 from broker.settings_bridge import broker_options
 from config.loader import load
 from protocol.frames import Frame
-from tests.activemq_peer import ActiveMQ, needs_activemq
+from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
 from tests.broker_thread import BrokerThread
 from tests.config.helpers import broker_file
 from tests.stomp_raw import RawClient
@@ -51,24 +51,12 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def configured_activemq() -> Iterator[ActiveMQ]:
-    with tempfile.TemporaryDirectory(prefix="stompd-activemq-") as tmp:
-        broker = ActiveMQ(Path(tmp))
-        xml = broker.base / "activemq.xml"
-        xml.write_text(
-            xml.read_text().replace("<transportConnectors>", POLICIES + "<transportConnectors>", 1)
-        )
-        try:
-            broker.start()
-            yield broker
-        finally:
-            broker.stop()
+    with running_activemq(POLICIES) as broker:
+        yield broker
 
 
-@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
-    if request.param == "activemq":
-        yield request.getfixturevalue("configured_activemq").port
-        return
+@contextlib.contextmanager
+def configured_stompd(tmp_path: Path) -> Iterator[int]:
     config = load(broker_file(tmp_path, POLICIES + STOMPD_CONNECTOR)).config
     options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
     thread = BrokerThread(options).start()
@@ -76,6 +64,15 @@ def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
         yield thread.port
     finally:
         thread.stop()
+
+
+@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
+def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
+    if request.param == "activemq":
+        yield request.getfixturevalue("configured_activemq").port
+    else:
+        with configured_stompd(tmp_path) as port:
+            yield port
 
 
 def topic(prefix: str) -> str:
@@ -105,16 +102,12 @@ def recovered(port: int, destination: str, **headers: str) -> list[Frame]:
     while (frame := c.recv()).command != "RECEIPT":
         frames.append(frame)
     mark_to = destination.replace(">", "mark").replace("*", "mark")
-    send(connected_port(c, port), mark_to, b"mark")
+    send(port, mark_to, b"mark")
     while (frame := c.recv()).body != b"mark":
         frames.append(frame)
     c.close()
     assert all(f.command == "MESSAGE" for f in frames), frames
     return frames
-
-
-def connected_port(_client: RawClient, port: int) -> int:
-    return port
 
 
 def bodies(frames: list[Frame]) -> list[bytes]:
@@ -219,13 +212,8 @@ def test_always_retroactive_recovers_every_subscriber(port: int) -> None:
 def test_a_durable_subscriber_is_not_recovered(tmp_path: Path) -> None:
     """stompd's alone: ActiveMQ recovers a retroactive durable subscriber at each
     activation (README: a difference)."""
-    config = load(broker_file(tmp_path, POLICIES + STOMPD_CONNECTOR)).config
-    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
-    thread = BrokerThread(options).start()
-    try:
-        _durable_not_recovered(thread.port)
-    finally:
-        thread.stop()
+    with configured_stompd(tmp_path) as port:
+        _durable_not_recovered(port)
 
 
 def _durable_not_recovered(port: int) -> None:
