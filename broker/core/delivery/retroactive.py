@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 RETAIN: Final = "ActiveMQ.Retain"
 RETAINED: Final = "ActiveMQ.Retained"
 #: A publish looks for this in the header block first: one C-level scan per topic message.
-_RETAIN_MARK: Final = b"ActiveMQ.Retain:"
+RETAIN_MARK: Final = b"ActiveMQ.Retain:"
 
 FIXED_COUNT: Final = "fixedCount"
 FIXED_SIZE: Final = "fixedSize"
@@ -99,7 +99,7 @@ def retain(message: Message) -> tuple[bool, Message | None]:
     that header itself, as ActiveMQ's ``RetainedMessageSubscriptionRecoveryPolicy.add``
     removes it, whatever its value."""
     block = message.header_block
-    if _RETAIN_MARK not in block:
+    if RETAIN_MARK not in block:
         return False, None
     value = find_header(block, RETAIN)
     if value is None:
