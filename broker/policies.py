@@ -35,6 +35,7 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
     dead_letter = entry.dead_letter
     scope = f"{entry.kind}://{entry.pattern}" if entry.kind is not None else ""
     individual = dead_letter.kind == "individual"
+    recovery = entry.subscription_recovery
     return DestinationPolicy(
         producer_flow_control=entry.producer_flow_control,
         memory_limit=entry.memory_limit,
@@ -61,8 +62,21 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         expire_period_ms=entry.expire_messages_period,
         page_size=entry.max_page_size,
         max_destinations=entry.max_destinations,
+        recovery_kind=_RECOVERY_KINDS[recovery.kind],
+        recovery_maximum=recovery.recover_duration if recovery.kind == "timed" else recovery.maximum_size,
+        always_retroactive=entry.always_retroactive,
         scope=scope,
     )
+
+
+#: config's recovery kinds -> the core's (delivery/retroactive.py; "": keep nothing).
+_RECOVERY_KINDS: Final = {
+    "none": "",
+    "fixedCount": "fixedCount",
+    "fixedSize": "fixedSize",
+    "lastImage": "lastImage",
+    "timed": "timed",
+}
 
 
 def initial_delay(redelivery: RedeliveryPolicy) -> int | None:

@@ -272,6 +272,8 @@ _APPLIED_ENTRY = frozenset(
         "prioritized_messages",
         "dead_letter",
         "max_destinations",
+        "subscription_recovery",
+        "always_retroactive",
     }
 )
 _APPLIED_DEAD_LETTER = frozenset(

@@ -140,6 +140,13 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "purgeRecoveredXATransactionStrategy scheduledThreadPoolExecutor stopOnError "
         "transactionIdTransformer usageManager useIndexLFRUEviction useLock"
     ),
+    "fixedCountSubscriptionRecoveryPolicy": _names("broker maximumSize"),
+    "fixedSizedSubscriptionRecoveryPolicy": _names("broker buffer maximumSize useSharedBuffer"),
+    "lastImageSubscriptionRecoveryPolicy": _names("broker"),
+    "timedSubscriptionRecoveryPolicy": _names("broker recoverDuration"),
+    "queryBasedSubscriptionRecoveryPolicy": _names("broker query"),
+    "retainedMessageSubscriptionRecoveryPolicy": _names("broker wrapped"),
+    "noSubscriptionRecoveryPolicy": _names("broker"),
     "shared-file-locker": _names("directory failIfLocked lockAcquireSleepInterval lockable name"),
     "levelDB": _names(
         "asyncBufferSize autoCompactionRatio brokerName directory failIfLocked "

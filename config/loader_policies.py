@@ -20,6 +20,7 @@ from config.model import (
     PolicyMap,
     RedeliveryPlugin,
     RedeliveryPolicy,
+    SubscriptionRecovery,
 )
 from config.reader import Context, Fields, boolean, duration, integer, number, percent, size
 
@@ -50,6 +51,7 @@ _POLICY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "inactiveTimoutBeforeGC": ("inactive_timeout_before_gc", duration),
     "inactiveTimeoutBeforeGC": ("inactive_timeout_before_gc", duration),
     "maxDestinations": ("max_destinations", integer(-1)),
+    "alwaysRetroactive": ("always_retroactive", boolean),
 }
 _REDELIVERY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "maximumRedeliveries": ("maximum_redeliveries", integer(-1)),
@@ -225,9 +227,77 @@ def _policy_fields(ctx: Context, node: Node) -> Fields:
             if strategy is not None:
                 fields.values["dead_letter"] = strategy
                 fields.origins["dead_letter"] = strategy.origins.get("kind", ctx.origin(child))
+        elif child.tag == "subscriptionRecoveryPolicy":
+            recovery = _recovery_holder(ctx, child)
+            if recovery is not None:
+                fields.values["subscription_recovery"] = recovery[0]
+                fields.origins["subscription_recovery"] = recovery[1]
         else:
             ctx.unexpected(child, "policyEntry")
     return fields
+
+
+#: Recovery policy elements -> kind, and its ActiveMQ default maximumSize.
+_RECOVERY: dict[str, tuple[str, int]] = {
+    "fixedCountSubscriptionRecoveryPolicy": ("fixedCount", 100),
+    "fixedSizedSubscriptionRecoveryPolicy": ("fixedSize", 64 * 1024),
+    "lastImageSubscriptionRecoveryPolicy": ("lastImage", 0),
+    "timedSubscriptionRecoveryPolicy": ("timed", 0),
+    "noSubscriptionRecoveryPolicy": ("none", 0),
+}
+
+
+def _recovery_holder(ctx: Context, node: Node) -> tuple[SubscriptionRecovery, Origin] | None:
+    """``<subscriptionRecoveryPolicy>``'s one policy element."""
+    chosen: tuple[SubscriptionRecovery, Origin] | None = None
+    for child in node.children:
+        found = _recovery(ctx, child)
+        if found is not None:
+            chosen = found
+    if chosen is None and not node.children:
+        ctx.error(node, "names no policy: use one of " + ", ".join(sorted(_RECOVERY)))
+    return chosen
+
+
+def _recovery(ctx: Context, node: Node) -> tuple[SubscriptionRecovery, Origin] | None:
+    if node.tag == "retainedMessageSubscriptionRecoveryPolicy":
+        # Every topic retains already (ActiveMQ's Topic wraps whatever it is given in one):
+        # this adds only what it wraps.
+        Fields(ctx, node, node.tag).finish()
+        wrapped: tuple[SubscriptionRecovery, Origin] | None = None
+        for holder in node.children:
+            if holder.tag != "wrapped":
+                ctx.unexpected(holder, node.tag)
+                continue
+            for inner in holder.children:
+                wrapped = _recovery(ctx, inner) or wrapped
+        return wrapped or (SubscriptionRecovery(), ctx.origin(node))
+    if node.tag == "queryBasedSubscriptionRecoveryPolicy":
+        ctx.warn(
+            node,
+            "ignored: its MessageQuery is a Java bean stompd cannot run; topics keep nothing"
+            " for retroactive subscribers but their ActiveMQ.Retain message",
+        )
+        return None
+    known = _RECOVERY.get(node.tag)
+    if known is None:
+        ctx.unexpected(node, "subscriptionRecoveryPolicy")
+        return None
+    kind, maximum = known
+    fields = Fields(ctx, node, node.tag)
+    if kind in ("fixedCount", "fixedSize"):
+        fields.get("maximumSize", "maximum_size", integer(1) if kind == "fixedCount" else size)
+        if kind == "fixedSize":
+            # Read, and meaningless: each topic has a buffer of its own either way, as
+            # ActiveMQ's PolicyEntry copies the policy (and so makes a buffer) per topic.
+            fields.get("useSharedBuffer", "use_shared_buffer", boolean)
+            fields.values.pop("use_shared_buffer", None)
+            fields.origins.pop("use_shared_buffer", None)
+    elif kind == "timed":
+        fields.get("recoverDuration", "recover_duration", duration)
+    fields.finish()
+    values = {"maximum_size": maximum, **fields.values}
+    return SubscriptionRecovery(kind=kind, **values), ctx.origin(node)  # type: ignore[arg-type]
 
 
 def _cursor(ctx: Context, node: Node) -> Cursor | None:

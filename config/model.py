@@ -148,6 +148,33 @@ class DeadLetterStrategy:
     origins: Origins = _origins()
 
 
+RecoveryKind = Literal["none", "fixedCount", "fixedSize", "lastImage", "timed"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionRecovery:
+    """``<subscriptionRecoveryPolicy>`` (topics): what a topic keeps for a retroactive
+    subscriber, besides its ``ActiveMQ.Retain`` message which every topic keeps
+    (ActiveMQ wraps any policy in its RetainedMessageSubscriptionRecoveryPolicy)."""
+
+    kind: RecoveryKind = "none"
+    #: fixedCount: messages (ActiveMQ's default 100); fixedSize: bytes (64 KiB).
+    maximum_size: int = 0
+    #: timed: how long (ms) a message is kept (ActiveMQ's default one minute).
+    recover_duration: int = 60000
+
+    def __str__(self) -> str:
+        if self.kind == "fixedCount":
+            return f"fixedCountSubscriptionRecoveryPolicy maximumSize={self.maximum_size}"
+        if self.kind == "fixedSize":
+            return f"fixedSizedSubscriptionRecoveryPolicy maximumSize={self.maximum_size}"
+        if self.kind == "timed":
+            return f"timedSubscriptionRecoveryPolicy recoverDuration={self.recover_duration}"
+        if self.kind == "lastImage":
+            return "lastImageSubscriptionRecoveryPolicy"
+        return "noSubscriptionRecoveryPolicy"
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyEntry:
     """``<policyEntry>``: settings for the destinations its pattern matches.
@@ -187,6 +214,12 @@ class PolicyEntry:
     #: How many destinations this entry may cover at once; past it, making another is
     #: refused with an ERROR (-1: no limit).
     max_destinations: int = _setting(-1, "maxDestinations")
+    #: Topics: what each keeps for retroactive subscribers (``SubscriptionRecovery``).
+    subscription_recovery: SubscriptionRecovery = _setting(
+        SubscriptionRecovery(), "subscriptionRecoveryPolicy"
+    )
+    #: Topics: every subscriber is retroactive, as if it asked.
+    always_retroactive: bool = _setting(False, "alwaysRetroactive")
     #: Fields the file set on this entry itself (the rest come from the default entry).
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     source: Origin = field(default=DEFAULT, compare=False)

@@ -33,6 +33,7 @@ PEER_MODULES: Final = frozenset(
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
         "tests/integration/test_refusals.py",
+        "tests/integration/test_retroactive.py",
         "tests/integration/test_statistics.py",
         "tests/integration/test_transformations.py",
         "tests/integration/test_virtual_destinations.py",

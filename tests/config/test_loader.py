@@ -49,7 +49,11 @@ def test_the_example_loads_without_error_or_warning() -> None:
         ("queue", "jobs.*.tmp,scratch.>"),
         ("temp-queue", ">"),
         ("queue", "ORDERS.>"),
+        ("topic", "STATUS.>"),
     ]
+    assert str(config.policies.entries[-1].subscription_recovery) == (
+        "fixedCountSubscriptionRecoveryPolicy maximumSize=10"
+    )
     assert config.authentication is not None
     assert [u.username for u in config.authentication.users] == ["admin", "app"]
     assert config.authorization is not None and len(config.authorization.entries) == 4

@@ -57,6 +57,13 @@ class DestinationPolicy:
     page_size: int | None = None
     #: maxDestinations: how many destinations this entry may cover at once (-1: any).
     max_destinations: int = -1
+    #: ``<subscriptionRecoveryPolicy>`` (topics): what a topic keeps for retroactive
+    #: subscribers ("": nothing but its retained message), and how much: messages
+    #: (fixedCount), bytes (fixedSize) or ms (timed).
+    recovery_kind: str = ""
+    recovery_maximum: int = 0
+    #: alwaysRetroactive (topics): every subscriber is recovered as if it asked.
+    always_retroactive: bool = False
     #: Which entry this is, as ActiveMQ names it in errors ("queue://FOO.>"; "" the default).
     scope: str = ""
 

@@ -22,6 +22,7 @@ from broker.core.base.errors import InvalidDestination, NoRoomToCreate, TooManyD
 from broker.core.base.guard import ADMIN, WRITE, denied
 from broker.core.base.usage import UsageMeter
 from broker.core.delivery.queue import Queue, QueueStats
+from broker.core.delivery.retroactive import recovery_for
 from broker.core.delivery.subscription import Subscription
 from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
 from broker.core.delivery.virtual import Interceptors, Route
@@ -210,6 +211,9 @@ class Destinations:
             topic.policy = policy = self._resolve(topic.name)
             topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
             topic.log = self.swap.new_log(shared=True)
+            topic.recovery = recovery_for(policy)
+            if topic.recovery is not None:
+                self.router.keeps(topic)
             self._made(topic, names.TOPIC)
         return topic
 

@@ -13,6 +13,7 @@ from broker.core.base.message import FIFO_LEVEL
 from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
 from broker.core.delivery.queue import Queue
+from broker.core.delivery.retroactive import RETAIN_MARK
 from broker.core.delivery.topic import Topic
 from broker.core.delivery.virtual import ORIGINAL_DESTINATION, ORIGINAL_LINE, Leg, Route
 from broker.core.storage.persistence import QUEUE_KIND
@@ -154,6 +155,9 @@ class Routing:
             target.stats.enqueued += 1
             self.observer.topic_expired(message)
             return
+        if RETAIN_MARK in message.header_block:
+            # Before it is stored for durable subscribers: it loses ActiveMQ.Retain.
+            self.router.retain(target, message)
         if not self.durables.records:
             self.router.publish(target, message, self.observer.events, sender)
         else:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+import wildcards
 from broker.core.base.chores import BUDGET
 from broker.core.base.settings import DestinationPolicy
+from broker.core.delivery import retroactive
 from broker.core.delivery.subscription import TOPIC
 from wildcards import WildcardTrie, is_wildcard
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from broker.core.base.message import Message
     from broker.core.base.observe import EventSink
     from broker.core.base.usage import UsageMeter
+    from broker.core.delivery.retroactive import Recovery
     from broker.core.delivery.subscription import Subscription
     from broker.core.storage.swap import Log
 
@@ -62,6 +65,8 @@ class Topic:
         "name",
         "owner",
         "policy",
+        "recovery",
+        "retained",
         "route_keys",
         "stats",
         "used",
@@ -75,6 +80,10 @@ class Topic:
         self.meter: UsageMeter | None = None
         self.log: Log | None = None
         self.policy = DEFAULT_POLICY
+        #: What it keeps for retroactive subscribers (``retroactive``): its policy's buffer
+        #: (None: no ``<subscriptionRecoveryPolicy>``), and its ``ActiveMQ.Retain`` message.
+        self.recovery: Recovery | None = None
+        self.retained: Message | None = None
         #: The session that owns a temporary topic (None for a normal topic).
         self.owner = owner
         self.stats = TopicStats()
@@ -110,7 +119,7 @@ class TopicRouter:
     their prefix, so ``>`` under ``/topic/`` can never match a temporary topic.
     """
 
-    __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "topics")
+    __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "keeping", "topics")
 
     def __init__(self, chores: Chores, fanned_out: Callable[[FanOut], None]) -> None:
         #: Where a publish to many subscribers does the rest of its fan-out, and who is
@@ -121,6 +130,9 @@ class TopicRouter:
         self._tries: dict[str, WildcardTrie[Subscription]] = {}
         self._wild_generation = 0
         self.topics: dict[str, Topic] = {}
+        #: The topics that keep something for retroactive subscribers (a recovery policy or
+        #: a retained message): a retroactive wildcard SUBSCRIBE looks through these only.
+        self.keeping: dict[str, Topic] = {}
 
     def subscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
         if is_wildcard(pattern):
@@ -165,7 +177,53 @@ class TopicRouter:
         return topic
 
     def remove_topic(self, name: str) -> Topic | None:
-        return self.topics.pop(name, None)
+        topic = self.topics.pop(name, None)
+        if self.keeping.pop(name, None) is not None and topic is not None:
+            # What it kept goes with it.
+            if topic.retained is not None:
+                topic.retained.drop()
+                topic.retained = None
+            if topic.recovery is not None:
+                topic.recovery.clear()
+        return topic
+
+    def retain(self, topic: Topic, message: Message) -> None:
+        """``message`` is about to be published to ``topic``: its retained message if it
+        asks to be (``ActiveMQ.Retain``; ``retroactive.retain``)."""
+        message.meter = topic.meter
+        asked, copy = retroactive.retain(message)
+        if not asked:
+            return
+        old = topic.retained
+        topic.retained = copy
+        if old is not None:
+            old.drop()
+        if copy is not None:
+            self.keeping[topic.name] = topic
+
+    def keeps(self, topic: Topic) -> None:
+        """``topic`` has a recovery policy (``Destinations.topic``)."""
+        self.keeping[topic.name] = topic
+
+    def replay(self, kind: str, pattern: str, sub: Subscription, now_ms: int, asked: bool) -> None:
+        """``sub`` joins ``pattern``: if it ``asked`` (``activemq.retroactive``), or a topic's
+        policy says alwaysRetroactive, what the topics it covers kept, into its cursor (a
+        wildcard one: of each topic that keeps something, in the order they began to)."""
+        keeping = self.keeping
+        if not keeping:
+            return
+        if not is_wildcard(pattern):
+            topic = keeping.get(kind + pattern)
+            if topic is not None and (asked or topic.policy.always_retroactive):
+                _replay(topic, sub, now_ms)
+            return
+        for topic in tuple(keeping.values()):
+            if (
+                topic.kind == kind
+                and (asked or topic.policy.always_retroactive)
+                and wildcards.matches(pattern, topic.bare)
+            ):
+                _replay(topic, sub, now_ms)
 
     def subscribers(self, topic: Topic) -> tuple[Subscription, ...]:
         """Every subscription ``topic`` feeds: those on it by name, in the order they
@@ -219,6 +277,9 @@ class TopicRouter:
         stats = topic.stats
         stats.enqueued += 1
         message.meter = topic.meter
+        recovery = topic.recovery
+        if recovery is not None:
+            recovery.add(message)
         subs = self.subscribers(topic)
         if len(subs) <= FAN_OUT_STEP:
             _deliver(topic, message, subs, events)
@@ -313,6 +374,14 @@ def _deliver(
         if acking:
             for sub in acking:
                 events.dispatched(message, sub.session.id, sub.id, False)
+
+
+def _replay(topic: Topic, sub: Subscription, now_ms: int) -> None:
+    stats = topic.stats
+    for _ in retroactive.replayed(topic.retained, topic.recovery, sub, now_ms):
+        stats.dispatched += 1
+        if sub.auto:
+            stats.dequeued += 1
 
 
 def _order(sub: Subscription) -> tuple[str, int]:

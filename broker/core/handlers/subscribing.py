@@ -17,7 +17,7 @@ the same), so a consumer can always come and drain what fills memory.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from broker.core.base import bridging, names
 from broker.core.base.chores import SLICE
@@ -204,6 +204,12 @@ class Subscribing:
             sub.cursor = destinations.topic_cursor(sub)
         for kind, pattern in sub.topic_patterns:
             destinations.router.subscribe(kind, pattern, sub)
+        if durable is None and sub.topic_patterns:
+            # ActiveMQ's Topic.addSubscription: a durable one is not recovered so.
+            asked = headers.get(RETROACTIVE) == "true"
+            now = self.routing.clock.ms
+            for kind, pattern in sub.topic_patterns:
+                destinations.router.replay(kind, pattern, sub, now, asked)
         self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
@@ -498,6 +504,10 @@ def _leave(sub: Subscription, queues: list[Source]) -> Steps[None]:
         queue.remove_consumer(sub)
         queue.dispatch()
         yield 1
+
+
+#: A topic subscriber asking for what its topics kept (``delivery.retroactive``).
+RETROACTIVE: Final = "activemq.retroactive"
 
 
 def _network(headers: dict[str, str]) -> bridging.NetworkInfo | None:
