@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+from pathlib import Path
 
 from broker.app import Broker, BrokerOptions, new_event_loop
+from broker.settings_bridge import broker_options
+from config.loader import load
 from config.model import HttpServer
+from tests.config.helpers import broker_file
 
 
 class BrokerThread:
@@ -71,3 +75,18 @@ class BrokerThread:
         if self._stopped is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._stopped.set)
         self._thread.join(timeout)
+
+
+#: One STOMP connector on a free port, for a configured broker's file.
+STOMPD_CONNECTOR = (
+    '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>'
+)
+
+
+def configured_broker(tmp_path: Path, broker_xml: str) -> BrokerThread:
+    """A stompd started (in this process) from an activemq.xml whose ``<broker>`` holds
+    ``broker_xml`` and ``STOMPD_CONNECTOR``: the elements a test hands a configured
+    ActiveMQ too (``activemq_peer.running_activemq``); its data under ``tmp_path``."""
+    config = load(broker_file(tmp_path, broker_xml + STOMPD_CONNECTOR)).config
+    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
+    return BrokerThread(options).start()

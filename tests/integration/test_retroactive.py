@@ -7,19 +7,15 @@ policy's buffer), a plain one nothing of it."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from broker.settings_bridge import broker_options
-from config.loader import load
 from protocol.frames import Frame
 from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
-from tests.broker_thread import BrokerThread
-from tests.config.helpers import broker_file
+from tests.broker_thread import configured_broker
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -42,9 +38,6 @@ POLICIES = (
     + _entry("always.>", "<lastImageSubscriptionRecoveryPolicy/>", ' alwaysRetroactive="true"')
     + "</policyEntries></policyMap></destinationPolicy>"
 )
-STOMPD_CONNECTOR = (
-    '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>'
-)
 RETRO = {"activemq.retroactive": "true"}
 _names = itertools.count(1)
 
@@ -57,9 +50,7 @@ def configured_activemq() -> Iterator[ActiveMQ]:
 
 @contextlib.contextmanager
 def configured_stompd(tmp_path: Path) -> Iterator[int]:
-    config = load(broker_file(tmp_path, POLICIES + STOMPD_CONNECTOR)).config
-    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
-    thread = BrokerThread(options).start()
+    thread = configured_broker(tmp_path, POLICIES)
     try:
         yield thread.port
     finally:

@@ -5,7 +5,6 @@ names and kinds), and consumed."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from broker.core.base import xstream
-from broker.settings_bridge import broker_options
-from config.loader import load
 from protocol.frames import Frame
 from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
-from tests.broker_thread import BrokerThread
-from tests.config.helpers import broker_file
+from tests.broker_thread import configured_broker
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
 
 PLUGIN = "<plugins><statisticsBrokerPlugin/></plugins>"
-STOMPD_CONNECTOR = (
-    '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>'
-)
 _names = itertools.count(1)
 BROKER_FIELDS = {
     "brokerName": "string", "brokerId": "string", "size": "long", "enqueueCount": "long",
@@ -59,9 +52,7 @@ def configured_port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     if request.param == "activemq":
         yield request.getfixturevalue("configured_activemq").port
         return
-    config = load(broker_file(tmp_path, PLUGIN + STOMPD_CONNECTOR)).config
-    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
-    thread = BrokerThread(options).start()
+    thread = configured_broker(tmp_path, PLUGIN)
     try:
         yield thread.port
     finally:

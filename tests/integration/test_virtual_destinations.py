@@ -12,7 +12,6 @@ file of their own (``INTERCEPTORS``), on both brokers.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import time
 from collections.abc import Iterator
@@ -21,14 +20,11 @@ from pathlib import Path
 import pytest
 from stomp.utils import Frame as StompPyFrame
 
-from broker.settings_bridge import broker_options
-from config.loader import load
 from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
 from tests.activemq_peer import activemq as activemq
 from tests.activemq_peer import broker_port as broker_port
-from tests.broker_thread import BrokerThread
+from tests.broker_thread import BrokerThread, configured_broker
 from tests.clients import Client, client
-from tests.config.helpers import broker_file
 
 pytestmark = pytest.mark.integration
 
@@ -57,9 +53,6 @@ INTERCEPTORS = """
   <mirroredQueue/>
 </destinationInterceptors>
 """
-STOMPD_CONNECTOR = (
-    '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>'
-)
 #: Names made of it are the module's own on the shared ActiveMQ and stompd alike.
 TAG = "t"
 
@@ -75,10 +68,7 @@ def configured_activemq() -> Iterator[ActiveMQ]:
 
 
 def start_configured(tmp_path: Path) -> BrokerThread:
-    path = broker_file(tmp_path, INTERCEPTORS.format(tag=TAG) + STOMPD_CONNECTOR)
-    config = load(path).config
-    options = dataclasses.replace(broker_options(config), data_dir=tmp_path / "data")
-    return BrokerThread(options).start()
+    return configured_broker(tmp_path, INTERCEPTORS.format(tag=TAG))
 
 
 @pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
