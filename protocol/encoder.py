@@ -42,7 +42,7 @@ def encode_frame(frame: Frame, version: str) -> bytes:
     body = frame.body
     length = headers.get(_CONTENT_LENGTH)
     if length is None:
-        if b"\0" in body:
+        if 0 in body:  # an int: ``b"\0" in`` costs a TypeError raised and cleared
             headers = {**headers, _CONTENT_LENGTH: str(len(body))}
     elif length != str(len(body)):
         _check_content_length(length, len(body))

@@ -99,7 +99,7 @@ def retain(message: Message) -> tuple[bool, Message | None]:
     that header itself, as ActiveMQ's ``RetainedMessageSubscriptionRecoveryPolicy.add``
     removes it, whatever its value."""
     block = message.header_block
-    if RETAIN_MARK not in block:
+    if block.find(RETAIN_MARK) < 0:
         return False, None
     value = find_header(block, RETAIN)
     if value is None:

@@ -155,7 +155,7 @@ class Routing:
             target.stats.enqueued += 1
             self.observer.topic_expired(message)
             return
-        if RETAIN_MARK in message.header_block:
+        if message.header_block.find(RETAIN_MARK) >= 0:  # not ``in``: see message.NUL
             # Before it is stored for durable subscribers: it loses ActiveMQ.Retain.
             self.router.retain(target, message)
         if not self.durables.records:
@@ -212,7 +212,7 @@ def legs_taken(message: Message, route: Route) -> tuple[list[tuple[Destination, 
             continue
         if leg.original is None:
             copy = message.copy_to(0, "", target.name)
-        elif ORIGINAL_LINE not in message.header_block:
+        elif message.header_block.find(ORIGINAL_LINE) < 0:
             copy = message.copy_to(0, "", target.name, None, leg.line)
         else:
             # The sender's own original-destination (or a value that looks like one) is

@@ -277,7 +277,7 @@ class Scheduler:
             self.audit.record(bridging.origin_of(message), message.id_prefix)
         # Every scheduling header's name starts so: one C-level find over the header
         # block, and no dict built, for the SENDs (nearly all) that have none.
-        if PREFIX in message.header_block and not HEADERS.isdisjoint(headers := message.headers):
+        if message.header_block.find(PREFIX) >= 0 and not HEADERS.isdisjoint(headers := message.headers):
             timing = timing_of(headers)
             if timing is not None:
                 due = timing.first_due(self.clock.ms, self.clock.tz)
