@@ -26,6 +26,7 @@ from broker.core.base.settings import (
     ForwardRule,
     Interceptors,
     MirrorRule,
+    TimeStamping,
     VirtualTopicRule,
 )
 from broker.export.exporter import ExportSettings
@@ -87,6 +88,10 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             advisory_support=config.broker.advisory_support,
             populate_jmsx_user_id=config.broker.populate_jmsx_user_id,
             statistics=config.statistics is not None,
+            time_stamping=_time_stamping(config),
+            persistence_flag=(
+                config.force_persistency.persistence_flag if config.force_persistency is not None else None
+            ),
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             durable_topic_prefetch=policy.durable_topic_prefetch,
@@ -339,3 +344,15 @@ def not_applied(config: BrokerConfig) -> set[str]:
 def not_applied_in_file(config: BrokerConfig) -> list[str]:
     """What a configuration asks for that the broker will not do yet (for a start-up warning)."""
     return sorted(not_applied(config))
+
+
+def _time_stamping(config: BrokerConfig) -> TimeStamping | None:
+    plugin = config.time_stamping
+    if plugin is None:
+        return None
+    return TimeStamping(
+        zero_expiration_override=plugin.zero_expiration_override,
+        ttl_ceiling=plugin.ttl_ceiling,
+        future_only=plugin.future_only,
+        process_network_messages=plugin.process_network_messages,
+    )

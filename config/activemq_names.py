@@ -190,6 +190,10 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "suppressDuplicateQueueSubscriptions suppressDuplicateTopicSubscriptions syncDurableSubs uri "
         "useBrokerNamesAsIdSeed useCompression useVirtualDestSubs userName"
     ),
+    "forcePersistencyModeBrokerPlugin": _names("adminConnectionContext next persistenceFlag"),
+    "timeStampingBrokerPlugin": _names(
+        "adminConnectionContext futureOnly next processNetworkMessages ttlCeiling zeroExpirationOverride"
+    ),
     "policyMap": _names("defaultEntry"),
     "redeliveryPlugin": _names(
         "adminConnectionContext fallbackToDeadLetter next redeliveryPolicyMap sendToDlqIfMaxRetriesExceeded"

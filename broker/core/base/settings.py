@@ -20,6 +20,17 @@ _LONGEST_DELAY = 100 * 365 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True, slots=True)
+class TimeStamping:
+    """``<timeStampingBrokerPlugin>``'s settings (config.model.TimeStampingPlugin), applied by
+    base.plugins."""
+
+    zero_expiration_override: int = 0
+    ttl_ceiling: int = 0
+    future_only: bool = False
+    process_network_messages: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DestinationPolicy:
     """One destination's settings, fixed when it is made (CoreSettings documents each)."""
 
@@ -162,6 +173,10 @@ class CoreSettings:
     populate_jmsx_user_id: bool = False
     #: ``<statisticsBrokerPlugin/>``: statistics requests answered (handlers.statistics).
     statistics: bool = False
+    #: ``<timeStampingBrokerPlugin>`` (base.plugins); None: not configured.
+    time_stamping: TimeStamping | None = None
+    #: ``<forcePersistencyModeBrokerPlugin persistenceFlag>``; None: not configured.
+    persistence_flag: bool | None = None
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0
