@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from broker.core.base.message import Message
     from broker.core.base.settings import TimeStamping
 
 
@@ -22,38 +21,37 @@ class SendPlugins:
         #: ``<forcePersistencyModeBrokerPlugin persistenceFlag>``; None: not configured.
         self.persistence_flag = persistence_flag
 
-    def apply(self, message: Message, now: int, networked: bool) -> None:
-        """Rewrites ``message``, just built from a SEND at ``now`` (``networked``: it came
-        over a network bridge)."""
+    def apply(
+        self, headers: dict[str, str], timestamp: int, expires: int, now: int, networked: bool
+    ) -> tuple[int, int]:
+        """A SEND's message before it is made (its user ``headers``, its ``timestamp``
+        and ``expires``), received at ``now`` (``networked``: over a network bridge):
+        the headers rewritten in place, the time stamp and expiry it gets returned."""
         flag = self.persistence_flag
         if flag is not None:
-            message.persistent = flag
             # ActiveMQ's MESSAGE says persistent:true only of a persistent message.
             if flag:
-                message.headers["persistent"] = "true"
+                headers["persistent"] = "true"
             else:
-                message.headers.pop("persistent", None)
+                headers.pop("persistent", None)
         stamping = self.time_stamping
         if stamping is not None and (stamping.process_network_messages or not networked):
-            _stamp(stamping, message, now)
+            return _stamp(stamping, timestamp, expires, now)
+        return timestamp, expires
 
 
-def _stamp(stamping: TimeStamping, message: Message, now: int) -> None:
+def _stamp(stamping: TimeStamping, timestamp: int, expires: int, now: int) -> tuple[int, int]:
     """ActiveMQ's rules: a message with a time stamp gets the broker's, and keeps the time
     to live it was sent with (``expires - timestamp``), or gets ``zeroExpirationOverride``
     if it had none, at most ``ttlCeiling``.  With ``futureOnly`` nothing changes unless
     the new expiry is later than the old (a broker clock behind the producer's)."""
-    old_timestamp = message.timestamp
-    if old_timestamp <= 0:
-        return
-    old_expires = message.expires
-    ttl = old_expires - old_timestamp if old_expires > 0 else stamping.zero_expiration_override
+    if timestamp <= 0:
+        return timestamp, expires
+    ttl = expires - timestamp if expires > 0 else stamping.zero_expiration_override
     ceiling = stamping.ttl_ceiling
     if ttl > 0 and 0 < ceiling < ttl:
         ttl = ceiling
-    expires = ttl + now
-    if stamping.future_only and expires <= old_expires:
-        return
-    if ttl > 0 and expires > 0:
-        message.expires = expires
-    message.timestamp = now
+    stamped = ttl + now
+    if stamping.future_only and stamped <= expires:
+        return timestamp, expires
+    return now, stamped if ttl > 0 and stamped > 0 else expires

@@ -330,6 +330,9 @@ class Sending:
         text = pop("timestamp", None)
         if text is not None:
             timestamp = int_header("timestamp", text)
+        plugins = self.plugins
+        if plugins is not None:
+            timestamp, expires = plugins.apply(headers, timestamp, expires, now, session.network is not None)
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)
@@ -354,9 +357,6 @@ class Sending:
             # ``IdPrefix``: ``Message.id`` is then the whole of it).
             message.id_prefix = str(network_id)
         message.arrived = now
-        plugins = self.plugins
-        if plugins is not None:
-            plugins.apply(message, now, session.network is not None)
         return message
 
 
