@@ -23,6 +23,7 @@ from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.core.base.settings import (
     CompositeRule,
     CoreSettings,
+    DiscardingDLQ,
     ForwardRule,
     Interceptors,
     MirrorRule,
@@ -89,6 +90,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             populate_jmsx_user_id=config.broker.populate_jmsx_user_id,
             statistics=config.statistics is not None,
             time_stamping=_time_stamping(config),
+            discarding_dlq=_discarding_dlq(config),
             persistence_flag=(
                 config.force_persistency.persistence_flag if config.force_persistency is not None else None
             ),
@@ -355,4 +357,17 @@ def _time_stamping(config: BrokerConfig) -> TimeStamping | None:
         ttl_ceiling=plugin.ttl_ceiling,
         future_only=plugin.future_only,
         process_network_messages=plugin.process_network_messages,
+    )
+
+
+def _discarding_dlq(config: BrokerConfig) -> DiscardingDLQ | None:
+    plugin = config.discarding_dlq
+    if plugin is None:
+        return None
+    return DiscardingDLQ(
+        drop_all=plugin.drop_all,
+        drop_temporary_queues=plugin.drop_temporary_queues,
+        drop_temporary_topics=plugin.drop_temporary_topics,
+        drop_only=plugin.drop_only,
+        report_interval=plugin.report_interval,
     )

@@ -1,18 +1,22 @@
-"""``<plugins>``' message-rewriting plugins: ``<timeStampingBrokerPlugin>`` and
-``<forcePersistencyModeBrokerPlugin>`` (the last of each, if several)."""
+"""``<plugins>``' message plugins: ``<timeStampingBrokerPlugin>``,
+``<forcePersistencyModeBrokerPlugin>`` and ``<discardingDLQBrokerPlugin>`` (the last of
+each, if several)."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
-from config.model import ForcePersistencyPlugin, TimeStampingPlugin
+from config.model import DiscardingDLQPlugin, ForcePersistencyPlugin, TimeStampingPlugin
 from config.reader import Context, Fields, boolean, integer
 
 if TYPE_CHECKING:
     from config.xmltree import Node
 
 #: The plugins this module reads; ``load_plugins`` leaves them to it.
-TAGS = frozenset({"timeStampingBrokerPlugin", "forcePersistencyModeBrokerPlugin"})
+TAGS = frozenset(
+    {"timeStampingBrokerPlugin", "forcePersistencyModeBrokerPlugin", "discardingDLQBrokerPlugin"}
+)
 
 
 def time_stamping(ctx: Context, node: Node) -> TimeStampingPlugin | None:
@@ -37,6 +41,32 @@ def force_persistency(ctx: Context, node: Node) -> ForcePersistencyPlugin | None
         fields.finish()
         found = ForcePersistencyPlugin(**fields.values, source=ctx.origin(child), origins=fields.origins)
     return found
+
+
+def discarding_dlq(ctx: Context, node: Node) -> DiscardingDLQPlugin | None:
+    found = None
+    for child in _each(ctx, node, "discardingDLQBrokerPlugin"):
+        fields = Fields(ctx, child, "discardingDLQBrokerPlugin")
+        fields.get("dropAll", "drop_all", boolean)
+        fields.get("dropTemporaryQueues", "drop_temporary_queues", boolean)
+        fields.get("dropTemporaryTopics", "drop_temporary_topics", boolean)
+        fields.get("dropOnly", "drop_only", _patterns)
+        fields.get("reportInterval", "report_interval", integer())
+        fields.finish()
+        found = DiscardingDLQPlugin(**fields.values, source=ctx.origin(child), origins=fields.origins)
+    return found
+
+
+def _patterns(text: str) -> tuple[str, ...]:
+    """``dropOnly``: space-separated regular expressions (Java's there, Python's here:
+    the same for names, dots and wildcards as ActiveMQ's documentation writes them)."""
+    patterns = tuple(text.split())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return patterns
 
 
 def _each(ctx: Context, node: Node, tag: str) -> list[Node]:

@@ -307,6 +307,23 @@ class ForcePersistencyPlugin:
 
 
 @dataclass(frozen=True, slots=True)
+class DiscardingDLQPlugin:
+    """``<discardingDLQBrokerPlugin>``: what would go to a dead-letter queue is dropped
+    instead, for every destination or those named (ActiveMQ's DiscardingDLQBroker)."""
+
+    drop_all: bool = _setting(True, "dropAll")
+    drop_temporary_queues: bool = _setting(True, "dropTemporaryQueues")
+    drop_temporary_topics: bool = _setting(True, "dropTemporaryTopics")
+    #: Regular expressions a destination's name (without /queue/ or /topic/) must match
+    #: as a whole, given space-separated.
+    drop_only: tuple[str, ...] = _setting((), "dropOnly")
+    #: A line in the log per this many dropped (0: none).
+    report_interval: int = _setting(1000, "reportInterval")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
 class TransportDefaults:
     """``<transportDefaults>`` (stompd extension): what every connector's URI may override."""
 
@@ -689,6 +706,8 @@ class BrokerConfig:
     time_stamping: TimeStampingPlugin | None = None
     #: None: no ``<forcePersistencyModeBrokerPlugin>``.
     force_persistency: ForcePersistencyPlugin | None = None
+    #: None: no ``<discardingDLQBrokerPlugin>``.
+    discarding_dlq: DiscardingDLQPlugin | None = None
     ssl: SslContext | None = None
     http: HttpServer = field(default_factory=HttpServer)
     export: Export = field(default_factory=Export)

@@ -164,6 +164,10 @@ def sections(config: BrokerConfig) -> list[Section]:
         title = f"forcePersistencyModeBrokerPlugin ({config.force_persistency.source})"
         fp_rows = tuple(_rows(config.force_persistency, "force_persistency"))
         out.append(Section("force_persistency", title, fp_rows))
+    if config.discarding_dlq is not None:
+        title = f"discardingDLQBrokerPlugin ({config.discarding_dlq.source})"
+        dd_rows = tuple(_rows(config.discarding_dlq, "discarding_dlq"))
+        out.append(Section("discarding_dlq", title, dd_rows))
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
     out.extend(_network(config))

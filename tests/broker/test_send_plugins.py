@@ -1,16 +1,20 @@
-"""timeStampingBrokerPlugin and forcePersistencyModeBrokerPlugin in the engine (no
-sockets): what a subscriber gets of a SEND's ``timestamp``, ``expires`` and
-``persistent``, the clock moved by hand.  tests/integration/test_send_plugins.py
+"""timeStampingBrokerPlugin, forcePersistencyModeBrokerPlugin and
+discardingDLQBrokerPlugin in the engine (no sockets): what a subscriber gets of a SEND's
+``timestamp``, ``expires`` and ``persistent``, which dead letters reach the DLQ, the
+clock moved by hand.  tests/integration/test_send_plugins.py
 compares the same with ActiveMQ over TCP."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from broker.core.base.settings import TimeStamping
+import pytest
+
+from broker.core.base.settings import DiscardingDLQ, TimeStamping
 from broker.core.engine import Engine
 from protocol.frames import Frame
-from tests.broker.harness import Peer, new_engine
+from tests.broker.harness import Peer, destination_info, destination_infos, new_engine
 
 NOW = 1_000_000
 
@@ -77,3 +81,79 @@ def test_force_persistency_makes_every_message_persistent_or_not() -> None:
     assert frame.headers["persistent"] == "true"
     frame = sent(new_engine(ms=NOW, persistence_flag=False), persistent="true")
     assert "persistent" not in frame.headers
+
+
+def expire_one(engine: Engine, destination: str) -> None:
+    """A persistent message sent to ``destination`` expires: a dead letter."""
+    Peer(engine).send_frame("SEND", {"destination": destination, "persistent": "true", "ttl": "100"}, b"x")
+    engine.clock.ms += 100
+    assert subscribe_to(engine, destination).messages() == []
+
+
+def subscribe_to(engine: Engine, destination: str) -> Peer:
+    peer = Peer(engine)
+    peer.send_frame("SUBSCRIBE", {"destination": destination, "id": "1"})
+    return peer
+
+
+def dead_letters(engine: Engine) -> int:
+    infos = destination_infos(engine)
+    return infos["/queue/ActiveMQ.DLQ"].enqueued if "/queue/ActiveMQ.DLQ" in infos else 0
+
+
+def test_discarding_drops_every_dead_letter_by_default() -> None:
+    engine = new_engine(ms=NOW, discarding_dlq=DiscardingDLQ())
+    expire_one(engine, "/queue/a")
+    assert dead_letters(engine) == 0
+    assert destination_info(engine, "/queue/a").expired == 1
+    assert dead_letters(new_engine_expired("/queue/a")) == 1
+
+
+def new_engine_expired(destination: str, **settings: Any) -> Engine:
+    engine = new_engine(ms=NOW, **settings)
+    expire_one(engine, destination)
+    return engine
+
+
+def test_drop_only_names_the_destinations_by_regular_expression() -> None:
+    only = DiscardingDLQ(drop_all=False, drop_only=("ORDERS\\..*", "exact"))
+    engine = new_engine(ms=NOW, discarding_dlq=only)
+    for name in ("/queue/ORDERS.eu", "/topic/exact", "/queue/exact.not", "/queue/other"):
+        engine.clock.ms = NOW
+        Peer(engine).send_frame("SEND", {"destination": name, "persistent": "true", "ttl": "100"}, b"x")
+    engine.clock.ms = NOW + 100
+    for name in ("/queue/ORDERS.eu", "/queue/exact.not", "/queue/other"):
+        assert subscribe_to(engine, name).messages() == []
+    dlq = subscribe_to(engine, "/queue/ActiveMQ.DLQ").messages()
+    assert sorted(f.headers["original-destination"] for f in dlq) == ["/queue/exact.not", "/queue/other"]
+
+
+def test_temporary_queues_are_dropped_unless_told_not_to(caplog: pytest.LogCaptureFixture) -> None:
+    settings = DiscardingDLQ(drop_all=False, drop_temporary_queues=True, report_interval=2)
+    engine = new_engine(ms=NOW, discarding_dlq=settings)
+    owner = Peer(engine)
+    owner.send_frame("SUBSCRIBE", {"destination": "/temp-queue/t", "id": "t", "ack": "client"})
+    with caplog.at_level(logging.DEBUG, logger="stompd.engine"):
+        for _ in range(2):
+            owner.send_frame(
+                "SEND", {"destination": "/temp-queue/t", "persistent": "true", "ttl": "50"}, b"x"
+            )
+        engine.clock.ms = NOW + 1000
+        owner.send_frame("UNSUBSCRIBE", {"id": "t"})
+        owner.send_frame("SUBSCRIBE", {"destination": "/temp-queue/t", "id": "t2"})
+    assert dead_letters(engine) == 0
+    text = caplog.text
+    assert "Discarding DLQ BrokerFilter[dropTemporaryQueues] - skipping message:" in text
+    assert "Total of 2 messages were discarded, since their destination was the target of a DLQ" in text
+
+
+def test_the_total_is_logged_every_report_interval(caplog: pytest.LogCaptureFixture) -> None:
+    engine = new_engine(ms=NOW, discarding_dlq=DiscardingDLQ(report_interval=3))
+    with caplog.at_level(logging.INFO, logger="stompd.engine"):
+        for i in range(7):
+            expire_one(engine, f"/queue/a{i}")
+    totals = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Total of")]
+    assert totals == [
+        "Total of 3 messages were discarded, since their destination was the target of a DLQ",
+        "Total of 6 messages were discarded, since their destination was the target of a DLQ",
+    ]

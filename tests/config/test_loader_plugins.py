@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.core.base.settings import TimeStamping
+from broker.core.base.settings import DiscardingDLQ, TimeStamping
 from broker.settings_bridge import broker_options, not_applied
-from config.model import ForcePersistencyPlugin, TimeStampingPlugin
+from config.model import DiscardingDLQPlugin, ForcePersistencyPlugin, TimeStampingPlugin
 from config.report import render
 from tests.config.helpers import FIRST_BODY_LINE, errors_of, load_body, warnings_of
 
@@ -65,3 +65,29 @@ def test_a_bad_value_is_an_error_naming_the_attribute(tmp_path: Path) -> None:
 def test_an_unknown_attribute_is_an_error(tmp_path: Path) -> None:
     (error,) = errors_of(tmp_path, '<plugins><timeStampingBrokerPlugin ttlCeil="1"/></plugins>\n')
     assert "ttlCeil" in str(error)
+
+
+def test_discarding_dlq_is_read_with_activemqs_defaults(tmp_path: Path) -> None:
+    body = (
+        "<plugins>"
+        '<discardingDLQBrokerPlugin dropAll="false" dropOnly="ORDERS\\..* Q.87" reportInterval="10"/>'
+        "</plugins>\n"
+    )
+    loaded = load_body(tmp_path, body)
+    plugin = loaded.config.discarding_dlq
+    assert plugin == DiscardingDLQPlugin(
+        drop_all=False, drop_only=("ORDERS\\..*", "Q.87"), report_interval=10
+    )
+    assert (plugin.drop_temporary_queues, plugin.drop_temporary_topics) == (True, True)
+    assert "discardingDLQBrokerPlugin" not in warnings_of(loaded)
+    assert broker_options(loaded.config).core.discarding_dlq == DiscardingDLQ(
+        drop_all=False, drop_only=("ORDERS\\..*", "Q.87"), report_interval=10
+    )
+    unapplied = not_applied(loaded.config)
+    report = render(loaded.config, lambda key: key not in unapplied)
+    assert f"discardingDLQBrokerPlugin ({tmp_path / 'activemq.xml'}:{FIRST_BODY_LINE})" in report
+
+
+def test_a_drop_only_that_is_no_regular_expression_is_an_error(tmp_path: Path) -> None:
+    (error,) = errors_of(tmp_path, '<plugins><discardingDLQBrokerPlugin dropOnly="ok (bad"/></plugins>\n')
+    assert "'(bad' is not a regular expression" in str(error)

@@ -1,16 +1,24 @@
-"""The broker plugins that rewrite a message as it is sent: ActiveMQ's
-TimeStampingBrokerPlugin and ForcePersistencyModeBroker.
+"""The broker plugins that change what happens to a message: ActiveMQ's
+TimeStampingBrokerPlugin and ForcePersistencyModeBroker as it is sent, DiscardingDLQBroker
+when it would be dead-lettered.
 
-``Sending`` calls ``SendPlugins.apply`` only when one of them is configured (the SEND
-path otherwise pays one None check).
+``Sending`` calls ``SendPlugins.apply`` only when one of the first two is configured (the
+SEND path otherwise pays one None check); ``Settlement`` asks ``Discarding`` only of a
+dead letter.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import TYPE_CHECKING
 
+from broker.core.base import names
+
 if TYPE_CHECKING:
-    from broker.core.base.settings import TimeStamping
+    from broker.core.base.settings import DiscardingDLQ, TimeStamping
+
+log = logging.getLogger("stompd.engine")
 
 
 class SendPlugins:
@@ -55,3 +63,46 @@ def _stamp(stamping: TimeStamping, timestamp: int, expires: int, now: int) -> tu
     if stamping.future_only and stamped <= expires:
         return timestamp, expires
     return now, stamped if ttl > 0 and stamped > 0 else expires
+
+
+class Discarding:
+    """``<discardingDLQBrokerPlugin>``: which dead letters are dropped, and how many were."""
+
+    __slots__ = ("_only", "dropped", "settings")
+
+    def __init__(self, settings: DiscardingDLQ) -> None:
+        self.settings = settings
+        self._only = tuple(re.compile(pattern) for pattern in settings.drop_only)
+        self.dropped = 0
+
+    def drops(self, destination: str, message_id: str) -> bool:
+        """Whether a dead letter from ``destination`` is dropped; if so, it is logged and
+        counted as ActiveMQ does (a debug line each, a total every reportInterval)."""
+        reason = self._reason(destination)
+        if reason is None:
+            return False
+        log.debug("Discarding DLQ BrokerFilter[%s] - skipping message: %s", reason, message_id)
+        self.dropped += 1
+        interval = self.settings.report_interval
+        if interval > 0 and self.dropped % interval == 0:
+            log.info(
+                "Total of %d messages were discarded, since their destination was the target of a DLQ",
+                self.dropped,
+            )
+        return True
+
+    def _reason(self, destination: str) -> str | None:
+        """ActiveMQ's order of tests, named as its log names them."""
+        settings = self.settings
+        if settings.drop_all:
+            return "dropAll"
+        kind, bare = names.split_destination(destination)[0]
+        temporary = kind not in (names.QUEUE, names.TOPIC)
+        queue = kind in names.QUEUE_KINDS
+        if settings.drop_temporary_topics and temporary and not queue:
+            return "dropTemporaryTopics"
+        if settings.drop_temporary_queues and temporary and queue:
+            return "dropTemporaryQueues"
+        if any(pattern.fullmatch(bare) for pattern in self._only):
+            return "dropOnly"
+        return None

@@ -31,6 +31,19 @@ class TimeStamping:
 
 
 @dataclass(frozen=True, slots=True)
+class DiscardingDLQ:
+    """``<discardingDLQBrokerPlugin>``'s settings (config.model.DiscardingDLQPlugin),
+    applied by base.plugins."""
+
+    drop_all: bool = True
+    drop_temporary_queues: bool = True
+    drop_temporary_topics: bool = True
+    #: Regular expressions a destination's bare name must match as a whole.
+    drop_only: tuple[str, ...] = ()
+    report_interval: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class DestinationPolicy:
     """One destination's settings, fixed when it is made (CoreSettings documents each)."""
 
@@ -177,6 +190,8 @@ class CoreSettings:
     time_stamping: TimeStamping | None = None
     #: ``<forcePersistencyModeBrokerPlugin persistenceFlag>``; None: not configured.
     persistence_flag: bool | None = None
+    #: ``<discardingDLQBrokerPlugin>`` (base.plugins); None: not configured.
+    discarding_dlq: DiscardingDLQ | None = None
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0
