@@ -91,6 +91,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             statistics=config.statistics is not None,
             time_stamping=_time_stamping(config),
             discarding_dlq=_discarding_dlq(config),
+            dlq_past_max_redeliveries=config.redelivery.send_to_dlq_if_max_retries_exceeded,
             persistence_flag=(
                 config.force_persistency.persistence_flag if config.force_persistency is not None else None
             ),
@@ -335,7 +336,9 @@ def not_applied(config: BrokerConfig) -> set[str]:
         key = f"policies.entries[{index}]"
         out |= _changed(entry, PolicyEntry(), key, _APPLIED_ENTRY)
         out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
-    out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
+    out |= _changed(
+        config.redelivery, RedeliveryPlugin(), "redelivery", ("send_to_dlq_if_max_retries_exceeded",)
+    )
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     for index, redelivery in enumerate(config.redelivery.entries):
         key = f"redelivery.entries[{index}]"

@@ -192,6 +192,9 @@ class CoreSettings:
     persistence_flag: bool | None = None
     #: ``<discardingDLQBrokerPlugin>`` (base.plugins); None: not configured.
     discarding_dlq: DiscardingDLQ | None = None
+    #: ``<redeliveryPlugin sendToDlqIfMaxRetriesExceeded>``: off, a message past its
+    #: maximumRedeliveries is dropped instead of dead-lettered.
+    dlq_past_max_redeliveries: bool = True
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0

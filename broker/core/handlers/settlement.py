@@ -223,15 +223,24 @@ class Settlement:
         ActiveMQ's ``isSendToDeadLetterQueue``).  Takes over the caller's hold."""
         policy = self.destinations.policy_of(message.destination)
         reason = "max-redeliveries" if cause is None else "poison"
+        discarding = self.discarding
+        # The plugins before the policy's strategy, as ActiveMQ's sit before its region
+        # broker: every dead letter of a destination discarding names is counted, kept or not.
+        if cause is None and not self.settings.dlq_past_max_redeliveries:
+            # ActiveMQ's RedeliveryPlugin then drops it, and says so at debug only.
+            log.debug(
+                "Discarding message that exceeds max redelivery count(%d), %s",
+                policy.max_redeliveries,
+                message.id,
+            )
+            dropped = True
+        else:
+            dropped = discarding is not None and discarding.drops(message.destination, message.id)
         if cause is None:
             cause = (
                 f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
                 f"(maximumRedeliveries={policy.max_redeliveries})"
             )
-        discarding = self.discarding
-        # Before the policy's strategy, as ActiveMQ's plugin sits before its region broker:
-        # every dead letter of a destination it names is counted, kept or not.
-        dropped = discarding is not None and discarding.drops(message.destination, message.id)
         kept = (
             not dropped
             and not policy.discard_dead_letters
