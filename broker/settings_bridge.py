@@ -23,9 +23,11 @@ from broker.core.base.selector import InvalidSelector, compile_selector
 from broker.core.base.settings import (
     CompositeRule,
     CoreSettings,
+    DiscardingDLQ,
     ForwardRule,
     Interceptors,
     MirrorRule,
+    TimeStamping,
     VirtualTopicRule,
 )
 from broker.export.exporter import ExportSettings
@@ -87,6 +89,12 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             advisory_support=config.broker.advisory_support,
             populate_jmsx_user_id=config.broker.populate_jmsx_user_id,
             statistics=config.statistics is not None,
+            time_stamping=_time_stamping(config),
+            discarding_dlq=_discarding_dlq(config),
+            dlq_past_max_redeliveries=config.redelivery.send_to_dlq_if_max_retries_exceeded,
+            persistence_flag=(
+                config.force_persistency.persistence_flag if config.force_persistency is not None else None
+            ),
             queue_prefetch=policy.queue_prefetch,
             topic_prefetch=policy.topic_prefetch,
             durable_topic_prefetch=policy.durable_topic_prefetch,
@@ -328,7 +336,9 @@ def not_applied(config: BrokerConfig) -> set[str]:
         key = f"policies.entries[{index}]"
         out |= _changed(entry, PolicyEntry(), key, _APPLIED_ENTRY)
         out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
-    out |= _changed(config.redelivery, RedeliveryPlugin(), "redelivery", ())
+    out |= _changed(
+        config.redelivery, RedeliveryPlugin(), "redelivery", ("send_to_dlq_if_max_retries_exceeded",)
+    )
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     for index, redelivery in enumerate(config.redelivery.entries):
         key = f"redelivery.entries[{index}]"
@@ -339,3 +349,28 @@ def not_applied(config: BrokerConfig) -> set[str]:
 def not_applied_in_file(config: BrokerConfig) -> list[str]:
     """What a configuration asks for that the broker will not do yet (for a start-up warning)."""
     return sorted(not_applied(config))
+
+
+def _time_stamping(config: BrokerConfig) -> TimeStamping | None:
+    plugin = config.time_stamping
+    if plugin is None:
+        return None
+    return TimeStamping(
+        zero_expiration_override=plugin.zero_expiration_override,
+        ttl_ceiling=plugin.ttl_ceiling,
+        future_only=plugin.future_only,
+        process_network_messages=plugin.process_network_messages,
+    )
+
+
+def _discarding_dlq(config: BrokerConfig) -> DiscardingDLQ | None:
+    plugin = config.discarding_dlq
+    if plugin is None:
+        return None
+    return DiscardingDLQ(
+        drop_all=plugin.drop_all,
+        drop_temporary_queues=plugin.drop_temporary_queues,
+        drop_temporary_topics=plugin.drop_temporary_topics,
+        drop_only=plugin.drop_only,
+        report_interval=plugin.report_interval,
+    )

@@ -190,6 +190,13 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "suppressDuplicateQueueSubscriptions suppressDuplicateTopicSubscriptions syncDurableSubs uri "
         "useBrokerNamesAsIdSeed useCompression useVirtualDestSubs userName"
     ),
+    "discardingDLQBrokerPlugin": _names(
+        "adminConnectionContext dropAll dropOnly dropTemporaryQueues dropTemporaryTopics next reportInterval"
+    ),
+    "forcePersistencyModeBrokerPlugin": _names("adminConnectionContext next persistenceFlag"),
+    "timeStampingBrokerPlugin": _names(
+        "adminConnectionContext futureOnly next processNetworkMessages ttlCeiling zeroExpirationOverride"
+    ),
     "policyMap": _names("defaultEntry"),
     "redeliveryPlugin": _names(
         "adminConnectionContext fallbackToDeadLetter next redeliveryPolicyMap sendToDlqIfMaxRetriesExceeded"

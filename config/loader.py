@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from config import xmltree
+from config import loader_plugins, xmltree
 from config.files import FileRefused, read_regular
 from config.issues import ConfigError, ConfigIssue, Issues
 from config.loader_network import load_network_connectors
@@ -217,6 +217,12 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
         if redelivery is not None:
             config = replace(config, redelivery=redelivery)
         config = replace(config, statistics=statistics_plugin(ctx, seen["plugins"]))
+        config = replace(
+            config,
+            time_stamping=loader_plugins.time_stamping(ctx, seen["plugins"]),
+            force_persistency=loader_plugins.force_persistency(ctx, seen["plugins"]),
+            discarding_dlq=loader_plugins.discarding_dlq(ctx, seen["plugins"]),
+        )
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))
         ssl = config.ssl

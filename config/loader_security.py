@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from config import passwords
+from config import loader_plugins, passwords
 from config.loader_policies import destination, load_redelivery
 from config.model import (
     Authentication,
@@ -35,8 +35,8 @@ def load_plugins(
             authorization = _authorization(ctx, child)
         elif child.tag == "redeliveryPlugin":
             redelivery = load_redelivery(ctx, child)
-        elif child.tag == "statisticsBrokerPlugin":
-            continue  # statistics_plugin
+        elif child.tag == "statisticsBrokerPlugin" or child.tag in loader_plugins.TAGS:
+            continue  # statistics_plugin, loader_plugins
         else:
             ctx.unexpected(child, "plugins")
     if authorization is not None and authentication is None:

@@ -280,6 +280,50 @@ class StatisticsPlugin:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeStampingPlugin:
+    """``<timeStampingBrokerPlugin>``: each SEND's ``timestamp`` becomes the broker's clock
+    and its ``expires`` moves with it (ActiveMQ's TimeStampingBrokerPlugin)."""
+
+    #: The time to live (ms) a message sent with none gets; 0: it keeps none.
+    zero_expiration_override: int = _setting(0, "zeroExpirationOverride", "ms")
+    #: The longest time to live (ms) a message keeps; 0: no ceiling.
+    ttl_ceiling: int = _setting(0, "ttlCeiling", "ms")
+    #: Only ever move a message's expiry later (a broker clock behind the client's).
+    future_only: bool = _setting(False, "futureOnly")
+    #: Stamp messages a network bridge forwards too.
+    process_network_messages: bool = _setting(False, "processNetworkMessages")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class ForcePersistencyPlugin:
+    """``<forcePersistencyModeBrokerPlugin>``: every message sent is persistent (or not),
+    whatever its ``persistent`` header said (ActiveMQ's ForcePersistencyModeBroker)."""
+
+    persistence_flag: bool = _setting(False, "persistenceFlag")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardingDLQPlugin:
+    """``<discardingDLQBrokerPlugin>``: what would go to a dead-letter queue is dropped
+    instead, for every destination or those named (ActiveMQ's DiscardingDLQBroker)."""
+
+    drop_all: bool = _setting(True, "dropAll")
+    drop_temporary_queues: bool = _setting(True, "dropTemporaryQueues")
+    drop_temporary_topics: bool = _setting(True, "dropTemporaryTopics")
+    #: Regular expressions a destination's name (without /queue/ or /topic/) must match
+    #: as a whole, given space-separated.
+    drop_only: tuple[str, ...] = _setting((), "dropOnly")
+    #: A line in the log per this many dropped (0: none).
+    report_interval: int = _setting(1000, "reportInterval")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
 class TransportDefaults:
     """``<transportDefaults>`` (stompd extension): what every connector's URI may override."""
 
@@ -658,6 +702,12 @@ class BrokerConfig:
     authorization: Authorization | None = None
     #: None: no ``<statisticsBrokerPlugin/>``.
     statistics: StatisticsPlugin | None = None
+    #: None: no ``<timeStampingBrokerPlugin>``.
+    time_stamping: TimeStampingPlugin | None = None
+    #: None: no ``<forcePersistencyModeBrokerPlugin>``.
+    force_persistency: ForcePersistencyPlugin | None = None
+    #: None: no ``<discardingDLQBrokerPlugin>``.
+    discarding_dlq: DiscardingDLQPlugin | None = None
     ssl: SslContext | None = None
     http: HttpServer = field(default_factory=HttpServer)
     export: Export = field(default_factory=Export)

@@ -157,6 +157,17 @@ def sections(config: BrokerConfig) -> list[Section]:
         source = str(config.statistics.source)
         row = Row("statistics", "ActiveMQ.Statistics.>", "on", source)
         out.append(Section("statistics", f"statisticsBrokerPlugin ({source})", (row,)))
+    if config.time_stamping is not None:
+        title = f"timeStampingBrokerPlugin ({config.time_stamping.source})"
+        out.append(Section("time_stamping", title, tuple(_rows(config.time_stamping, "time_stamping"))))
+    if config.force_persistency is not None:
+        title = f"forcePersistencyModeBrokerPlugin ({config.force_persistency.source})"
+        fp_rows = tuple(_rows(config.force_persistency, "force_persistency"))
+        out.append(Section("force_persistency", title, fp_rows))
+    if config.discarding_dlq is not None:
+        title = f"discardingDLQBrokerPlugin ({config.discarding_dlq.source})"
+        dd_rows = tuple(_rows(config.discarding_dlq, "discarding_dlq"))
+        out.append(Section("discarding_dlq", title, dd_rows))
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
     out.extend(_network(config))

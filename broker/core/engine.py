@@ -26,6 +26,7 @@ from broker.core.base.clock import Clock
 from broker.core.base.errors import NoRoomToCreate
 from broker.core.base.guard import SYSTEM, OpenGuard
 from broker.core.base.observe import Observer
+from broker.core.base.plugins import SendPlugins
 from broker.core.base.settings import CoreSettings
 from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
@@ -119,6 +120,8 @@ class Engine:
         self.sending = sending = Sending(
             settings, clock, destinations, persistence, scheduler, flow, transactions, audit
         )
+        if settings.time_stamping is not None or settings.persistence_flag is not None:
+            sending.plugins = SendPlugins(settings.time_stamping, settings.persistence_flag)
         if settings.statistics:
             sending.statistics = Statistics(
                 settings, clock, destinations, routing, usage, chores, sending.producers

@@ -3,6 +3,7 @@ delay runs on the engine's clock.  tests/integration/test_acks.py checks the sam
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -299,3 +300,17 @@ def test_messages_given_back_together_each_wait_their_own_delay() -> None:
     engine.clock.ms = 1000
     engine.tick()
     assert [f.body for f in other.messages()] == [b"old"]
+
+
+def test_with_send_to_dlq_if_max_retries_exceeded_off_a_message_past_the_limit_is_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = new_engine(max_redeliveries=1, dlq_past_max_redeliveries=False)
+    c = consumer(engine, "/queue/q")
+    Peer(engine).send_frame("SEND", {"destination": "/queue/q", "persistent": "true"}, b"m")
+    with caplog.at_level(logging.DEBUG, logger="stompd.engine"):
+        assert nack_until_dead(c) == 2
+    q = destination_info(engine, "/queue/q")
+    assert (q.depth, q.in_flight, q.dequeued) == (0, 0, 1)
+    assert "/queue/ActiveMQ.DLQ" not in destination_infos(engine)
+    assert "Discarding message that exceeds max redelivery count(1)" in caplog.text

@@ -9,7 +9,7 @@ import pytest
 import trustme
 
 from broker.app import BrokerOptions
-from broker.core.base.settings import CoreSettings, Interceptors
+from broker.core.base.settings import CoreSettings, DiscardingDLQ, Interceptors, TimeStamping
 from broker.io.limits import ConnectionLimits
 from broker.settings_bridge import CannotRun, broker_options, not_applied, not_applied_in_file
 from config.loader import load
@@ -47,9 +47,15 @@ def test_the_example_maps_onto_the_broker() -> None:
     interceptors = options.core.interceptors
     assert interceptors.virtual_topics == Interceptors().virtual_topics
     assert [c.pattern for c in interceptors.composites] == ["ORDERS.IN"]
-    # And its statisticsBrokerPlugin.
+    # And its statisticsBrokerPlugin, timeStamping, forcePersistency and discardingDLQ plugins.
     assert options.core == CoreSettings(
-        cursor_high_water=0.70, initial_redelivery_delay_ms=0, interceptors=interceptors, statistics=True
+        cursor_high_water=0.70,
+        initial_redelivery_delay_ms=0,
+        interceptors=interceptors,
+        statistics=True,
+        time_stamping=TimeStamping(),
+        persistence_flag=True,
+        discarding_dlq=DiscardingDLQ(drop_all=False, drop_only=("ORDERS\\..*", "AUDIT")),
     )
     assert options.http_stomp_limits == ConnectionLimits()
 

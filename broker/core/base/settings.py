@@ -20,6 +20,30 @@ _LONGEST_DELAY = 100 * 365 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True, slots=True)
+class TimeStamping:
+    """``<timeStampingBrokerPlugin>``'s settings (config.model.TimeStampingPlugin), applied by
+    base.plugins."""
+
+    zero_expiration_override: int = 0
+    ttl_ceiling: int = 0
+    future_only: bool = False
+    process_network_messages: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DiscardingDLQ:
+    """``<discardingDLQBrokerPlugin>``'s settings (config.model.DiscardingDLQPlugin),
+    applied by base.plugins."""
+
+    drop_all: bool = True
+    drop_temporary_queues: bool = True
+    drop_temporary_topics: bool = True
+    #: Regular expressions a destination's bare name must match as a whole.
+    drop_only: tuple[str, ...] = ()
+    report_interval: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class DestinationPolicy:
     """One destination's settings, fixed when it is made (CoreSettings documents each)."""
 
@@ -162,6 +186,15 @@ class CoreSettings:
     populate_jmsx_user_id: bool = False
     #: ``<statisticsBrokerPlugin/>``: statistics requests answered (handlers.statistics).
     statistics: bool = False
+    #: ``<timeStampingBrokerPlugin>`` (base.plugins); None: not configured.
+    time_stamping: TimeStamping | None = None
+    #: ``<forcePersistencyModeBrokerPlugin persistenceFlag>``; None: not configured.
+    persistence_flag: bool | None = None
+    #: ``<discardingDLQBrokerPlugin>`` (base.plugins); None: not configured.
+    discarding_dlq: DiscardingDLQ | None = None
+    #: ``<redeliveryPlugin sendToDlqIfMaxRetriesExceeded>``: off, a message past its
+    #: maximumRedeliveries is dropped instead of dead-lettered.
+    dlq_past_max_redeliveries: bool = True
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0

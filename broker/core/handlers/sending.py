@@ -30,6 +30,7 @@ from store.api import LEVELS
 
 if TYPE_CHECKING:
     from broker.core.base.clock import Clock
+    from broker.core.base.plugins import SendPlugins
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.session import Session
@@ -64,6 +65,7 @@ class Sending:
         "destinations",
         "flow",
         "persistence",
+        "plugins",
         "producers",
         "scheduler",
         "settings",
@@ -98,6 +100,8 @@ class Sending:
         self._counted: dict[Session, set[str]] = {}
         #: With ``<statisticsBrokerPlugin/>``: what answers statistics requests.
         self.statistics: Statistics | None = None
+        #: With ``<timeStampingBrokerPlugin>`` or ``<forcePersistencyModeBrokerPlugin>``.
+        self.plugins: SendPlugins | None = None
 
     def on_send(self, session: Session, frame: f.Frame) -> Deferred | None:
         headers = frame.headers
@@ -326,6 +330,9 @@ class Sending:
         text = pop("timestamp", None)
         if text is not None:
             timestamp = int_header("timestamp", text)
+        plugins = self.plugins
+        if plugins is not None:
+            timestamp, expires = plugins.apply(headers, timestamp, expires, now, session.network is not None)
         reply_to = headers.get("reply-to")
         if reply_to is not None and reply_to.startswith((names.TEMP_QUEUE, names.TEMP_TOPIC)):
             headers["reply-to"] = self.destinations.advertise_temp(session, reply_to)

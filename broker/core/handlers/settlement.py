@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
 from broker.core.base.observe import Observer
+from broker.core.base.plugins import Discarding
 from broker.core.base.tally import Tally
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Settlement:
         "clock",
         "dead_letters",
         "destinations",
+        "discarding",
         "discards",
         "observer",
         "persistence",
@@ -91,6 +93,8 @@ class Settlement:
         #: The same for dead letters dropped (not persistent, expired, ``<discarding/>``).
         self.discards = Tally(log, clock, DEAD_LETTER_LOG_MS, DISCARD_SUMMARY)
         self._topic_dead: OrderedDict[str, None] = OrderedDict()
+        #: ``<discardingDLQBrokerPlugin>``: the dead letters dropped before any strategy.
+        self.discarding = Discarding(settings.discarding_dlq) if settings.discarding_dlq else None
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -219,14 +223,31 @@ class Settlement:
         ActiveMQ's ``isSendToDeadLetterQueue``).  Takes over the caller's hold."""
         policy = self.destinations.policy_of(message.destination)
         reason = "max-redeliveries" if cause is None else "poison"
+        discarding = self.discarding
+        # The plugins before the policy's strategy, as ActiveMQ's sit before its region
+        # broker: every dead letter of a destination discarding names is counted, kept or not.
+        if cause is None and not self.settings.dlq_past_max_redeliveries:
+            # ActiveMQ's RedeliveryPlugin then drops it, and says so at debug only.
+            log.debug(
+                "Discarding message that exceeds max redelivery count(%d), %s",
+                policy.max_redeliveries,
+                message.id,
+            )
+            dropped = True
+        else:
+            dropped = discarding is not None and discarding.drops(message.destination, message.id)
         if cause is None:
             cause = (
                 f"Delivery[{message.delivery_count}] exceeds redelivery policy limit "
                 f"(maximumRedeliveries={policy.max_redeliveries})"
             )
-        kept = not policy.discard_dead_letters and (
-            (message.persistent or policy.dead_letter_non_persistent)
-            and (not expired or policy.dead_letter_expired)
+        kept = (
+            not dropped
+            and not policy.discard_dead_letters
+            and (
+                (message.persistent or policy.dead_letter_non_persistent)
+                and (not expired or policy.dead_letter_expired)
+            )
         )
         original = self.destinations.queues.get(message.destination)
         # It leaves where it was: dequeued there (ActiveMQ's poison ack counts a dequeue, on
@@ -240,9 +261,10 @@ class Settlement:
         if kept and topic is not None:
             kept = self._first_of_topic(message.id)
         if not kept:
-            self.discards.event(
-                message.destination, "dropping %s from %s: %s", message.id, message.destination, cause
-            )
+            if not dropped:
+                self.discards.event(
+                    message.destination, "dropping %s from %s: %s", message.id, message.destination, cause
+                )
             if events is not None and expired:
                 events.expired(message, None)
             if message.store_size:
