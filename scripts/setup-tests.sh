@@ -2,8 +2,8 @@
 # Everything the test suite needs on a fresh machine, installed only where missing:
 # Debian packages (PHP's stomp extension, a Java runtime for PySpark, Chromium and its
 # driver for browser tests, node/npm for stomp.js, ActiveMQ for its example activemq.xml
-# files), the Python virtualenv with the project and its test extras, and the npm
-# packages of the JavaScript tests.
+# files and the side-by-side tests, with XStream and Jettison), the Python virtualenv
+# with the project and its test extras, and the npm packages of the JavaScript tests.
 # Safe to run again: each step is skipped when what it installs is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,11 @@ have npm || need+=(npm)
 # ActiveMQ's own configuration files, which the config loader must read (tests/config).
 [ -d /usr/share/doc/activemq/examples/conf ] && [ -f /etc/activemq/instances-available/main/activemq.xml ] \
     || need+=(activemq)
+# XStream and Jettison, which upstream ActiveMQ ships and Debian's package leaves out: the
+# peer ActiveMQ in the side-by-side tests sends STOMP clients no advisory, statistics
+# reply or jms-map-* body without them (tests/activemq_peer.py puts them on its classpath).
+[ -f /usr/share/java/xstream.jar ] || need+=(libxstream-java)
+[ -f /usr/share/java/jettison.jar ] || need+=(libjettison-java)
 
 if ((${#need[@]})); then
     if [ "$(id -u)" != 0 ] || ! have apt-get; then
