@@ -47,14 +47,14 @@ def test_the_example_maps_onto_the_broker() -> None:
     interceptors = options.core.interceptors
     assert interceptors.virtual_topics == Interceptors().virtual_topics
     assert [c.pattern for c in interceptors.composites] == ["ORDERS.IN"]
-    # And its statisticsBrokerPlugin, timeStamping, forcePersistency and discardingDLQ plugins.
+    # And its statisticsBrokerPlugin, timeStamping and discardingDLQ plugins
+    # (forcePersistency is a comment there).
     assert options.core == CoreSettings(
         cursor_high_water=0.70,
         initial_redelivery_delay_ms=0,
         interceptors=interceptors,
         statistics=True,
         time_stamping=TimeStamping(),
-        persistence_flag=True,
         discarding_dlq=DiscardingDLQ(drop_all=False, drop_only=("ORDERS\\..*", "AUDIT")),
     )
     assert options.http_stomp_limits == ConnectionLimits()
