@@ -136,7 +136,7 @@ def subscriber_entry(sub: SubscriptionInfo) -> str:
         enqueued=acked + sub.in_flight + sub.pending,
         dequeued=acked,
         # The two loops of the JSP end their <stats> differently.
-        close='" />' if active else '"/>',
+        close=" />" if active else "/>",
     )
 
 
