@@ -158,18 +158,19 @@ def from_path(path: str) -> dict[str, Any]:
 # -- answers ----------------------------------------------------------------------------
 
 
-def _json_value(value: object) -> object:
+def _plain(value: object) -> object:
+    """What ``json.dumps`` writes for a value it has no form of: an ``ObjectName`` as
+    Jolokia writes one.  Done as the answer is written, a piece at a time: a broker's
+    ``Queues`` may name 100,000 of them."""
     if isinstance(value, ObjectName):
         return {"objectName": value.canonical}
-    if isinstance(value, list):
-        return [_json_value(item) for item in value]
-    return value
+    raise TypeError(f"no JSON form for {type(value).__name__}")
 
 
 def _values(bean: MBean, wanted: list[str] | None) -> dict[str, object]:
     values = bean.values or {}
     names = values if wanted is None else [name for name in wanted if name in values]
-    return {name: _json_value(values[name]) for name in names}
+    return {name: values[name] for name in names}
 
 
 def _java_list(items: list[str] | None) -> str:
@@ -372,4 +373,4 @@ def _pieces(value: object) -> Iterator[str]:
             yield from _pieces(item)
         yield "]"
     else:
-        yield json.dumps(value)
+        yield json.dumps(value, default=_plain)
