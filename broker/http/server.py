@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 
-from broker.http import AdminPortError, api, api_messages, request_body
+from broker.http import AdminPortError, api, api_messages, feeds, jolokia, request_body
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 from broker.io.http_site import GatedSite, RequestLog, unavailable
@@ -106,6 +106,9 @@ class HttpServer:
         self.app[request_body.BODY_TIMEOUT_KEY] = self.limits.connect_timeout
         self.app.add_routes(api.routes)
         self.app.add_routes(api_messages.routes)
+        # ActiveMQ's XML feeds and Jolokia, where its monitoring tools look for them.
+        self.app.add_routes(feeds.routes)
+        self.app.add_routes(jolokia.routes)
         self.app.router.add_get("/health", api.health)
         self.app.router.add_get("/", _to_console)
         self.app.router.add_get("/console", _to_console)

@@ -110,6 +110,29 @@ class Readout:
                 if topics.get(topic.name) is topic
             ]
 
+    def memory_limit(self, name: str) -> int:
+        """Destination ``name``'s memory limit: its own (a policy's ``memoryLimit``), else the
+        broker's, as ActiveMQ's ``MemoryLimit`` says it (0: no such destination)."""
+        engine = self._engine
+        destination: Queue | Topic | None = engine.queues.get(name)
+        if destination is None:
+            destination = engine.router.topics.get(name)
+        if destination is None:
+            return 0
+        meter = destination.meter
+        return meter.limit if meter is not None else engine.usage.memory.limit
+
+    def destination_row(self, name: str) -> DestinationRow | None:
+        """Destination ``name``'s row now (None: it does not exist)."""
+        engine = self._engine
+        queue = engine.queues.get(name)
+        if queue is not None:
+            return _queue_row(queue, engine.sending.producers)
+        topic = engine.router.topics.get(name)
+        if topic is not None:
+            return _topic_row(topic, engine.router.subscribers(topic), engine.sending.producers)
+        return None
+
     def broker_row(self, events_dropped: int = 0) -> dict[str, int | float]:
         """The broker-wide fields (schema type ``broker``)."""
         engine = self._engine

@@ -7,6 +7,7 @@ Its parts, each in the module that owns what it acts on:
     messages        one message: show, remove, move, retry; send one
     connections     every connection, one, its producers; close one
     subscriptions   every subscription, a topic's; a durable one's browse, purge, delete
+    mbeans          ActiveMQ's MBeans, their names and statistics (Jolokia, the XML feeds)
     scheduled       the scheduled jobs: a page of them, their removal
 
 and, here, what it says of the broker as a whole (its name and uptime, usage, health,
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from broker.core.admin import infos
 from broker.core.admin.connections import ConnectionAdmin
 from broker.core.admin.destinations import DestinationAdmin
+from broker.core.admin.mbeans import MBeanAdmin
 from broker.core.admin.messages import MessageAdmin
 from broker.core.admin.queues import QueueAdmin
 from broker.core.admin.rights import Rights
@@ -70,6 +72,7 @@ class AdminService:
         "chores",
         "connections",
         "destinations",
+        "mbeans",
         "messages",
         "queues",
         "scheduled",
@@ -93,6 +96,8 @@ class AdminService:
         self._walking: dict[tuple[str, str], int] = {}
         #: When the broker started (epoch ms): the service is made as it starts listening.
         self._started = engine.clock.ms
+        #: ActiveMQ's MBeans (Jolokia's, the XML feeds'): read-only, the same for every user.
+        self.mbeans = MBeanAdmin(engine, self.broker)
         # What its calls may do to destinations (``acting_as``; here: anything).
         self._parts(Rights.everything(engine))
 
