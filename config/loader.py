@@ -128,7 +128,12 @@ def _load_document(ctx: Context, root: Node) -> BrokerConfig:
     for child in root.children:
         if child.tag == "import":
             resource = child.attrs.get("resource", "")
-            hint = "; stompd's admin HTTP server is <httpServer> in <broker>" if "jetty" in resource else ""
+            hint = (
+                "; stompd's admin HTTP server is <httpServer> in <broker> (the console, and"
+                " ActiveMQ's /admin/xml feeds and /api/jolokia)"
+                if "jetty" in resource
+                else ""
+            )
             ctx.warn(child, f"not followed: stompd reads one file ({resource!r} ignored){hint}")
         elif child.tag == "bean":
             if not child.attrs.get("class", "").endswith(_PLACEHOLDER_CONFIGURERS):

@@ -454,3 +454,31 @@ def test_a_pattern_over_thousands_of_destinations(broker: BrokerThread) -> None:
     assert all(entry == {"QueueSize": 1} for entry in value.values())
     assert len(destinations(fetch(base(broker) + QUEUES)[2], "queue")) == count
     assert len(jolokia_get(broker, f"read/{BROKER}/Queues")["value"]) == count
+
+
+def test_subscribers_jsp_is_the_text_activemq_writes(broker: BrokerThread) -> None:
+    left_durable(broker.port, "/topic/t", "away", "kept")
+    with client(broker.port, headers={"client-id": "here"}) as live:
+        live.subscribe("/topic/t", "s", selector="a < 2", **{"activemq.subscriptionName": "on"})
+        connections = call(base(broker), "GET", "/api/v1/connections").body["connections"]
+        here = next(c["id"] for c in connections if c["client_id"] == "here")
+        text = fetch(base(broker) + SUBSCRIBERS)[2]
+
+    def entry(client_id: str, name: str, connection: str, selector: str, active: str, close: str) -> str:
+        return (
+            f'\n<subscriber clientId="{client_id}" \n            subscriptionName="{name}" \n'
+            f'            connectionId="{connection}"\n            destinationName="t" \n'
+            f'            selector="{selector}" \n            active="{active}" >\n'
+            '  <stats pendingQueueSize="0"\n         dispatchedQueueSize="0"\n'
+            '         dispatchedCounter="0"\n         enqueueCounter="0"\n'
+            f'         dequeueCounter="0"{close}\n\n</subscriber>\n'
+        )
+
+    assert text == (
+        "\n" * 9
+        + "<subscribers>\n"
+        + entry("here", "on", here, "a &lt; 2", "yes", " />")
+        + "\n\n"
+        + entry("away", "kept", "NOTSET", "", "no", "/>")
+        + "\n\n\n</subscribers>\n"
+    )
