@@ -260,6 +260,11 @@ class Broker:
                 max_connections=options.http_max_connections,
                 descriptors=self.server.descriptors,
                 logins=self.server.logins,
+                # An admin SEND takes a message as big as a client's could be.
+                max_message=max(
+                    [options.http_stomp_limits.max_frame_size]
+                    + [listener.limits.max_frame_size for listener in options.listeners]
+                ),
             )
             endpoint = StompWebSocketEndpoint(
                 self.server,

@@ -54,7 +54,10 @@ def test_bridges_in_the_api_the_command_line_and_metrics(nodes: Nodes) -> None:
     assert table.returncode == 0, table.stderr
     header, row = table.stdout.splitlines()[:2]
     assert header.split()[:4] == ["Connector", "Remote", "Broker", "State"]
+    assert header.split()[6:9] == ["Duplex", "Forwarding", "Pulling"]
     assert row.split()[:4] == ["to-b", f"stomp://127.0.0.1:{b.port}", "B", "connected"]
+    # After "Connected since" (a date and a time): duplex, and what it forwards.
+    assert row.split()[6:8] == ["yes", "/queue/work"]
 
     metrics = get(a.http_port, "/metrics").decode()
     labels = f'connector="to-b",remote="stomp://127.0.0.1:{b.port}"'

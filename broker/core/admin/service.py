@@ -56,6 +56,12 @@ class RoleView(Protocol):
     @property
     def since(self) -> float: ...
 
+    @property
+    def took_over(self) -> float | None: ...
+
+    @property
+    def took_over_from(self) -> str | None: ...
+
 
 class AdminService:
     """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
@@ -122,12 +128,18 @@ class AdminService:
     # -- the broker as a whole ----------------------------------------------------------
 
     def broker(self) -> BrokerInfo:
-        """Its name (``<broker brokerName>``), version, and since when it runs."""
+        """Its name (``<broker brokerName>``), version, since when it runs, and since when
+        its counters count (a pair's master: since it took the store over)."""
         engine = self._engine
         settings = engine.settings
         version = settings.server.partition("/")[2] or settings.server
         uptime = max(engine.clock.ms - self._started, 0) / 1000
-        return BrokerInfo(settings.broker_name, version, self._started / 1000, uptime)
+        started = self._started / 1000
+        role = self._role
+        # The engine, and so every counter, is made when the broker (a pair's master) starts.
+        took_over = role.took_over if role is not None else None
+        taken_from = role.took_over_from if role is not None else None
+        return BrokerInfo(settings.broker_name, version, started, uptime, started, took_over, taken_from)
 
     def usage(self) -> Usage:
         engine = self._engine
