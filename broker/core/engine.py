@@ -144,7 +144,7 @@ class Engine:
         #: Every destination's last hour of depth and rates (``broker.core.base.history``).
         self.sampler = Sampler(clock, destinations, chores)
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard, self.client_ids)
+        connect = Connect(settings, guard, self.client_ids, observer)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
