@@ -49,7 +49,7 @@ CORRUPT_LINES: Final = (
     "this is not json",
     "",
     "[1, 2, 3]",
-    '{"v":4,"run":"runa","seq":9001,"ts":1767225600000,"event":"enqueue","destination":"/queue/x",'
+    '{"v":5,"run":"runa","seq":9001,"ts":1767225600000,"event":"enqueue","destination":"/queue/x",'
     '"message_id":"m","size":1,"priority":4,"persistent":false}',
     '{"v":1,"run":"runa","seq":9002,"ts":1767225600000,"event":"teleport","destination":"/queue/x",'
     '"message_id":"m","size":1,"priority":4,"persistent":false}',
