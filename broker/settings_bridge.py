@@ -196,6 +196,7 @@ def _listener(connector: TransportConnector, config: BrokerConfig) -> Listener:
         websocket=connector.websocket,
         path=connector.path,
         allowed_origins=_origins(connector.allowed_origins),
+        name=connector.name,
     )
 
 

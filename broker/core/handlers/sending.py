@@ -298,6 +298,9 @@ class Sending:
                 if session.network is not None:
                     # A bridge's: the id and redelivered the message had where it came from.
                     network_id = pop(bridging.ID_HEADER, None)
+                    bridge = session.bridge
+                    if bridge is not None:
+                        bridge.received += 1
                     redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
                 for name in NOT_THE_SENDERS if session.network is None else BROKER_OWN:
                     pop(name, None)
