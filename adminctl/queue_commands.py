@@ -31,7 +31,7 @@ def cmd_pause(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dic
 def cmd_resume(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     result: dict[str, Any] = client.post(dest_path(args.dest) + "/resume", {})
     if not args.json:
-        out.write(f"resumed {result['name']}: dispatching again ({result['depth']} waiting)\n")
+        out.write(f"resumed {result['name']}: dispatching again\n")
     return result
 
 
