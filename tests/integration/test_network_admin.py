@@ -124,3 +124,22 @@ def test_the_console_shows_each_bridge(nodes: Nodes, browser: webdriver.Chrome) 
     assert "/queue/work" in first_text(browser, row)
     nodes.stop("B")
     WebDriverWait(browser, 20).until(lambda d: first_text(d, f"{row} td.state") in ("waiting", "connecting"))
+
+
+@pytest.mark.browser
+def test_the_far_end_s_console_lists_the_incoming_duplex_bridge(
+    nodes: Nodes, browser: webdriver.Chrome
+) -> None:
+    b = nodes.start("B", http=True)
+    a = nodes.start("A", connector("a-to-b", b.port, duplex="true"))
+    wait_connected(a)
+    browser.get(f"http://127.0.0.1:{b.http_port}/console/#/network")
+    row = "#bridges tr[data-bridge]"
+    WebDriverWait(browser, 20).until(lambda d: first_text(d, f"{row} td.direction") == "incoming (duplex)")
+    assert "A" in first_text(browser, row) and "connected" in first_text(browser, f"{row} td.state")
+    # Its connection is listed apart on the Connections page, as a network bridge.
+    browser.get(f"http://127.0.0.1:{b.http_port}/console/#/connections")
+    group = '#connections tbody[data-connector="network bridge (A)"] tr.group'
+    WebDriverWait(browser, 20).until(
+        lambda d: first_text(d, group) == "network bridge (A) (stomp): 1 connection"
+    )
