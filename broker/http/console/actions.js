@@ -229,7 +229,7 @@ async function loadConnection() {
   if (!consumers.length) consumers.push(el("tr", {}, el("td", { colspan: 7, class: "empty" }, "no consumers")));
   const head = (...names) => el("thead", {}, el("tr", {}, ...names.map(([n, cls]) => el("th", { class: cls }, n))));
   panel.replaceChildren(
-    el("h3", {}, `Connection ${c.id} (${c.login || "no login"}${c.client_id ? ", client-id " + c.client_id : ""})`, el("button", { type: "button", class: "close-view", title: "close", onclick: () => showConnection(null) }, "×")),
+    el("h3", {}, `Connection ${c.id} (${c.login || "no login"}${c.client_id ? ", client-id " + c.client_id : ""}; on ${connectorLabel(c)}, ${c.transport})`, el("button", { type: "button", class: "close-view", title: "close", onclick: () => showConnection(null) }, "×")),
     el("h4", {}, "Producers"),
     el("table", { id: "connection-producers" }, head(["Destination"]), el("tbody", {}, ...producers)),
     el("h4", {}, "Consumers"),
