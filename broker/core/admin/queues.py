@@ -132,8 +132,10 @@ class QueueAdmin:
 
     def _producers(self, name: str, peers: Mapping[str, PeerRow]) -> Steps[list[ConnectionInfo]]:
         out: list[ConnectionInfo] = []
+        sending = self._engine.sending
         for count, session in enumerate(list(self._engine.sessions.values()), 1):
-            if any(target.name == name for targets in session.sent_to for target in targets):
+            # The names it is counted for (ProducerCount's): a lookup, not a walk of its routes.
+            if sending.has_sent(session, name):
                 out.append(infos.connection_info(session, peers))
             if count % SLICE == 0:
                 yield STEP

@@ -200,6 +200,11 @@ class Sending:
             counted.update(new)
             self.producers.update(new)
 
+    def has_sent(self, session: Session, name: str) -> bool:
+        """Whether ``session`` is counted a producer of destination ``name`` (one lookup)."""
+        counted = self._counted.get(session)
+        return counted is not None and name in counted
+
     def closed(self, session: Session) -> None:
         """``session`` is no longer open: it is a producer of nothing now."""
         producers = self.producers
