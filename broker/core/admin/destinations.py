@@ -10,7 +10,7 @@ from broker.core.admin.operations import Action, QueueOperation, run
 from broker.core.admin.requests import creatable
 from broker.core.admin.views import DestinationHistory, HistorySample, Progress
 from broker.core.base import names
-from broker.core.base.chores import collect, ordered, value
+from broker.core.base.chores import SLICE, STEP, collect, ordered, value
 from broker.core.base.history import INTERVAL_MS
 from broker.core.delivery.queue import Queue
 
@@ -39,10 +39,11 @@ class DestinationAdmin:
         found = yield from collect(
             engine.queues.values(), lambda queue: infos.queue_info(queue, producers[queue.name])
         )
+        owed = yield from self._owed_by_topic()
         found += yield from collect(
             router.topics.values(),
             lambda topic: infos.topic_info(
-                topic, router.subscribers(topic), producers[topic.name], self._owed(topic)
+                topic, router.subscribers(topic), producers[topic.name], owed.get(topic.name, 0)
             ),
         )
         return (yield from ordered(found, infos.kind_and_name))
@@ -122,6 +123,21 @@ class DestinationAdmin:
         router = self._engine.router
         producers = self._engine.sending.producers[topic.name]
         return infos.topic_info(topic, router.subscribers(topic), producers, self._owed(topic))
+
+    def _owed_by_topic(self) -> Steps[dict[str, int]]:
+        """Topic name -> what its offline durable subscriptions on it alone are owed: one
+        pass over the durable subscriptions (in slices), not a lookup per topic."""
+        engine = self._engine
+        out: dict[str, int] = {}
+        for count, durable in enumerate(list(engine.durables.records.values()), 1):
+            patterns = durable.patterns
+            if durable.subscriber is None and len(patterns) == 1:
+                kind, bare = patterns[0]
+                name = kind + bare
+                out[name] = out.get(name, 0) + owed(engine, durable)
+            if count % SLICE == 0:
+                yield STEP
+        return out
 
     def _owed(self, topic: Topic) -> int:
         """What ``topic``'s durable subscriptions on it alone whose subscriber is away are
