@@ -64,8 +64,8 @@ class RoleView(Protocol):
 
 
 class AdminService:
-    """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
-    the transports know those, the engine does not.  ``network()``: the network bridges'
+    """``peers()`` maps a session id to what the transports know of it and the engine does
+    not (``views.PeerRow``: peer address, connected since, connector, transport).  ``network()``: the network bridges'
     status (``broker.network.Bridge.status``), one dict each."""
 
     __slots__ = (
