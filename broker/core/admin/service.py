@@ -65,8 +65,9 @@ class RoleView(Protocol):
 
 class AdminService:
     """``peers()`` maps a session id to what the transports know of it and the engine does
-    not (``views.PeerRow``: peer address, connected since, connector, transport).  ``network()``: the network bridges'
-    status (``broker.network.Bridge.status``), one dict each."""
+    not (``views.PeerRow``: peer address, connected since, connector, transport).
+    ``network()``: the network bridges' status (``broker.network.Bridge.status``), one
+    dict each."""
 
     __slots__ = (
         "_engine",
