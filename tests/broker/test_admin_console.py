@@ -213,3 +213,20 @@ def test_a_connection_says_the_connector_it_came_in_on() -> None:
         "127.0.0.1:5000",
         None,
     )
+
+
+def test_a_page_of_scheduled_jobs_exactly_the_last_one_full_says_nothing_follows() -> None:
+    engine = new_engine()
+    producer = Peer(engine)
+    for n in range(4):
+        producer.send_frame(
+            "SEND", {"destination": "/queue/later", "AMQ_SCHEDULED_DELAY": str(60_000 + n)}, b"%d" % n
+        )
+    admin = ops(engine)
+    whole = finished(engine, admin.scheduled.page(4, None, 8))
+    assert (len(whole.jobs), whole.next) == (4, None)
+    first = finished(engine, admin.scheduled.page(3, None, 8))
+    assert len(first.jobs) == 3 and first.next is not None
+    rest = finished(engine, admin.scheduled.page(3, first.next, 8))
+    assert [job.preview for job in first.jobs + rest.jobs] == [b"0", b"1", b"2", b"3"]
+    assert rest.next is None
