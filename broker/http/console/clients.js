@@ -154,6 +154,7 @@ function loadSparkHistory(names) {
       .then((body) => {
         const offset = body.now - Date.now(); // the broker's clock less the page's
         entry.samples = body.samples.map((s) => ({ t: s.time - offset, depth: s.depth }));
+        redrawSparkline(name);
       })
       .catch(() => {
         // Gone meanwhile, or the broker unreachable (the status line says so): live samples only.
@@ -164,6 +165,14 @@ function loadSparkHistory(names) {
   }
   const shown = new Set(names);
   for (const name of sparkPast.keys()) if (!shown.has(name) && !state.history.has(name)) sparkPast.delete(name);
+}
+
+// The row's sparkline drawn again at once with what the broker kept (not at the next poll).
+function redrawSparkline(name) {
+  if (state.page !== "overview") return;
+  for (const row of $("destinations").tBodies[0].rows) {
+    if (row.dataset.dest === name) row.cells[row.cells.length - 1].replaceChildren(sparkline(name));
+  }
 }
 
 // -- wiring ----------------------------------------------------------------------------------------
