@@ -32,6 +32,8 @@ from adminctl.messages import (
     cmd_show,
 )
 from adminctl.progress import APPLIED, run_operation
+from adminctl.queue_commands import COMMANDS as QUEUE_COMMANDS
+from adminctl.queue_commands import add_queue_commands
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,6 +73,7 @@ def cmd_stat(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
         pairs = [
             ("name", d["name"]),
             ("kind", d["kind"]),
+            *([("dispatch", "PAUSED (stompd-admin resume starts it again)")] if d.get("paused") else []),
             ("depth", d["depth"]),
             ("  in memory", d["memory_messages"]),
             ("  on disk", d["disk_messages"]),
@@ -144,19 +147,9 @@ def _browse(
         cursor = page["next"]
         if cursor is None:
             break
-    if cursor is not None:
-        cursor = _follows(client, path, cursor, {"selector": args.selector, "preview": 0}, "messages")
     if not args.json:
         out.write(f"{len(messages)} message(s) browsed on {name}{_more(cursor)}\n")
     return {"destination": name, "messages": messages, "next": cursor}
-
-
-def _follows(client: AdminClient, path: str, cursor: str, query: dict[str, Any], field: str) -> str | None:
-    """``cursor`` if anything follows it, else None.  A page the API filled ends with a
-    cursor whether or not more follow (it stops at ``limit`` without looking further):
-    one more row asked for tells, so an exactly full last page says no "more follow"."""
-    probe = client.get(path, limit=1, cursor=cursor, **query)
-    return cursor if probe[field] else None
 
 
 def _more(cursor: str | None) -> str:
@@ -235,8 +228,6 @@ def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) ->
         cursor = page["next"]
         if cursor is None:
             break
-    if cursor is not None:
-        cursor = _follows(client, "/scheduled", cursor, {"preview": 0}, "jobs")
     if not args.json:
         rows = [
             [
@@ -260,9 +251,13 @@ def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) ->
 def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     result: dict[str, Any] = client.get("/connections")
     if not args.json:
+        # By connector, as ActiveMQ's console lists them (a bridge's apart).
+        result["connections"].sort(key=lambda c: (c["network"] is not None, c["connector"]))
         rows = [
             [
                 c["id"],
+                c["connector"] if c["network"] is None else f"network bridge ({c['network']})",
+                c["transport"],
                 c["peer"],
                 c["login"],
                 c["client_id"],
@@ -275,6 +270,8 @@ def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) 
         ]
         headers = [
             "ID",
+            "Connector",
+            "Transport",
             "Peer",
             "Login",
             "Client ID",
@@ -328,40 +325,45 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
         rows = [
             [
                 b["connector"],
+                b["direction"],
+                "yes" if b["duplex"] else "no",
                 b["remote"],
                 b["remote_broker"] or "",
                 b["state"],
                 fmt.since(b["connected_since"]) if b["connected_since"] else "",
-                bool(b["duplex"]),
-                ", ".join(b["forwarding"]) or None,
-                ", ".join(b["pulling"]) or None,
                 b["forwarded"],
                 b["received"],
                 b["in_flight"],
                 b["pending"],
+                ", ".join(b["forwarding"]),
+                ", ".join(b["pulling"]),
                 b["last_error"] or "",
             ]
             for b in result["bridges"]
         ]
         headers = [
             "Connector",
+            "Direction",
+            "Duplex",
             "Remote",
             "Broker",
             "State",
             "Connected since",
-            "Duplex",
-            "Forwarding",
-            "Pulling",
             "Forwarded",
             "Received",
             "In flight",
             "Pending",
+            "Forwarding",
+            "Pulling",
             "Last error",
         ]
         if rows:
             out.write(fmt.table(headers, rows) + "\n")
         else:
-            out.write("no network bridges (no <networkConnector> in activemq.xml)\n")
+            out.write(
+                "no network bridges (no <networkConnector> in activemq.xml, "
+                "and no other broker's duplex bridge connected)\n"
+            )
     return result
 
 
@@ -429,6 +431,7 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "retry": cmd_retry,
     "info": cmd_info,
     "connection": cmd_connection,
+    **QUEUE_COMMANDS,
 }
 
 
@@ -549,7 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _durable_arguments(p)
     command("usage", "memory, store and temp usage against their limits")
-    command("network", "network bridges (<networkConnectors>): state, remote, duplex, what they carry")
+    command(
+        "network",
+        "network bridges: this broker's <networkConnectors> and other brokers' duplex ones to it",
+    )
     command(
         "health",
         "the broker's /health: exit status 0 when it is up (a pair's master), 1 when not (for scripts)",
@@ -573,6 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     every.add_argument("--end", type=int, metavar="MS", help="with --start: to (epoch ms, included)")
     add_message_commands(command)
+    add_queue_commands(command)
     return parser
 
 

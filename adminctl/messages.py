@@ -118,9 +118,10 @@ def cmd_info(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
             ("version", result["version"]),
             ("started", fmt.since(result["started"])),
             ("uptime", fmt.duration(result["uptime"])),
+            ("role", _role(result)),
         ]
         if "counters_since" in result:  # (a broker older than this client has no such field)
-            pairs.append(("counters", counters_text(result)))
+            pairs.append(("counts", counters_text(result)))
         out.write(fmt.key_values(pairs) + "\n")
     return result
 
@@ -134,12 +135,20 @@ def counters_text(info: dict[str, Any]) -> str:
     return f"{since} (took over at {fmt.since(info['took_over'])}{taken_from})"
 
 
+def _role(info: dict[str, Any]) -> str:
+    """master or standby of a shared-store pair, and since when; a lone broker's "master"."""
+    if not info.get("pair"):
+        return f"{info.get('role', 'master')} (not one of a pair)"
+    return f"{info['role']} of a shared-store pair since {fmt.since(info['role_since'])}"
+
+
 def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     """One connection, with its producers and consumers (as ActiveMQ's connection page)."""
     c: dict[str, Any] = client.get("/connections/" + destination_segment(args.id))
     if not args.json:
         pairs = [
             ("id", c["id"]),
+            ("connector", f"{c['connector']} ({c['transport']})"),
             ("peer", c["peer"]),
             ("login", c["login"]),
             ("client id", c["client_id"]),
@@ -192,5 +201,8 @@ def add_message_commands(command: Callable[[str, str], argparse.ArgumentParser])
     p.add_argument("dest", help="the dead-letter queue (as ActiveMQ.DLQ)")
     p.add_argument("id", metavar="MESSAGE-ID", help=message_id)
     command("info", "the broker's name, version, uptime, and since when its counters count")
+
+    p.add_argument("id", metavar="MESSAGE-ID")
+    command("info", "the broker's name, version, uptime and role in a pair")
     p = command("connection", "one connection, with its producers and consumers")
     p.add_argument("id", help="the connection's id (as `connections` lists it)")

@@ -324,19 +324,21 @@ def test_kill_9_of_the_master_hands_everything_receipted_to_the_standby(pair: tu
     _, text = b.http("/metrics")
     assert b'stompd_role{role="master"} 1.0' in text
     assert b"stompd_role_since_seconds " in text
-    # The counters start again at the takeover: the broker's info says since when, and why.
+    # The console's header and ``stompd-admin info`` say it too.
     _, body = b.http("/api/v1/broker")
     info = json.loads(body)
-    assert info["took_over"] >= killed_at and info["counters_since"] >= killed_at
-    assert f"pid {a.pid}" in info["took_over_from"]
-    shown = subprocess.run(
-        [sys.executable, "-m", "adminctl", "--url", f"127.0.0.1:{b.http_port}", "info"],
-        cwd=ROOT,
+    assert (info["role"], info["pair"]) == ("master", True) and info["role_since"] >= killed_at
+    told = subprocess.run(
+        [sys.executable, "-m", "adminctl", "--url", f"http://127.0.0.1:{b.http_port}", "info"],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
     )
-    (counters,) = [line for line in shown.stdout.splitlines() if line.startswith("counters")]
+    assert "\nrole     master of a shared-store pair since " in told.stdout, told.stdout + told.stderr
+    # The counters start again at the takeover: the broker's info says since when, and why.
+    assert info["took_over"] >= killed_at and info["counters_since"] >= killed_at
+    assert f"pid {a.pid}" in info["took_over_from"]
+    (counters,) = [line for line in told.stdout.splitlines() if line.startswith("counts")]
     assert " since " in counters and "(took over at " in counters and f"pid {a.pid}" in counters
 
 
