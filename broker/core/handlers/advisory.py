@@ -436,6 +436,9 @@ def consumer_info(sub: Subscription, name: str, kind: str) -> bytes:
         info["brokerPath"] = [{"value": node} for node in network.path]
     info["optimizedAcknowledge"] = False
     info["noRangeAcks"] = False
+    if network is not None:
+        # A network consumer's (XStream leaves the field out of a client's).
+        info["networkSubscription"] = True
     return _dumps({"ConsumerInfo": info})
 
 
