@@ -509,7 +509,8 @@ def message_json(message: Message) -> bytes:
         "priority": message.priority,
         "groupSequence": 0,
         "compressed": False,
-        "redeliveryCounter": message.delivery_count,
+        # Redeliveries, not deliveries (ActiveMQ's counter is 0 at the first delivery).
+        "redeliveryCounter": max(message.delivery_count - 1, 0),
         "size": message.size,
         "readOnlyProperties": True,
         "readOnlyBody": False,
