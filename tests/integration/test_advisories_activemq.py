@@ -127,7 +127,7 @@ def receipted(c: RawClient, command: str, headers: dict[str, str], payload: byte
 
 
 def advisory_headers(frame: Frame) -> None:
-    assert HEADERS <= set(frame.headers)
+    assert set(frame.headers) >= HEADERS
     assert frame.headers["type"] == "Advisory"
     assert frame.headers["transformation"] == "jms-advisory-json"
     assert frame.headers["originBrokerName"]
