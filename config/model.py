@@ -98,8 +98,9 @@ class BrokerSettings:
     persistent: bool = _setting(True, "persistent")
     #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
     scheduler_support: bool = _setting(True, "schedulerSupport")
-    #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
-    #: learn each other's consumers from).
+    #: Advisories on ``ActiveMQ.Advisory.>``: consumers (what networks of brokers learn
+    #: each other's consumers from), connections, destinations, expired and dead-lettered
+    #: messages, and those policy entries ask for.
     advisory_support: bool = _setting(True, "advisorySupport")
     #: Every message's ``JMSXUserID`` is the user its producer logged in as.
     populate_jmsx_user_id: bool = _setting(False, "populateJMSXUserID")
