@@ -286,3 +286,19 @@ def test_the_master_broker_advisory_is_replayed_to_a_pattern_covering_it() -> No
     ((topic, body, _),) = told(watcher)
     assert (topic, body) == ("MasterBroker", {"null": ""})
     assert advisory.MASTER_BROKER == "ActiveMQ.Advisory.MasterBroker"
+
+
+def test_a_queue_consumer_out_of_credit_is_not_told_slow_as_on_activemq() -> None:
+    # ActiveMQ 5.17's queue pages in only what its consumers can take, so over STOMP it
+    # never finds one full (checked: no SlowConsumer.Queue advisory, subscribed before or
+    # after the messages came).
+    engine = advising(ADVISE_SLOW)
+    watcher = watching(engine, "SlowConsumer.>")
+    producer, consumer = Peer(engine), Peer(engine)
+    consumer.send_frame(
+        "SUBSCRIBE", {"id": "c", "destination": "/queue/q", "ack": "client", "activemq.prefetchSize": "2"}
+    )
+    for _ in range(5):
+        producer.send_frame("SEND", {"destination": "/queue/q"}, b"x")
+    assert len(consumer.messages()) == 2
+    assert told(watcher) == []
