@@ -284,9 +284,11 @@ class Advisories:
         if not self.enabled:
             return
         patterns = [pattern for kind, pattern in sub.topic_patterns if kind == names.TOPIC]
-        if not patterns or not any(p.startswith(PREFIX) or p in ("*", ">") for p in patterns):
+        if not patterns:
             return
         if any(matches(pattern, MASTER_BROKER) for pattern in patterns):
+            # ActiveMQ's MasterBroker topic is always retroactive (its last image), so
+            # any subscriber it matches, ``/topic/>`` too, gets it.
             self._push(sub, self._message(MASTER_BROKER, b'{"null":""}'))
         if CONNECTION in patterns:
             for session in list(self.sessions.values()):
