@@ -298,6 +298,17 @@ def test_delivered_and_consumed_where_the_policy_asks(port: int) -> None:
         }
 
 
+def test_a_message_sent_with_a_content_length_is_a_bytes_message(port: int) -> None:
+    name = "adv.m." + tag()
+    watcher = watch(port, "MessageDelivered.Queue." + name)
+    producer = connected(port)
+    receipted(producer, "SEND", {"destination": "/queue/" + name, "content-length": "1"}, b"x")
+    frame = until(watcher, on("MessageDelivered.Queue." + name))
+    (kind,) = body(frame)
+    assert kind == "ActiveMQBytesMessage"
+    assert set(body(frame)[kind]) == MESSAGE_FIELDS
+
+
 def test_an_expired_message(port: int) -> None:
     name = "adv.e." + tag()
     watcher = watch(port, "Expired.Queue." + name)

@@ -488,8 +488,8 @@ def producer_info(session: Session) -> bytes:
 
 def message_json(message: Message) -> bytes:
     """The message as ActiveMQ's advisory carries it (its body cleared): an
-    ActiveMQTextMessage, whose id is made of stompd's (the header ``orignalMessageId``
-    carries it exactly)."""
+    ActiveMQTextMessage (ActiveMQBytesMessage: sent with a content-length), whose id is
+    made of stompd's (the header ``orignalMessageId`` carries it exactly)."""
     kind, bare = names.split_destination(message.destination)[0]
     producer = {"connectionId": message.origin or "", "sessionId": -1, "value": 1}
     info = {
@@ -519,4 +519,5 @@ def message_json(message: Message) -> bytes:
         "droppable": False,
         "jmsXGroupFirstForConsumer": False,
     }
-    return _dumps({"ActiveMQTextMessage": info})
+    # A SEND with a content-length is a bytes message to ActiveMQ's STOMP side.
+    return _dumps({"ActiveMQBytesMessage" if message.content_length else "ActiveMQTextMessage": info})
