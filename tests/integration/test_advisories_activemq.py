@@ -309,6 +309,31 @@ def test_a_message_sent_with_a_content_length_is_a_bytes_message(port: int) -> N
     assert set(body(frame)[kind]) == MESSAGE_FIELDS
 
 
+def test_a_messages_headers_are_its_fields_and_properties(port: int) -> None:
+    name = "adv.m." + tag()
+    watcher = watch(port, "MessageDelivered.Queue." + name)
+    producer = connected(port)
+    headers = {
+        "destination": "/queue/" + name,
+        "correlation-id": "c9",
+        "reply-to": "/queue/replies",
+        "type": "T",
+        "JMSXGroupID": "g",
+        "color": "red/blue",
+        "n": "5",
+    }
+    receipted(producer, "SEND", headers, b"x")
+    info = body(until(watcher, on("MessageDelivered.Queue." + name)))["ActiveMQTextMessage"]
+    assert set(info) == MESSAGE_FIELDS | {"correlationId", "replyTo", "type", "groupID", "properties"} | (
+        # ActiveMQ's OpenWire-marshalled copy of the properties (README).
+        {"marshalledProperties"} if "marshalledProperties" in info else set()
+    )
+    assert info["correlationId"] == "c9"
+    assert info["replyTo"] == {"@class": "ActiveMQQueue", "string": "replies", "null": ""}
+    assert (info["type"], info["groupID"]) == ("T", "g")
+    assert info["properties"] == [{"entry": [{"string": ["color", "red/blue"]}, {"string": ["n", 5]}]}]
+
+
 def test_an_expired_message(port: int) -> None:
     name = "adv.e." + tag()
     watcher = watch(port, "Expired.Queue." + name)

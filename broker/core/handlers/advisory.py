@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from broker.core.base import bridging, names
+from broker.core.base import bridging, names, xstream
 from broker.core.base.message import Message
 from broker.core.base.settings import ADVISE_CONSUMED, ADVISE_FAST, ADVISE_FULL
 from broker.core.delivery.queue import Queue
@@ -84,6 +84,25 @@ _KINDS: Final = {
     names.TEMP_QUEUE: ("TempQueue", "ActiveMQTempQueue"),
     names.TEMP_TOPIC: ("TempTopic", "ActiveMQTempTopic"),
 }
+#: The headers that are a message's fields, not its properties, in ActiveMQ's STOMP side.
+_FIELDS: Final = frozenset(
+    {
+        "correlation-id",
+        "reply-to",
+        "type",
+        "JMSXGroupID",
+        "JMSXGroupSeq",
+        "persistent",
+        "priority",
+        "expires",
+        "timestamp",
+        "content-length",
+        "receipt",
+        "transformation",
+        "destination",
+        "message-id",
+    }
+)
 _DESTINATION_TOPICS: Final = frozenset(PREFIX + word for word, _ in _KINDS.values())
 _TEMP_TOPICS: Final = frozenset({PREFIX + "TempQueue", PREFIX + "TempTopic"})
 #: Where a message's advisory goes: ``ActiveMQ.Advisory.<what>.Queue.<name>`` (a temporary
@@ -398,8 +417,9 @@ def _used(meter: UsageMeter | None) -> int:
 
 
 def _dumps(value: dict[str, Any]) -> bytes:
-    # Jettison's compact form (no spaces), as ActiveMQ's bodies are written.
-    return json.dumps(value, separators=(",", ":")).encode()
+    # Jettison's compact form (no spaces, text as it is, every '/' escaped: only strings
+    # hold one), as ActiveMQ's bodies are written.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("/", "\\/").encode()
 
 
 def _consumer_id(sub: Subscription) -> dict[str, Any]:
@@ -492,7 +512,8 @@ def message_json(message: Message) -> bytes:
     made of stompd's (the header ``orignalMessageId`` carries it exactly)."""
     kind, bare = names.split_destination(message.destination)[0]
     producer = {"connectionId": message.origin or "", "sessionId": -1, "value": 1}
-    info = {
+    headers = message.headers
+    info: dict[str, Any] = {
         "commandId": 0,
         "responseRequired": True,
         "messageId": {
@@ -507,17 +528,34 @@ def message_json(message: Message) -> bytes:
         "arrival": 0,
         "brokerInTime": message.arrived,
         "brokerOutTime": 0,
-        "persistent": bool(message.persistent),
-        "priority": message.priority,
-        "groupSequence": 0,
-        "compressed": False,
-        # Redeliveries, not deliveries (ActiveMQ's counter is 0 at the first delivery).
-        "redeliveryCounter": max(message.delivery_count - 1, 0),
-        "size": message.size,
-        "readOnlyProperties": True,
-        "readOnlyBody": False,
-        "droppable": False,
-        "jmsXGroupFirstForConsumer": False,
     }
+    # The JMS fields ActiveMQ's STOMP side makes of these headers, in XStream's order.
+    if "correlation-id" in headers:
+        info["correlationId"] = headers["correlation-id"]
+    reply_to = headers.get("reply-to")
+    if reply_to:
+        reply_kind, reply_name = names.split_destination(reply_to)[0]
+        info["replyTo"] = destination_json(reply_kind, reply_name)
+    info["persistent"] = bool(message.persistent)
+    if "type" in headers:
+        info["type"] = headers["type"]
+    info["priority"] = message.priority
+    if "JMSXGroupID" in headers:
+        info["groupID"] = headers["JMSXGroupID"]
+    sequence = headers.get("JMSXGroupSeq", "")
+    info["groupSequence"] = int(sequence) if sequence.isdigit() else 0
+    info["compressed"] = False
+    # Redeliveries, not deliveries (ActiveMQ's counter is 0 at the first delivery).
+    info["redeliveryCounter"] = max(message.delivery_count - 1, 0)
+    info["size"] = message.size
+    properties = {name: ("string", value) for name, value in headers.items() if name not in _FIELDS}
+    if properties:
+        # The rest are properties, as Jettison writes a map (``xstream``): the entries.
+        written = json.loads(xstream.write((xstream.MAP, properties), True))
+        info["properties"] = [written["map"]]
+    info["readOnlyProperties"] = True
+    info["readOnlyBody"] = False
+    info["droppable"] = False
+    info["jmsXGroupFirstForConsumer"] = False
     # A SEND with a content-length is a bytes message to ActiveMQ's STOMP side.
     return _dumps({"ActiveMQBytesMessage" if message.content_length else "ActiveMQTextMessage": info})
