@@ -96,6 +96,7 @@ def test_a_queue_and_a_topic_made_are_told_and_a_removed_one_too() -> None:
     producer.send_frame("SEND", {"destination": "/queue/orders"}, b"x")
     producer.send_frame("SEND", {"destination": "/topic/prices"}, b"x")
     made = [(topic, body["DestinationInfo"]) for topic, body, _ in told(watcher) if "DestinationInfo" in body]
+    assert [info["connectionId"] for _, info in made] == [{"value": producer.session.id}] * 2
     assert [(topic, info["destination"], info["operationType"]) for topic, info in made] == [
         ("Queue", {"@class": "ActiveMQQueue", "string": "orders", "null": ""}, 0),
         ("Topic", {"@class": "ActiveMQTopic", "string": "prices", "null": ""}, 0),
@@ -105,6 +106,7 @@ def test_a_queue_and_a_topic_made_are_told_and_a_removed_one_too() -> None:
     engine.destinations.remove(queue)
     ((topic, body, _),) = told(watcher)
     assert (topic, body["DestinationInfo"]["operationType"]) == ("Queue", 1)
+    assert body["DestinationInfo"]["connectionId"] == {"value": producer.session.id}
 
 
 def test_temporary_destinations_are_told_with_their_connection_and_go_with_it() -> None:

@@ -182,6 +182,8 @@ def test_a_queue_and_a_topic_made(port: int) -> None:
 
         frame = until(watcher, made)
         advisory_headers(frame)
+        # The connection whose SEND made it.
+        assert set(body(frame)["DestinationInfo"]["connectionId"]) == {"value"}
         assert shown(body(frame)["DestinationInfo"]) == {
             "responseRequired": False,
             "destination": {"@class": cls, "string": name, "null": ""},

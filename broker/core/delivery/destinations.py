@@ -53,7 +53,7 @@ Destination = Queue | Topic
 class Watcher(Protocol):
     """What is told of destinations made and removed (the advisories)."""
 
-    def made(self, target: Destination) -> None: ...
+    def made(self, target: Destination, maker: Session | None) -> None: ...
 
     def gone(self, target: Destination) -> None: ...
 
@@ -158,6 +158,9 @@ class Destinations:
         #: Told of each destination made and removed (``handlers.advisory.Advisories``,
         #: set by the engine; a layer above, so typed by what it is called with).
         self.advisories: Watcher | None = None
+        #: The connection whose frame is making destinations now (``resolve``; None: the
+        #: broker itself, an administrator, recovery).
+        self.maker: Session | None = None
 
     # -- policies ----------------------------------------------------------------
 
@@ -240,7 +243,7 @@ class Destinations:
             key = (kind == names.QUEUE, policy.scope)
             self._counted[key] = self._counted.get(key, 0) + 1
         if self.advisories is not None:
-            self.advisories.made(target)
+            self.advisories.made(target, self.maker)
 
     def _gone(self, target: Destination) -> None:
         """``target`` is no longer a destination: its charge, count and cached routes go."""
@@ -390,10 +393,13 @@ class Destinations:
 
     def resolve(self, session: Session | None, kind: str, name: str) -> Destination:
         """``session`` may be None (a stored schedule) for anything but /temp-queue/, /temp-topic/."""
-        if kind == names.QUEUE:
-            return self.queue(kind + name)
-        if kind == names.TOPIC:
-            return self.topic(kind, name)
+        if kind == names.QUEUE or kind == names.TOPIC:
+            # Who makes it, if it is made now (its DestinationInfo advisory names them).
+            self.maker = session
+            try:
+                return self.queue(kind + name) if kind == names.QUEUE else self.topic(kind, name)
+            finally:
+                self.maker = None
         if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC):
             if session is None:
                 raise InvalidDestination(f"{kind}{name} belongs to a connection")

@@ -76,6 +76,7 @@ class Queue:
         "grant_keys",
         "history",
         "idle_since",
+        "maker",
         "meter",
         "name",
         "observer",
@@ -107,6 +108,8 @@ class Queue:
         self.policy = policy = policy or DestinationPolicy()
         #: The advisories its policy asks for (``ADVISE_*``; 0: none, a test where each goes).
         self.advise = policy.advise
+        #: The connection that made it ("": the broker; its DestinationInfo advisory says).
+        self.maker = ""
         high_water = policy.cursor_high_water
         #: Told of what expires here (the rest of a message's events happen elsewhere).
         self.observer = observer

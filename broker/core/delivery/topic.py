@@ -70,6 +70,7 @@ class Topic:
         "idle_since",
         "kind",
         "log",
+        "maker",
         "meter",
         "name",
         "owner",
@@ -91,6 +92,8 @@ class Topic:
         self.policy = DEFAULT_POLICY
         #: The advisories its policy asks for (``ADVISE_*``; set with its policy).
         self.advise = 0
+        #: The connection that made it ("": the broker; its DestinationInfo advisory says).
+        self.maker = ""
         #: What it keeps for retroactive subscribers (``retroactive``): its policy's buffer
         #: (None: no ``<subscriptionRecoveryPolicy>``), and its ``ActiveMQ.Retain`` message.
         self.recovery: Recovery | None = None

@@ -186,8 +186,12 @@ class Advisories:
 
     # -- destinations -----------------------------------------------------------------
 
-    def made(self, target: Destination) -> None:
-        """``target`` was made (``Destinations``; not an advisory topic)."""
+    def made(self, target: Destination, maker: Session | None) -> None:
+        """``target`` was made (``Destinations``; not an advisory topic), by ``maker``'s
+        frame (None: by the broker, as a DLQ is)."""
+        if maker is not None and target.owner is None:
+            # Kept for its removal's and a replay's DestinationInfo, as ActiveMQ keeps it.
+            target.maker = maker.id
         self._destination(target, 0)
 
     def gone(self, target: Destination) -> None:
@@ -205,10 +209,10 @@ class Advisories:
         kind, bare = _kind_of(target)
         info: dict[str, Any] = {"commandId": 0, "responseRequired": False}
         owner = target.owner
-        if owner is not None and hasattr(owner, "id"):
-            # A temporary destination's connection (ActiveMQ names the connection that
-            # made any destination; stompd knows it for temporary ones only).
-            info["connectionId"] = {"value": owner.id}
+        maker = owner.id if owner is not None and hasattr(owner, "id") else target.maker
+        if maker:
+            # The connection that made it (none for one the broker made: a DLQ).
+            info["connectionId"] = {"value": maker}
         info["destination"] = destination_json(kind, bare, target.name in self.dlqs)
         info["operationType"] = operation
         info["timeout"] = 0
