@@ -484,8 +484,10 @@ def connection_info(session: Session) -> bytes:
         "connectionId": {"value": session.id},
         # ActiveMQ's STOMP side gives a connection without client-id its own id.
         "clientId": session.client_id or session.id,
-        "clientIp": session.host,
     }
+    if session.host is not None:
+        # Its CONNECT's host header, as ActiveMQ's STOMP side fills it (null: left out).
+        info["clientIp"] = session.host
     if session.login is not None:
         info["userName"] = session.login
     # Never the password, as ActiveMQ blanks it.
