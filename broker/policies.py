@@ -12,7 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from broker.core.base import names
-from broker.core.base.settings import DestinationPolicy
+from broker.core.base.settings import (
+    ADVISE_CONSUMED,
+    ADVISE_DELIVERY,
+    ADVISE_FAST,
+    ADVISE_FULL,
+    ADVISE_SLOW,
+    DestinationPolicy,
+)
 from config.model import origin_of
 from wildcards import choose
 
@@ -65,6 +72,13 @@ def destination_policy(entry: PolicyEntry, redelivery: RedeliveryPolicy) -> Dest
         recovery_kind=_RECOVERY_KINDS[recovery.kind],
         recovery_maximum=recovery.recover_duration if recovery.kind == "timed" else recovery.maximum_size,
         always_retroactive=entry.always_retroactive,
+        advise=(
+            (ADVISE_DELIVERY if entry.advisory_for_delivery else 0)
+            | (ADVISE_CONSUMED if entry.advisory_for_consumed else 0)
+            | (ADVISE_SLOW if entry.advisory_for_slow_consumers else 0)
+            | (ADVISE_FAST if entry.advisory_for_fast_producers else 0)
+            | (ADVISE_FULL if entry.advisory_when_full else 0)
+        ),
         scope=scope,
     )
 

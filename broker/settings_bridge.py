@@ -284,6 +284,11 @@ _APPLIED_ENTRY = frozenset(
         "max_destinations",
         "subscription_recovery",
         "always_retroactive",
+        "advisory_for_delivery",
+        "advisory_for_consumed",
+        "advisory_for_slow_consumers",
+        "advisory_for_fast_producers",
+        "advisory_when_full",
     }
 )
 _APPLIED_DEAD_LETTER = frozenset(

@@ -52,6 +52,11 @@ _POLICY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "inactiveTimeoutBeforeGC": ("inactive_timeout_before_gc", duration),
     "maxDestinations": ("max_destinations", integer(-1)),
     "alwaysRetroactive": ("always_retroactive", boolean),
+    "advisoryForDelivery": ("advisory_for_delivery", boolean),
+    "advisoryForConsumed": ("advisory_for_consumed", boolean),
+    "advisoryForSlowConsumers": ("advisory_for_slow_consumers", boolean),
+    "advisoryForFastProducers": ("advisory_for_fast_producers", boolean),
+    "advisoryWhenFull": ("advisory_when_full", boolean),
 }
 _REDELIVERY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "maximumRedeliveries": ("maximum_redeliveries", integer(-1)),

@@ -98,8 +98,9 @@ class BrokerSettings:
     persistent: bool = _setting(True, "persistent")
     #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
     scheduler_support: bool = _setting(True, "schedulerSupport")
-    #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
-    #: learn each other's consumers from).
+    #: Advisories on ``ActiveMQ.Advisory.>``: consumers (what networks of brokers learn
+    #: each other's consumers from), connections, destinations, expired and dead-lettered
+    #: messages, and those policy entries ask for.
     advisory_support: bool = _setting(True, "advisorySupport")
     #: Every message's ``JMSXUserID`` is the user its producer logged in as.
     populate_jmsx_user_id: bool = _setting(False, "populateJMSXUserID")
@@ -220,6 +221,13 @@ class PolicyEntry:
     )
     #: Topics: every subscriber is retroactive, as if it asked.
     always_retroactive: bool = _setting(False, "alwaysRetroactive")
+    #: Advisories of this destination's messages and limits (ActiveMQ.Advisory.*): a message
+    #: arrived, was consumed; a slow topic subscriber; a producer held back; memory full.
+    advisory_for_delivery: bool = _setting(False, "advisoryForDelivery")
+    advisory_for_consumed: bool = _setting(False, "advisoryForConsumed")
+    advisory_for_slow_consumers: bool = _setting(False, "advisoryForSlowConsumers")
+    advisory_for_fast_producers: bool = _setting(False, "advisoryForFastProducers")
+    advisory_when_full: bool = _setting(False, "advisoryWhenFull")
     #: Fields the file set on this entry itself (the rest come from the default entry).
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     source: Origin = field(default=DEFAULT, compare=False)

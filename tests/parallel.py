@@ -26,6 +26,7 @@ SPARK_PATHS: Final = ("tests/spark/", "tests/docker/test_report_service.py")
 PEER_MODULES: Final = frozenset(
     {
         "tests/integration/test_activemq_compat.py",
+        "tests/integration/test_advisories_activemq.py",
         "tests/integration/test_activemq_names.py",
         "tests/integration/test_jms_headers.py",
         "tests/integration/test_expiry_dead_letters.py",

@@ -127,6 +127,13 @@ class Engine:
                 settings, clock, destinations, routing, usage, chores, sending.producers
             )
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
+        # Those made before it (a layer below, or built first) are told where to tell.
+        destinations.advisories = advisories
+        routing.advisories = advisories
+        router.watcher = advisories
+        settlement.advisories = advisories
+        sending.advisories = advisories
+        observer.consumed = advisories.consumed
         self.subscribing = subscribing = Subscribing(
             settings,
             usage.memory,
@@ -144,7 +151,7 @@ class Engine:
         #: Every destination's last hour of depth and rates (``broker.core.base.history``).
         self.sampler = Sampler(clock, destinations, chores)
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard, self.client_ids)
+        connect = Connect(settings, guard, self.client_ids, advisories)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
@@ -200,6 +207,9 @@ class Engine:
         self.destinations.drop_temporaries(session)
         self.sending.close(session)
         self.flow.retry()
+        if session.announced:
+            # After its consumers' and temporary destinations' ends, as ActiveMQ's.
+            self.advisories.disconnected(session)
         yield 1
 
     def recover(self) -> int:

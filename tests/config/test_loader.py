@@ -50,8 +50,11 @@ def test_the_example_loads_without_error_or_warning() -> None:
         ("temp-queue", ">"),
         ("queue", "ORDERS.>"),
         ("topic", "STATUS.>"),
+        ("queue", "AUDITED.>"),
     ]
-    assert str(config.policies.entries[-1].subscription_recovery) == (
+    audited = config.policies.entries[-1]
+    assert (audited.advisory_for_delivery, audited.advisory_for_slow_consumers) == (True, False)
+    assert str(config.policies.entries[-2].subscription_recovery) == (
         "fixedCountSubscriptionRecoveryPolicy maximumSize=10"
     )
     assert config.authentication is not None

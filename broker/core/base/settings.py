@@ -10,7 +10,7 @@ redeliveryPolicy chosen by pattern).  Either way a destination reads them from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,6 +41,16 @@ class DiscardingDLQ:
     #: Regular expressions a destination's bare name must match as a whole.
     drop_only: tuple[str, ...] = ()
     report_interval: int = 1000
+
+
+#: A destination policy's advisories (``DestinationPolicy.advise``, ``handlers.advisory``):
+#: advisoryForDelivery, advisoryForConsumed, advisoryForSlowConsumers,
+#: advisoryForFastProducers, advisoryWhenFull.
+ADVISE_DELIVERY: Final = 1
+ADVISE_CONSUMED: Final = 2
+ADVISE_SLOW: Final = 4
+ADVISE_FAST: Final = 8
+ADVISE_FULL: Final = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +98,9 @@ class DestinationPolicy:
     recovery_maximum: int = 0
     #: alwaysRetroactive (topics): every subscriber is recovered as if it asked.
     always_retroactive: bool = False
+    #: The advisories its policyEntry asks for (``ADVISE_*`` bits; 0: none, all a
+    #: destination without them pays is a test of this, copied to it when it is made).
+    advise: int = 0
     #: Which entry this is, as ActiveMQ names it in errors ("queue://FOO.>"; "" the default).
     scope: str = ""
 

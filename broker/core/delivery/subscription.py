@@ -87,6 +87,7 @@ class Subscription:
         "selector",
         "selector_text",
         "session",
+        "slow",
         "standby",
         "topic_patterns",
         "transformation",
@@ -168,6 +169,8 @@ class Subscription:
         self.renames: names.Renames | None = None
         #: Bytes charged to the memory meter while it exists (``Subscribing``).
         self.footprint = 0
+        #: Told of as a slow consumer (``SlowConsumer`` advisory) until it catches up.
+        self.slow = False
         #: The SUBSCRIBE's ``transformation`` (``transforming``): None for nearly all.
         self.transformation: str | None = None
 
@@ -311,6 +314,10 @@ class Subscription:
                     assert durable is not None
                     self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
+            if self.slow and not cursor.count:
+                # Caught up: a slow consumer again is advised again (ActiveMQ's
+                # setSlowConsumer(false) once it dispatches with nothing pending).
+                self.slow = False
         queues = self.queues
         count = len(queues)
         if count > 1:

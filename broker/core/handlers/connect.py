@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from broker.core.base.guard import Guard
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.session import Session
+    from broker.core.handlers.advisory import Advisories
 
 OPENING: Final = frozenset({f.CONNECT, f.STOMP})
 #: The frames a client may send once connected.
@@ -51,11 +52,15 @@ def next_phase(phase: str, command: str) -> str:
 class Connect:
     """The CONNECT/STOMP and DISCONNECT handlers."""
 
-    __slots__ = ("client_ids", "guard", "settings")
+    __slots__ = ("advisories", "client_ids", "guard", "settings")
 
-    def __init__(self, settings: CoreSettings, guard: Guard, client_ids: dict[str, Session]) -> None:
+    def __init__(
+        self, settings: CoreSettings, guard: Guard, client_ids: dict[str, Session], advisories: Advisories
+    ) -> None:
         self.settings = settings
         self.guard = guard
+        #: Told of each connection accepted (``ActiveMQ.Advisory.Connection``).
+        self.advisories = advisories
         #: The engine's: client-id -> the open connection that has it.
         self.client_ids = client_ids
 
@@ -99,7 +104,10 @@ class Connect:
         if request_id is not None:
             reply["response-id"] = request_id
         session.phase = after
+        session.host = headers.get("host")
         session.send_frame(f.Frame(f.CONNECTED, reply))
+        session.announced = True
+        self.advisories.connected(session)
 
     def _bridge(self, session: Session, network: str) -> None:
         """The connection says it is broker ``network``'s bridge: its SENDs' ``_STOMPD_*``

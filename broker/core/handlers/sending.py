@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.session import Session
+    from broker.core.handlers.advisory import Advisories
     from broker.core.handlers.flow import Deferred, FlowControl
     from broker.core.handlers.scheduler import Scheduler
     from broker.core.handlers.statistics import Statistics
@@ -60,6 +61,7 @@ _NOT_AS_GIVEN: Final = NOT_THE_SENDERS | JMS_HEADERS
 class Sending:
     __slots__ = (
         "_counted",
+        "advisories",
         "audit",
         "clock",
         "destinations",
@@ -96,6 +98,8 @@ class Sending:
         #: Per destination name, the open connections that have sent to it (ActiveMQ's
         #: ProducerCount: STOMP registers no producer), kept as each session's ``sent_to``.
         self.producers: Counter[str] = Counter()
+        #: Told of a SEND that found no room (FULL, FastProducer; set by the engine).
+        self.advisories: Advisories | None = None
         #: Per open session that has sent, the names it is counted in ``producers`` for.
         self._counted: dict[Session, set[str]] = {}
         #: With ``<statisticsBrokerPlugin/>``: what answers statistics requests.
@@ -148,6 +152,9 @@ class Sending:
         frames with it), or is refused."""
         flow = self.flow
         message = send.message
+        if self.advisories is not None:
+            # Before it waits or is refused: ActiveMQ's send tells of a full destination first.
+            self.advisories.full(session, send.targets)
         if self.settings.send_fail_if_no_space:
             raise flow.refusal(message)
         # A destination whose producers must never wait: swapping had no room either.

@@ -21,11 +21,12 @@ import heapq
 import itertools
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base import names
 from broker.core.base.observe import Observer
 from broker.core.base.plugins import Discarding
+from broker.core.base.settings import ADVISE_CONSUMED
 from broker.core.base.tally import Tally
 
 if TYPE_CHECKING:
@@ -53,11 +54,23 @@ EXPIRED_CAUSE: Final = "java.lang.Throwable: Message Expired. Expiration:%d"
 TOPIC_AUDIT_DEPTH: Final = 2048
 
 
+class DeadLetterWatcher(Protocol):
+    """What is told of expired and dead-lettered messages (the advisories, a sibling)."""
+
+    @property
+    def dlqs(self) -> set[str]: ...
+
+    def expired(self, message: Message) -> None: ...
+
+    def dead_lettered(self, message: Message) -> None: ...
+
+
 class Settlement:
     __slots__ = (
         "_order",
         "_redeliveries",
         "_topic_dead",
+        "advisories",
         "clock",
         "dead_letters",
         "destinations",
@@ -95,6 +108,9 @@ class Settlement:
         self._topic_dead: OrderedDict[str, None] = OrderedDict()
         #: ``<discardingDLQBrokerPlugin>``: the dead letters dropped before any strategy.
         self.discarding = Discarding(settings.discarding_dlq) if settings.discarding_dlq else None
+        #: Told of expired and dead-lettered messages (the engine's; None: a core built
+        #: without one).
+        self.advisories: DeadLetterWatcher | None = None
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -107,10 +123,14 @@ class Settlement:
             queue = queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
+                if queue.advise & ADVISE_CONSUMED:
+                    observer.consumed(message)
             else:
                 topic = self.destinations.router.topics.get(message.destination)
                 if topic is not None:
                     topic.stats.dequeued += 1
+                    if topic.advise & ADVISE_CONSUMED:
+                        observer.consumed(message)
             if message.arrived:
                 latency.observe(now - message.arrived)
             if events is not None:
@@ -260,6 +280,9 @@ class Settlement:
         events = self.observer.events
         if kept and topic is not None:
             kept = self._first_of_topic(message.id)
+        advisories = self.advisories
+        if advisories is not None and expired:
+            advisories.expired(message)
         if not kept:
             if not dropped:
                 self.discards.event(
@@ -271,7 +294,11 @@ class Settlement:
                 self._unstore(sub, message, original is not None)
             message.drop()
             return
-        dlq = self.destinations.queue(self.dead_letter_queue(message.destination))
+        dlq_name = self.dead_letter_queue(message.destination)
+        if advisories is not None:
+            # Its DestinationInfo says it is a DLQ, as ActiveMQ's.
+            advisories.dlqs.add(dlq_name)
+        dlq = self.destinations.queue(dlq_name)
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
         headers["originalExpiration"] = str(message.expires)
@@ -304,6 +331,8 @@ class Settlement:
                 events.expired(message, dlq.name)
             else:
                 events.dead_lettered(message, reason, dlq.name)
+        if advisories is not None:
+            advisories.dead_lettered(message)
         if message.store_size:
             self._unstore(sub, message, original is not None)
         message.drop()
