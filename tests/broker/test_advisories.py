@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from broker.core.base.chores import BUDGET
 from broker.core.base.settings import (
     ADVISE_CONSUMED,
     ADVISE_DELIVERY,
@@ -22,6 +23,7 @@ from broker.core.base.settings import (
 from broker.core.engine import Engine
 from broker.core.handlers import advisory
 from tests.broker.harness import Peer, new_engine
+from tests.broker.support import driven
 
 A = "/topic/ActiveMQ.Advisory."
 
@@ -304,3 +306,64 @@ def test_a_queue_consumer_out_of_credit_is_not_told_slow_as_on_activemq() -> Non
         producer.send_frame("SEND", {"destination": "/queue/q"}, b"x")
     assert len(consumer.messages()) == 2
     assert told(watcher) == []
+
+
+# -- a replay is a chore -----------------------------------------------------------------
+
+
+def test_a_replay_of_thousands_of_destinations_goes_in_slices_with_others_served_between() -> None:
+    engine = new_engine()
+    producer = Peer(engine)
+    queues = 20 * advisory.REPLAY_STEP
+    for n in range(queues):
+        producer.send_frame("SEND", {"destination": f"/queue/r.{n}"}, b"x")
+    other = Peer(engine)
+    other.send_frame("SUBSCRIBE", {"id": "o", "destination": "/topic/news"})
+    woken = driven(engine)
+    watcher = Peer(engine)
+    watcher.send_frame("SUBSCRIBE", {"id": "w", "destination": A + "Queue", "receipt": "r"})
+    # The RECEIPT first, the replay not yet begun: a chore, woken for.
+    assert [frame.command for frame in watcher.received()] == ["RECEIPT"]
+    assert woken
+    # Removed before the replay reaches it: told gone live, and not replayed as there.
+    engine.destinations.remove(engine.queues[f"/queue/r.{queues - 1}"])
+    (gone,) = told(watcher)
+    assert gone[1]["DestinationInfo"]["operationType"] == 1
+    seen: list[int] = []
+    while engine.chores.run():
+        seen.append(len(told(watcher)))
+        # Other clients are served between two slices.
+        producer.send_frame("SEND", {"destination": "/topic/news"}, b"between")
+        assert len(other.messages()) == 1
+    seen.append(len(told(watcher)))
+    # Every queue but the removed one, and the topic /topic/news.
+    assert sum(seen) == (queues - 1) + 1
+    # A slice's worth at a time (chores' BUDGET), not all at once.
+    assert len([n for n in seen if n]) >= 5
+    assert max(seen) <= BUDGET // advisory.REPLAY_MESSAGE_COST
+
+
+def test_a_consumer_started_or_ended_during_a_replay_is_told_once_live() -> None:
+    engine = new_engine()
+    consumers = [Peer(engine) for _ in range(4 * advisory.REPLAY_STEP)]
+    for n, peer in enumerate(consumers):
+        peer.send_frame("SUBSCRIBE", {"id": "c", "destination": f"/queue/c.{n}"})
+    driven(engine)
+    watcher = Peer(engine)
+    watcher.send_frame("SUBSCRIBE", {"id": "w", "destination": A + "Consumer.Queue.>"})
+    watcher.received()
+    assert engine.chores.run()
+    # One that was not replayed yet ends; a new one starts on a session replayed later.
+    consumers[-1].send_frame("UNSUBSCRIBE", {"id": "c"})
+    consumers[-2].send_frame("SUBSCRIBE", {"id": "late", "destination": "/queue/late"})
+    while engine.chores.run():
+        pass
+    told_of: dict[str, list[str]] = {}
+    for _, body, _ in told(watcher):
+        kind = next(iter(body))
+        told_of.setdefault(kind, []).append(json.dumps(body))
+    infos = [json.loads(text)["ConsumerInfo"]["destination"]["string"] for text in told_of["ConsumerInfo"]]
+    assert infos.count("late") == 1
+    assert f"c.{len(consumers) - 1}" not in infos
+    assert len(infos) == len(consumers)  # every other one, and the late one, once each
+    assert len(told_of["RemoveInfo"]) == 1

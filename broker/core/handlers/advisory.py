@@ -37,9 +37,10 @@ made; advisories are not persistent, and not advised themselves.  The MESSAGE ca
 ``type:Advisory``, ``originBrokerName``, ``originBrokerId``, ``originBrokerURL``,
 ``transformation:jms-advisory-json`` and the JSON body, and stompd's
 ``_STOMPD_ADVISORY`` (this broker's name), which no client's SEND can carry, so that a
-bridge knows a forged one.  stompd's network bridges read the consumer ones to learn
-where consumers are (``brokerPath``: the brokers a network consumer's demand came
-through).
+bridge knows a forged one.  What a new subscriber is first told is a chore
+(``replay``), made over snapshots a step at a time after its RECEIPT, each thing once.
+stompd's network bridges read the consumer ones to learn where consumers are
+(``brokerPath``: the brokers a network consumer's demand came through).
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ from broker.core.delivery.topic import Topic
 from wildcards import matches
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
+    from broker.core.base.chores import Steps
     from broker.core.base.clock import Clock
     from broker.core.base.settings import CoreSettings
     from broker.core.base.usage import UsageMeter
@@ -71,6 +73,10 @@ CONSUMER_QUEUE: Final = names.CONSUMER_ADVISORY_QUEUE
 CONSUMER_TOPIC: Final = names.CONSUMER_ADVISORY_TOPIC
 CONNECTION: Final = PREFIX + "Connection"
 MASTER_BROKER: Final = PREFIX + "MasterBroker"
+#: A replay's cost (chores' units) of one thing looked at, and more of one told: an
+#: advisory message made is some 10-20 us; a step ends past ``REPLAY_STEP`` of them.
+REPLAY_MESSAGE_COST: Final = 3
+REPLAY_STEP: Final = 64
 ADVISORY_TYPE: Final = "Advisory"
 TRANSFORMATION: Final = "jms-advisory-json"
 SELECTOR_PREFIX: Final = names.ADVISORY_SELECTOR_PREFIX
@@ -132,7 +138,7 @@ def destination_json(kind: str, name: str, dlq: bool = False) -> dict[str, Any]:
 
 
 class Advisories:
-    __slots__ = ("clock", "destinations", "dlqs", "enabled", "routing", "sessions", "settings")
+    __slots__ = ("_replays", "clock", "destinations", "dlqs", "enabled", "routing", "sessions", "settings")
 
     def __init__(
         self,
@@ -151,11 +157,15 @@ class Advisories:
         self.sessions = sessions
         #: The dead-letter queues' names (their DestinationInfo says isDLQ).
         self.dlqs: set[str] = set()
+        #: Each consumer replay under way: the consumers started since it began.
+        self._replays: list[set[Subscription]] = []
 
     # -- consumers ------------------------------------------------------------------
 
     def added(self, sub: Subscription) -> None:
         """``sub`` started: tell its destinations' consumer advisory topics."""
+        for started in self._replays:
+            started.add(sub)
         if self.enabled:
             for topic_name, name, kind in _advised(sub):
                 if self._listened(topic_name):
@@ -299,53 +309,97 @@ class Advisories:
 
     # -- what a new subscriber of advisories is told first --------------------------------
 
-    def replay(self, sub: Subscription) -> None:
+    def replay(self, sub: Subscription) -> Steps[None] | None:
         """``sub`` subscribes to advisories: what ActiveMQ replays to such a consumer
-        alone, in its cursor (delivered once it starts, after its RECEIPT): every
-        consumer for a consumer advisory pattern; every open connection, or every
-        destination, for exactly those topics; the master broker advisory."""
+        alone: every consumer for a consumer advisory pattern; every open connection, or
+        every destination, for exactly those topics; the master broker advisory.  A chore
+        (None: nothing to replay), started once the SUBSCRIBE's RECEIPT is written, so that
+        a replay of 100,000 destinations takes its turns with other clients' work."""
         if not self.enabled:
-            return
+            return None
         patterns = [pattern for kind, pattern in sub.topic_patterns if kind == names.TOPIC]
-        if not patterns:
-            return
-        if any(matches(pattern, MASTER_BROKER) for pattern in patterns):
+        master = any(matches(pattern, MASTER_BROKER) for pattern in patterns)
+        if not master and not any(p.startswith(PREFIX) for p in patterns):
+            return None  # no advisory topic: nothing to replay (a plain topic subscriber)
+        return self._replaying(sub, patterns, master)
+
+    def _replaying(self, sub: Subscription, patterns: list[str], master: bool) -> Steps[None]:
+        cost = 0
+        for message in self._replayed(sub, patterns, master):
+            if sub.closed:
+                return
+            cost += 1
+            if message is not None:
+                self._push(sub, message)
+                cost += REPLAY_MESSAGE_COST
+            if cost >= REPLAY_STEP:
+                # What this step told it goes out now, before the next step is made.
+                sub.pump()
+                yield cost
+                cost = 0
+        if not sub.closed:
+            sub.pump()
+        yield cost
+
+    def _replayed(self, sub: Subscription, patterns: list[str], master: bool) -> Iterator[Message | None]:
+        """What ``sub`` is told first, one message at a time (None: a thing looked at and
+        not told), over snapshots of the broker's tables taken as the replay starts."""
+        if master:
             # ActiveMQ's MasterBroker topic is always retroactive (its last image), so
             # any subscriber it matches, ``/topic/>`` too, gets it.
-            self._push(sub, self._message(MASTER_BROKER, b'{"null":""}'))
+            yield self._message(MASTER_BROKER, b'{"null":""}')
         if CONNECTION in patterns:
-            for session in list(self.sessions.values()):
-                if session.announced:
-                    self._push(sub, self._message(CONNECTION, connection_info(session)))
+            sessions = self.sessions
+            for session in list(sessions.values()):
+                # One closed since the replay started has been told gone: not told at all.
+                told = session.announced and sessions.get(session.id) is session
+                yield self._message(CONNECTION, connection_info(session)) if told else None
         exact = _DESTINATION_TOPICS.intersection(patterns)
         if exact:
-            self._replay_destinations(sub, temporary_only=exact <= _TEMP_TOPICS)
+            yield from self._replayed_destinations(temporary_only=exact <= _TEMP_TOPICS)
         consumer_patterns = [p for p in patterns if p.startswith(CONSUMER)]
         if consumer_patterns:
-            self._replay_consumers(sub, consumer_patterns)
+            yield from self._replayed_consumers(sub, consumer_patterns)
 
-    def _replay_destinations(self, sub: Subscription, temporary_only: bool) -> None:
-        destinations = self.destinations
-        targets: list[Destination] = list(destinations.queues.values())
-        targets += [t for t in destinations.router.topics.values() if t.meter is not None]
-        for target in targets:
+    def _replayed_destinations(self, temporary_only: bool) -> Iterator[Message | None]:
+        queues = self.destinations.queues
+        topics = self.destinations.router.topics
+        targets: list[tuple[Mapping[Any, Destination], Any, Destination]] = [
+            (queues, key, queue) for key, queue in queues.items()
+        ]
+        targets += [(topics, key, topic) for key, topic in topics.items() if topic.meter is not None]
+        for table, key, target in targets:
             kind, bare = _kind_of(target)
-            if is_advisory(kind, bare) or (temporary_only and kind in (names.QUEUE, names.TOPIC)):
+            if (
+                is_advisory(kind, bare)
+                or (temporary_only and kind in (names.QUEUE, names.TOPIC))
+                # Removed since the replay started: told gone already.
+                or table.get(key) is not target
+            ):
+                yield None
                 continue
             topic_name = PREFIX + _KINDS[kind][0]
-            self._push(sub, self._message(topic_name, self._destination_info(target, 0)))
+            yield self._message(topic_name, self._destination_info(target, 0))
 
-    def _replay_consumers(self, sub: Subscription, patterns: list[str]) -> None:
-        for session in list(self.sessions.values()):
-            for other in list(session.subscriptions.values()):
-                # Queue browsers (a subclass) are not consumers.
-                if other is sub or type(other) is not Subscription:
-                    continue
-                for topic_name, name, kind in _advised(other):
-                    if not any(matches(pattern, topic_name) for pattern in patterns):
+    def _replayed_consumers(self, sub: Subscription, patterns: list[str]) -> Iterator[Message | None]:
+        # Consumers started while the replay goes on are told live: not again by it.
+        started: set[Subscription] = set()
+        self._replays.append(started)
+        try:
+            for session in list(self.sessions.values()):
+                yield None
+                for other in list(session.subscriptions.values()):
+                    # Queue browsers (a subclass) are not consumers; one that ended since
+                    # the replay started has been told gone: not told at all.
+                    if other is sub or type(other) is not Subscription or other.closed or other in started:
                         continue
-                    count = {"consumerCount": str(self._consumer_count(kind, name))}
-                    self._push(sub, self._message(topic_name, consumer_info(other, name, kind), count))
+                    for topic_name, name, kind in _advised(other):
+                        if not any(matches(pattern, topic_name) for pattern in patterns):
+                            continue
+                        count = {"consumerCount": str(self._consumer_count(kind, name))}
+                        yield self._message(topic_name, consumer_info(other, name, kind), count)
+        finally:
+            self._replays.remove(started)
 
     def _push(self, sub: Subscription, message: Message) -> None:
         self.routing.stamp(message)

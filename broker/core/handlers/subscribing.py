@@ -210,7 +210,6 @@ class Subscribing:
             now = self.routing.clock.ms
             for kind, pattern in sub.topic_patterns:
                 destinations.router.replay(kind, pattern, sub, now, asked)
-        self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         if patterns:
@@ -228,6 +227,9 @@ class Subscribing:
             queue.add_consumer(sub)
         # Once it counts among its queues' consumers (the advisory says how many).
         self.advisories.added(sub)
+        replay = self.advisories.replay(sub)
+        if replay is not None:
+            self.chores.add(replay)
         sub.pump()
 
     def _start_wild(self, sub: Subscription, patterns: list[str], principal: Principal | None) -> None:
