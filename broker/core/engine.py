@@ -50,6 +50,7 @@ from broker.core.handlers.sampler import Sampler
 from broker.core.handlers.scheduler import Scheduler
 from broker.core.handlers.sending import Sending
 from broker.core.handlers.settlement import Settlement
+from broker.core.handlers.slow import SlowConsumers
 from broker.core.handlers.statistics import Statistics
 from broker.core.handlers.subscribing import Subscribing
 from broker.core.handlers.transactions import Transactions
@@ -143,6 +144,11 @@ class Engine:
         )
         #: Every destination's last hour of depth and rates (``broker.core.base.history``).
         self.sampler = Sampler(clock, destinations, chores)
+        #: ``<slowConsumerStrategy>``s: slow subscribers aborted on the tick (``handlers.slow``).
+        self.slow = slow = SlowConsumers(clock, destinations, chores)
+        slow.unsubscribe = subscribing.unsubscribe
+        subscribing.slow = slow
+        destinations.slow_made = slow.made
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard, self.client_ids)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
@@ -190,6 +196,7 @@ class Engine:
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]
         session.phase = CLOSING
+        self.slow.forget(session)
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False
         self.transactions.close(session)
@@ -253,6 +260,7 @@ class Engine:
         self.settlement.tick()
         self.housekeeping.sweep()
         self.sampler.tick()
+        self.slow.tick()
         flow = self.flow
         if flow:
             flow.expire_parked()
