@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Final, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from broker.core.base.channel import Channel
     from broker.core.base.message import Message
     from broker.core.base.settings import DestinationPolicy
-    from broker.core.delivery.subscription import Subscription
     from broker.core.storage.cursor import Cursor
 
 log = logging.getLogger("stompd.engine")
@@ -39,6 +39,32 @@ LOWEST_PRIORITY: Final = "oldestLowestPriority"
 UNIQUE_PROPERTY: Final = "uniqueProperty"
 #: ActiveMQ's dlqDeliveryFailureCause for an evicted message (TopicSubscription.discard).
 DISCARD_CAUSE: Final = "java.lang.Throwable: TopicSubDiscard. ID:%s"
+
+
+class Subscription(Protocol):
+    """What this module reads of a subscription (``subscription.Subscription``, which
+    imports this module: a layer above)."""
+
+    @property
+    def session(self) -> Channel: ...
+
+    @property
+    def key(self) -> int: ...
+
+    @property
+    def prefetch(self) -> int: ...
+
+    @property
+    def cursor(self) -> Cursor: ...
+
+    @property
+    def inflight(self) -> dict[int, Message]: ...
+
+    @property
+    def topic_patterns(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def ready(self) -> bool: ...
 
 
 class SlowTracker(Protocol):

@@ -23,7 +23,7 @@ ERROR ``Cannot remove a consumer that had not been registered: ID``.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from broker.core.base.chores import SLICE
 from broker.core.base.errors import BrokerError
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from broker.core.base.chores import Chores, Steps
     from broker.core.base.clock import Clock
     from broker.core.base.settings import SlowConsumerPolicy
+    from broker.core.delivery import slow
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.session import Session
     from broker.core.delivery.subscription import Subscription
@@ -153,7 +154,9 @@ class AbortSlow:
     def add_destination(self, target: Destination) -> None:
         """Nothing to do: this strategy hears of slow subscribers as they turn slow."""
 
-    def slow_consumer(self, sub: Subscription) -> None:
+    def slow_consumer(self, subscriber: slow.Subscription) -> None:
+        # Only a Subscription has a watch to tell this (delivery.slow).
+        sub = cast("Subscription", subscriber)
         policy = self.policy
         if policy.max_slow_count < 0 and policy.max_slow_duration_ms < 0:
             return
@@ -227,7 +230,7 @@ class AbortSlowAck(AbortSlow):
     def add_destination(self, target: Destination) -> None:
         self._destinations[target.name] = target
 
-    def slow_consumer(self, sub: Subscription) -> None:
+    def slow_consumer(self, subscriber: slow.Subscription) -> None:
         """Ignored, as ActiveMQ's: this strategy looks at the time since the last ack."""
 
     def run(self, now: int) -> None:
