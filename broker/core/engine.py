@@ -26,7 +26,7 @@ from broker.core.base.clock import Clock
 from broker.core.base.errors import NoRoomToCreate
 from broker.core.base.guard import SYSTEM, OpenGuard
 from broker.core.base.observe import Observer
-from broker.core.base.plugins import SendPlugins
+from broker.core.base.plugins import BrokerLog, SendPlugins
 from broker.core.base.settings import CoreSettings
 from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
@@ -164,6 +164,31 @@ class Engine:
             f.CONNECT: connect.on_connect,
             f.STOMP: connect.on_connect,
         }
+        #: ``<loggingBrokerPlugin>`` (None: not configured, and no handler is wrapped).
+        self.broker_log: BrokerLog | None = None
+        if settings.logging is not None:
+            self._log_events(BrokerLog(settings.logging))
+
+    def _log_events(self, broker_log: BrokerLog) -> None:
+        """The frame handlers whose events ``broker_log`` logs, wrapped (the others as
+        they are), and the connections and destinations told to it."""
+        self.broker_log = broker_log
+        self.destinations.broker_log = broker_log
+        handlers = self._handlers
+        for command, handler in list(handlers.items()):
+            handlers[command] = broker_log.wrap(command, handler)
+        for command in (f.CONNECT, f.STOMP):
+            on_connect = handlers[command]
+
+            def logged(
+                session: Session,
+                frame: f.Frame,
+                on_connect: Callable[[Session, f.Frame], Callable[[], None] | Deferred | None] = on_connect,
+            ) -> Callable[[], None] | Deferred | None:
+                broker_log.connected(session.id, session.address, frame.headers)
+                return on_connect(session, frame)
+
+            handlers[command] = logged
 
     # -- sessions --------------------------------------------------------------
 
@@ -195,6 +220,8 @@ class Engine:
         client_id = session.client_id
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]
+        if self.broker_log is not None and session.phase is CONNECTED:
+            self.broker_log.disconnected(session.id, session.address, session.client_id)
         session.phase = CLOSING
         self.slow.forget(session)
         # Nothing more is dispatched to it while what it held is given back.

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from broker.core.base.guard import Guard
     from broker.core.base.message import Message
     from broker.core.base.observe import Observer
+    from broker.core.base.plugins import BrokerLog
     from broker.core.base.settings import CoreSettings, DestinationPolicy
     from broker.core.base.usage import SystemUsage
     from broker.core.delivery.durable import DurableSubscriptions
@@ -150,6 +151,8 @@ class Destinations:
         #: Told of each destination made under a policy with a ``<slowConsumerStrategy>``
         #: (the engine's ``handlers.slow``); None: nobody.
         self.slow_made: Callable[[Destination], None] | None = None
+        #: ``<loggingBrokerPlugin>``: told of each destination made and removed (None: none).
+        self.broker_log: BrokerLog | None = None
 
     # -- policies ----------------------------------------------------------------
 
@@ -232,6 +235,8 @@ class Destinations:
             self._counted[key] = self._counted.get(key, 0) + 1
         if policy.slow_consumer is not None and self.slow_made is not None:
             self.slow_made(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_added(target.name)
 
     def _gone(self, target: Destination) -> None:
         """``target`` is no longer a destination: its charge, count and cached routes go."""
@@ -242,6 +247,8 @@ class Destinations:
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
         self._forget_routes(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_removed(target.name)
         if type(target) is Queue:
             if self.interceptors:
                 self.interceptors.gone(target)
