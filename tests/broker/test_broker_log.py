@@ -36,7 +36,8 @@ def test_activemqs_defaults_log_connections_and_sessions(caplog: pytest.LogCaptu
     c = session_traffic(LoggingFlags())
     sid = c.session.id
     assert lines(caplog) == [
-        f"Adding Connection: ConnectionInfo {{connectionId = {sid}, clientId = app, clientIp = ?, userName = ann}}",
+        f"Adding Connection: ConnectionInfo {{connectionId = {sid}, clientId = app, clientIp = ?, "
+        "userName = ann}",
         f"Adding Session: SessionInfo {{sessionId = {sid}:1}}",
         f"Removing Session: SessionInfo {{sessionId = {sid}:1}}",
         f"Removing Connection: ConnectionInfo {{connectionId = {sid}, clientId = app, clientIp = ?}}",
