@@ -64,6 +64,7 @@ class Settlement:
         "discarding",
         "discards",
         "evicted",
+        "evictions",
         "observer",
         "persistence",
         "routing",
@@ -99,6 +100,8 @@ class Settlement:
         #: Messages a slow topic subscriber's pending limit evicted (delivery.slow), with
         #: their holds and the cause their DLQ copy says: settled with the expired ones.
         self.evicted: list[tuple[Message, str]] = []
+        #: How many were, ever (ActiveMQ's ``discarded``, summed over its subscriptions).
+        self.evictions = 0
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -351,6 +354,7 @@ class Settlement:
         """A slow subscriber's pending limit evicted ``message`` (with its hold): to the
         DLQ, or dropped, at the end of this unit of work (``settle_expired``), as
         ActiveMQ's TopicSubscription.discard sends it to ``sendToDeadLetterQueue``."""
+        self.evictions += 1
         self.evicted.append((message, cause))
 
     def settle_expired(self) -> None:
