@@ -35,6 +35,7 @@ PEER_MODULES: Final = frozenset(
         "tests/integration/test_refusals.py",
         "tests/integration/test_retroactive.py",
         "tests/integration/test_send_plugins.py",
+        "tests/integration/test_slow_consumers.py",
         "tests/integration/test_statistics.py",
         "tests/integration/test_transformations.py",
         "tests/integration/test_virtual_destinations.py",
