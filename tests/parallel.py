@@ -32,6 +32,7 @@ PEER_MODULES: Final = frozenset(
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
+        "tests/integration/test_redelivery_fallback.py",
         "tests/integration/test_refusals.py",
         "tests/integration/test_retroactive.py",
         "tests/integration/test_send_plugins.py",
