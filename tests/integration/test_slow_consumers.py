@@ -33,7 +33,8 @@ POLICIES = (
     '<messageEvictionStrategy><uniquePropertyMessageEvictionStrategy propertyName="sym"/>'
     "</messageEvictionStrategy></policyEntry>"
     '<policyEntry topic="abort.>"><slowConsumerStrategy>'
-    '<abortSlowConsumerStrategy maxSlowDuration="1000" checkPeriod="500"/></slowConsumerStrategy></policyEntry>'
+    '<abortSlowConsumerStrategy maxSlowDuration="1000" checkPeriod="500"/>'
+    "</slowConsumerStrategy></policyEntry>"
     '<policyEntry topic="abortc.>"><slowConsumerStrategy>'
     '<abortSlowConsumerStrategy maxSlowDuration="1000" checkPeriod="500" abortConnection="true"/>'
     "</slowConsumerStrategy></policyEntry>"
