@@ -50,10 +50,14 @@ def test_the_example_loads_without_error_or_warning() -> None:
         ("temp-queue", ">"),
         ("queue", "ORDERS.>"),
         ("topic", "STATUS.>"),
+        ("topic", "TICKS.>"),
     ]
-    assert str(config.policies.entries[-1].subscription_recovery) == (
+    assert str(config.policies.entries[-2].subscription_recovery) == (
         "fixedCountSubscriptionRecoveryPolicy maximumSize=10"
     )
+    ticks = config.policies.entries[-1]
+    assert str(ticks.pending_message_limit) == "constantPendingMessageLimitStrategy limit=10000"
+    assert ticks.slow_consumer is not None and ticks.slow_consumer.max_slow_duration == 60000
     assert config.authentication is not None
     assert [u.username for u in config.authentication.users] == ["admin", "app"]
     assert config.authorization is not None and len(config.authorization.entries) == 4
