@@ -220,7 +220,7 @@ class Engine:
         client_id = session.client_id
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]
-        if self.broker_log is not None and session.phase is CONNECTED:
+        if self.broker_log is not None:
             self.broker_log.disconnected(session.id, session.address, session.client_id)
         session.phase = CLOSING
         self.slow.forget(session)

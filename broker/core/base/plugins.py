@@ -130,11 +130,13 @@ class BrokerLog:
     (``ConnectionInfo {...}``) is shown with the fields a STOMP connection has.
     """
 
-    __slots__ = ("flags", "log")
+    __slots__ = ("_open", "flags", "log")
 
     def __init__(self, flags: LoggingFlags) -> None:
         self.flags = flags
         self.log = logging.getLogger(BROKER_LOG)
+        #: The connections whose CONNECT it logged: their end is logged too.
+        self._open: set[str] = set()
 
     # -- connections and sessions (each STOMP connection is one of each, and a producer) --
 
@@ -142,6 +144,7 @@ class BrokerLog:
         flags = self.flags
         info = self.log.info
         client_id = headers.get("client-id") or session_id
+        self._open.add(session_id)
         if flags.connections:
             info(
                 "Adding Connection: ConnectionInfo {connectionId = %s, clientId = %s, clientIp = %s, "
@@ -157,6 +160,9 @@ class BrokerLog:
             info("Adding Producer: ProducerInfo {producerId = %s:1:1}", session_id)
 
     def disconnected(self, session_id: str, address: str, client_id: str | None) -> None:
+        if session_id not in self._open:
+            return
+        self._open.discard(session_id)
         flags = self.flags
         info = self.log.info
         if flags.producers:
