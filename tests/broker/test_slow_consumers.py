@@ -299,3 +299,20 @@ def test_redelivery_fallback_dead_letters_or_drops_at_the_first_nack(fallback: s
     c.send_frame("NACK", {"id": message.headers["ack"]})
     assert c.messages() == []
     assert [f.body for f in dead_letters(engine)] == ([b"x"] if fallback == "dlq" else [])
+
+
+def test_the_check_looks_at_slow_subscribers_only() -> None:
+    engine = engine_with(slow_consumer=ABORT)
+    fast = [Peer(engine) for _ in range(50)]
+    for c in fast:
+        c.send_frame("SUBSCRIBE", {"destination": "/topic/slow.x", "id": "s"})
+    slow = slow_subscriber(engine)
+    (strategy,) = engine.slow.strategies.values()
+    # One entry: the slow one; the 50 that took every message never reach the check.
+    assert list(strategy.entries) == list(slow.session.subscriptions.values())
+    engine.clock.ms += 1000
+    tick(engine)
+    engine.clock.ms += 1000
+    tick(engine)
+    assert "s" not in slow.session.subscriptions
+    assert all("s" in c.session.subscriptions for c in fast)
