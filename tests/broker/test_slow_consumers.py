@@ -316,3 +316,18 @@ def test_the_check_looks_at_slow_subscribers_only() -> None:
     tick(engine)
     assert "s" not in slow.session.subscriptions
     assert all("s" in c.session.subscriptions for c in fast)
+
+
+def test_a_subscribers_own_maximum_pending_limit_lowers_the_policys() -> None:
+    engine = engine_with(pending_limit_kind="constant", pending_limit=3)
+    c = Peer(engine)
+    own = {"activemq.maximumPendingMessageLimit": "1"}
+    c.send_frame("SUBSCRIBE", {"destination": "/topic/slow.o", "id": "s", **SLOW_SUB, **own})
+    publish(engine, "/topic/slow.o", [b"m%d" % i for i in range(1, 7)])
+    assert [f.body for f in ack_all(c, c.messages())] == [b"m1", b"m2", b"m6"]
+    with pytest.raises(BrokerError):
+        c.send_frame(
+            "SUBSCRIBE",
+            {"destination": "/topic/slow.o", "id": "t", "activemq.maximumPendingMessageLimit": "x"},
+        )
+    assert "t" not in c.session.subscriptions

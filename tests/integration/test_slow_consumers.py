@@ -63,12 +63,12 @@ def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
 
 
 def slow_then_caught_up(
-    port: int, topic: str, sends: list[tuple[dict[str, str], str]], expected: int
+    port: int, topic: str, sends: list[tuple[dict[str, str], str]], expected: int, **subscribe: str
 ) -> list[str]:
     """What a prefetch-2 client-ack subscriber gets of ``sends``, made while it acked
     nothing, once it acks what it has, two at a time, until ``expected`` came."""
     with client(port) as consumer, client(port) as producer:
-        consumer.subscribe(topic, "s", ack="client", **SLOW)
+        consumer.subscribe(topic, "s", ack="client", **SLOW, **subscribe)
         for headers, body in sends:
             producer.send(topic, body, sync=True, persistent="true", **headers)
         got = consumer.listener.wait_messages(2)
@@ -98,6 +98,13 @@ def test_past_the_limit_the_oldest_go_to_the_dlq(port: int) -> None:
     assert slow_then_caught_up(port, topic, sends, 5) == ["m1", "m2", "m8", "m9", "m10"]
     cause = "java.lang.Throwable: TopicSubDiscard."
     assert dead_letters_of(port, topic) == [(f"m{i}", cause) for i in range(3, 8)]
+
+
+def test_a_subscribers_own_limit_lowers_the_policys(port: int) -> None:
+    topic = f"/topic/evict.t{next(_names)}"
+    sends = [({}, f"m{i}") for i in range(1, 11)]
+    own = {"activemq.maximumPendingMessageLimit": "1"}
+    assert slow_then_caught_up(port, topic, sends, 3, **own) == ["m1", "m2", "m10"]
 
 
 def test_the_lowest_priority_goes_first(port: int) -> None:

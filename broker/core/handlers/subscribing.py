@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from broker.core.storage.persistence import Persistence
 
 
+#: A SUBSCRIBE's own pending limit (ActiveMQ's ConsumerInfo.maximumPendingMessageLimit).
+MAXIMUM_PENDING: Final = "activemq.maximumPendingMessageLimit"
+
+
 class Subscribing:
     __slots__ = (
         "advisories",
@@ -147,6 +151,9 @@ class Subscribing:
             if not -128 <= priority <= 127:
                 raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
         network = _network(headers)
+        text = headers.get(MAXIMUM_PENDING)
+        # Read before anything is made: a bad one is an ERROR that leaves nothing behind.
+        own_limit = 0 if text is None else int_header(MAXIMUM_PENDING, text, -(1 << 31), (1 << 31) - 1)
         # Before anything is made: a SUBSCRIBE that would make a destination, or the
         # subscription, there is no room for yet waits for it, as a SEND does (NoRoomToCreate).
         topics = any(kind not in names.QUEUE_KINDS for kind, _ in targets)
@@ -207,7 +214,7 @@ class Subscribing:
             sub.cursor = self._attach(sub, durable)
         elif sub.topic_patterns:
             if not any_queue and (policy.pending_limit_kind or policy.slow_consumer is not None):
-                sub.watch = self._watch(sub, policy)
+                sub.watch = self._watch(sub, policy, own_limit)
             sub.cursor = destinations.topic_cursor(sub)
         for kind, pattern in sub.topic_patterns:
             destinations.router.subscribe(kind, pattern, sub)
@@ -225,14 +232,17 @@ class Subscribing:
             return lambda: self._start_wild(sub, patterns, principal)
         return lambda: self._start(sub)
 
-    def _watch(self, sub: Subscription, policy: DestinationPolicy) -> SlowWatch:
+    def _watch(self, sub: Subscription, policy: DestinationPolicy, own_limit: int) -> SlowWatch:
         """A non-durable topic subscriber's pending limit and slow mark (delivery.slow),
-        from its (first) topic's policy, as ActiveMQ's PolicyEntry.configure."""
+        from its (first) topic's policy, as ActiveMQ's PolicyEntry.configure: the
+        SUBSCRIBE's ``activemq.maximumPendingMessageLimit``, if positive, may lower it."""
         tracker = None
         strategy = policy.slow_consumer
         if strategy is not None and self.slow is not None:
             tracker = self.slow.strategy(strategy)
         limit = pending_limit(policy, sub.prefetch)
+        if own_limit > 0 and policy.pending_limit_kind and (limit < 0 or own_limit < limit):
+            limit = own_limit
         return SlowWatch(limit, policy.eviction, policy.eviction_property, tracker, self.settlement.discarded)
 
     def _charge(self, sub: Subscription, cost: int) -> None:
