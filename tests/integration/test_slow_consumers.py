@@ -38,6 +38,9 @@ POLICIES = (
     '<policyEntry topic="abortc.>"><slowConsumerStrategy>'
     '<abortSlowConsumerStrategy maxSlowDuration="1000" checkPeriod="500" abortConnection="true"/>'
     "</slowConsumerStrategy></policyEntry>"
+    '<policyEntry queue="ackslow.>"><slowConsumerStrategy>'
+    '<abortSlowAckConsumerStrategy maxTimeSinceLastAck="1000" maxSlowDuration="1000" checkPeriod="500"/>'
+    "</slowConsumerStrategy></policyEntry>"
     "</policyEntries></policyMap></destinationPolicy>"
 )
 SLOW = {"activemq.prefetchSize": "2"}
@@ -166,3 +169,29 @@ def test_abort_connection_closes_it_without_an_error(port: int) -> None:
     finally:
         consumer.close()
         producer.close()
+
+
+def test_a_queue_consumer_that_acks_nothing_is_removed_and_its_messages_go_on(port: int) -> None:
+    queue = f"/queue/ackslow.q{next(_names)}"
+    watcher = Client(port)
+    watcher.subscribe("/topic/ActiveMQ.Advisory.Consumer.Queue." + queue.removeprefix("/queue/"), "a")
+    consumer, producer = Client(port), Client(port)
+    try:
+        consumer.subscribe(queue, "s", ack="client", **SLOW)
+        for i in range(4):
+            producer.send(queue, f"q{i}", sync=True)
+        assert [m.body for m in consumer.listener.wait_messages(2)] == ["q0", "q1"]
+        # Its removal's advisory: it held two messages and acked neither for a second.
+        watcher.listener.wait_messages(2, timeout=15)
+        consumer.conn.unsubscribe("s", headers={"receipt": "u"})
+        consumer.sync()
+        (error,) = consumer.listener.errors
+        assert error.headers["message"].startswith("Cannot remove a consumer that had not been registered: ")
+        # What it held went back to the queue: the next consumer gets all four.
+        with client(port) as other:
+            other.subscribe(queue, "o")
+            got = other.listener.wait_messages(4)
+            assert sorted(m.body for m in got) == ["q0", "q1", "q2", "q3"]
+    finally:
+        for c in (watcher, consumer, producer):
+            c.close()
