@@ -241,7 +241,7 @@ def test_a_no_local_queue_consumer_leaves_its_own_messages_to_the_others(broker_
 
 def test_an_undefined_escape_in_a_header_value(broker_port: int, request: pytest.FixtureRequest) -> None:
     """Issue 38 item 7: ``\\q`` in a 1.2 header.  ActiveMQ lets it through as a backslash and
-    a ``q``; stompd keeps the spec's rule, a malformed frame (README says why)."""
+    a ``q``; stompd keeps the spec's rule, a malformed frame (docs/activemq.md says why)."""
     q = queue()
     raw = RawClient(broker_port)
     raw.connect("1.2")

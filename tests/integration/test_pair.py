@@ -498,7 +498,7 @@ def enqueued(node: Node, queue: str) -> int:
 
 
 def test_a_stomp_py_client_with_both_brokers_follows_the_takeover(pair: tuple[Node, Node]) -> None:
-    """README.md's stomp.py example: host_and_ports lists both brokers (the standby first:
+    """docs/high-availability.md's stomp.py example: host_and_ports lists both brokers (the standby first:
     it refuses the connection), and the application connects and subscribes again when
     the listener says the connection went."""
     a, b = pair
@@ -531,7 +531,7 @@ def test_a_stomp_py_client_with_both_brokers_follows_the_takeover(pair: tuple[No
         persistent(connected(b.port), "/queue/orders", "after the takeover")
         (message,) = received.wait_messages(1, TIMEOUT)
         assert message.body == "after the takeover"
-        # As the README's listener acks: a 1.2 MESSAGE's ack header (stomp.py's 1.1
+        # As the docs' listener acks: a 1.2 MESSAGE's ack header (stomp.py's 1.1
         # Connection has none, so the README once raised KeyError: 'ack').
         conn.ack(message.headers["ack"], receipt="acked")
         received.wait_receipt("acked", TIMEOUT)
@@ -541,7 +541,7 @@ def test_a_stomp_py_client_with_both_brokers_follows_the_takeover(pair: tuple[No
 
 
 def test_a_stomp_js_client_rotating_its_urls_follows_the_takeover(tmp_path: Path) -> None:
-    """README.md's stomp.js example (tests/js/stompjs_scenarios.mjs, "failover"): a pair
+    """docs/high-availability.md's stomp.js example (tests/js/stompjs_scenarios.mjs, "failover"): a pair
     with a ws:// listener each; beforeConnect takes the next URL at every (re)connect."""
     node = shutil.which("node")
     if node is None or not (JS_DIR / "node_modules" / "@stomp" / "stompjs").is_dir():

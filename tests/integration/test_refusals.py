@@ -191,7 +191,7 @@ def test_a_second_subscribe_with_an_id_in_use_is_refused_and_the_first_goes_on(
     broker_server: BrokerServer,
 ) -> None:
     """stompd only: ActiveMQ takes it, and its first subscription is then one no UNSUBSCRIBE
-    can end (README, Behaviour worth knowing)."""
+    can end (docs/activemq.md)."""
     port = broker_server.port
     q, other = queue(), queue()
     fill(port, q, 1)

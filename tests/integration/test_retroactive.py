@@ -202,7 +202,7 @@ def test_always_retroactive_recovers_every_subscriber(port: int) -> None:
 
 def test_a_durable_subscriber_is_not_recovered(tmp_path: Path) -> None:
     """stompd's alone: ActiveMQ recovers a retroactive durable subscriber at each
-    activation (README: a difference)."""
+    activation (docs/activemq.md: a difference)."""
     with configured_stompd(tmp_path) as port:
         _durable_not_recovered(port)
 

@@ -116,7 +116,7 @@ def test_a_map_read_without_a_transformation(broker_port: int, on_activemq: bool
         assert frame.body == b""
     else:
         # stompd: the map in the form its header names, as ActiveMQ writes that form
-        # (README: Behaviour worth knowing).
+        # (docs/activemq.md).
         assert frame.body == xstream.write(MAP, False)
 
 

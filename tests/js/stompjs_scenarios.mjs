@@ -230,7 +230,7 @@ const scenarios = {
     return { connects, body: message.body, persistent: message.headers.persistent };
   },
 
-  // README.md's failover: WS_URL is a comma-separated list of a pair's brokers (the
+  // docs/high-availability.md's failover: WS_URL is a comma-separated list of a pair's brokers (the
   // standby's first, it refuses the connection); every (re)connect takes the next one.
   // The Python side kills the master when it reads {"event": "kill-me"} and answers
   // "killed" on stdin; the message stored on the master is there after the takeover.

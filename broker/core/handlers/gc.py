@@ -10,7 +10,7 @@ ActiveMQ's inactiveTimoutBeforeGC, when its policy says ``gc_inactive``, or when
 never used: made by a SEND or SUBSCRIBE but it never held a message or a consumer (a
 queue), never had a subscriber (a topic).  ActiveMQ keeps those until it is told to
 collect them; stompd does not, because each costs memory and any client may invent
-names (README, "Many destinations").  A queue's record in the message store goes too,
+names (docs/storage-and-limits.md, "Many destinations").  A queue's record in the message store goes too,
 so that a restart does not make it again.  A destination something still points at (a
 SEND parked or in an open transaction, messages waiting out their redelivery delay) is
 not idle.  Temporary destinations go with their connection instead.
