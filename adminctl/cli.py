@@ -32,6 +32,8 @@ from adminctl.messages import (
     cmd_show,
 )
 from adminctl.progress import APPLIED, run_operation
+from adminctl.queue_commands import COMMANDS as QUEUE_COMMANDS
+from adminctl.queue_commands import add_queue_commands
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,6 +73,7 @@ def cmd_stat(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
         pairs = [
             ("name", d["name"]),
             ("kind", d["kind"]),
+            *([("dispatch", "PAUSED (stompd-admin resume starts it again)")] if d.get("paused") else []),
             ("depth", d["depth"]),
             ("  in memory", d["memory_messages"]),
             ("  on disk", d["disk_messages"]),
@@ -246,9 +249,13 @@ def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) ->
 def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
     result: dict[str, Any] = client.get("/connections")
     if not args.json:
+        # By connector, as ActiveMQ's console lists them (a bridge's apart).
+        result["connections"].sort(key=lambda c: (c["network"] is not None, c["connector"]))
         rows = [
             [
                 c["id"],
+                c["connector"] if c["network"] is None else f"network bridge ({c['network']})",
+                c["transport"],
                 c["peer"],
                 c["login"],
                 c["client_id"],
@@ -261,6 +268,8 @@ def cmd_connections(client: AdminClient, args: argparse.Namespace, out: TextIO) 
         ]
         headers = [
             "ID",
+            "Connector",
+            "Transport",
             "Peer",
             "Login",
             "Client ID",
@@ -314,6 +323,8 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
         rows = [
             [
                 b["connector"],
+                b["direction"],
+                "yes" if b["duplex"] else "no",
                 b["remote"],
                 b["remote_broker"] or "",
                 b["state"],
@@ -322,12 +333,16 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
                 b["received"],
                 b["in_flight"],
                 b["pending"],
+                ", ".join(b["forwarding"]),
+                ", ".join(b["pulling"]),
                 b["last_error"] or "",
             ]
             for b in result["bridges"]
         ]
         headers = [
             "Connector",
+            "Direction",
+            "Duplex",
             "Remote",
             "Broker",
             "State",
@@ -336,12 +351,17 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
             "Received",
             "In flight",
             "Pending",
+            "Forwarding",
+            "Pulling",
             "Last error",
         ]
         if rows:
             out.write(fmt.table(headers, rows) + "\n")
         else:
-            out.write("no network bridges (no <networkConnector> in activemq.xml)\n")
+            out.write(
+                "no network bridges (no <networkConnector> in activemq.xml, "
+                "and no other broker's duplex bridge connected)\n"
+            )
     return result
 
 
@@ -376,6 +396,7 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "retry": cmd_retry,
     "info": cmd_info,
     "connection": cmd_connection,
+    **QUEUE_COMMANDS,
 }
 
 
@@ -475,7 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("client_id", metavar="CLIENT-ID")
     p.add_argument("name", metavar="NAME")
     command("usage", "memory, store and temp usage against their limits")
-    command("network", "network bridges (<networkConnectors>): state, remote, forwarded, pending")
+    command(
+        "network",
+        "network bridges: this broker's <networkConnectors> and other brokers' duplex ones to it",
+    )
     p = command("scheduled", "scheduled messages (AMQ_SCHEDULED_*): list them, or remove one or all")
     p.set_defaults(action="list")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
@@ -494,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     every.add_argument("--end", type=int, metavar="MS", help="with --start: to (epoch ms, included)")
     add_message_commands(command)
+    add_queue_commands(command)
     return parser
 
 

@@ -106,9 +106,17 @@ def cmd_info(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
             ("version", result["version"]),
             ("started", fmt.since(result["started"])),
             ("uptime", fmt.duration(result["uptime"])),
+            ("role", _role(result)),
         ]
         out.write(fmt.key_values(pairs) + "\n")
     return result
+
+
+def _role(info: dict[str, Any]) -> str:
+    """master or standby of a shared-store pair, and since when; a lone broker's "master"."""
+    if not info.get("pair"):
+        return f"{info.get('role', 'master')} (not one of a pair)"
+    return f"{info['role']} of a shared-store pair since {fmt.since(info['role_since'])}"
 
 
 def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
@@ -117,6 +125,7 @@ def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -
     if not args.json:
         pairs = [
             ("id", c["id"]),
+            ("connector", f"{c['connector']} ({c['transport']})"),
             ("peer", c["peer"]),
             ("login", c["login"]),
             ("client id", c["client_id"]),
@@ -154,6 +163,6 @@ def add_message_commands(command: Callable[[str, str], argparse.ArgumentParser])
     p = command("retry", "move a dead-lettered message back to its original destination")
     p.add_argument("dest", help="the dead-letter queue (as ActiveMQ.DLQ)")
     p.add_argument("id", metavar="MESSAGE-ID")
-    command("info", "the broker's name, version and uptime")
+    command("info", "the broker's name, version, uptime and role in a pair")
     p = command("connection", "one connection, with its producers and consumers")
     p.add_argument("id")

@@ -266,6 +266,8 @@ class Broker:
                 options.http_stomp_limits,
                 options.http_allowed_origins,
                 on_upgraded=self.http.hand_over,
+                # The admin port's /stomp: listed apart from the transportConnectors'.
+                via=("admin", "ws"),
             )
             self.http.add_websocket(PATH, endpoint.handle)
             self.http.app.router.add_get(

@@ -200,6 +200,8 @@ def _listener(connector: TransportConnector, config: BrokerConfig) -> Listener:
         websocket=connector.websocket,
         path=connector.path,
         allowed_origins=_origins(connector.allowed_origins),
+        # A connector named as its scheme (the default's "stomp") is listed so without one.
+        name=connector.name if connector.name != connector.scheme else "",
     )
 
 

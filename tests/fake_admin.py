@@ -97,8 +97,8 @@ class FakeOps:
         meter = Meter(0, 1, 0)
         return Usage(meter, meter, meter, 0, len(self.held), 0)
 
-    def network(self) -> list[BridgeInfo]:
-        return []
+    def network(self) -> Steps[list[BridgeInfo]]:
+        return value([])
 
     def health(self) -> Health:
         return Health(True)

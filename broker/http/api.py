@@ -484,7 +484,9 @@ async def topic_subscribers(request: web.Request) -> web.StreamResponse:
 
 @routes.get(PREFIX + "/network")
 async def network(request: web.Request) -> web.Response:
-    return web.json_response({"bridges": [asdict(info) for info in ops_of(request).network()]})
+    ops = ops_of(request)
+    bridges = await done(ops, ops.network())
+    return web.json_response({"bridges": [asdict(info) for info in bridges]})
 
 
 @routes.get(PREFIX + "/scheduled")

@@ -11,7 +11,19 @@ from typing import Any
 from aiohttp import web
 
 from broker.core.admin.errors import Invalid
-from broker.http.api import PREFIX, USER, dest_of, done, int_field, message_json, ops_of, parse_destination
+from broker.http import slices
+from broker.http.api import (
+    PREFIX,
+    USER,
+    dest_of,
+    destination_json,
+    done,
+    int_field,
+    message_json,
+    ops_of,
+    parse_destination,
+    parse_selector,
+)
 from broker.http.request_body import body_of
 
 routes = web.RouteTableDef()
@@ -100,6 +112,20 @@ async def move_message(request: web.Request) -> web.Response:
     return web.json_response({"moved": message_id, "destination": name, "target": target})
 
 
+@routes.post(PREFIX + "/destinations/{dest}/messages/{id}/copy")
+async def copy_message(request: web.Request) -> web.Response:
+    name, message_id = dest_of(request), request.match_info["id"]
+    raw = (await body_of(request, {"to"})).get("to")
+    if not isinstance(raw, str):
+        raise Invalid("to (the queue to copy the message to) is required")
+    target = parse_destination(raw)
+    if target == name:
+        raise Invalid(f"the message is on {name} already: copy it to another queue")
+    ops = ops_of(request)
+    await done(ops, ops.messages.copy(name, message_id, target))
+    return web.json_response({"copied": message_id, "destination": name, "target": target})
+
+
 @routes.post(PREFIX + "/destinations/{dest}/messages/{id}/retry")
 async def retry_message(request: web.Request) -> web.Response:
     name, message_id = dest_of(request), request.match_info["id"]
@@ -107,6 +133,53 @@ async def retry_message(request: web.Request) -> web.Response:
     ops = ops_of(request)
     target = await done(ops, ops.messages.retry(name, message_id))
     return web.json_response({"retried": message_id, "destination": name, "target": target})
+
+
+# -- a queue's dispatch, a destination's consumers and producers ----------------------------
+
+
+@routes.post(PREFIX + "/destinations/{dest}/pause")
+async def pause(request: web.Request) -> web.Response:
+    """ActiveMQ's QueueView.pause(): taken and stored still, dispatched to nobody."""
+    await body_of(request, set())
+    return web.json_response(destination_json(ops_of(request).queues.pause(dest_of(request))))
+
+
+@routes.post(PREFIX + "/destinations/{dest}/resume")
+async def resume(request: web.Request) -> web.Response:
+    await body_of(request, set())
+    return web.json_response(destination_json(ops_of(request).queues.resume(dest_of(request))))
+
+
+@routes.get(PREFIX + "/destinations/{dest}/consumers")
+async def queue_consumers(request: web.Request) -> web.StreamResponse:
+    name = dest_of(request)
+    ops = ops_of(request)
+    rows = await done(ops, ops.queues.consumers(name))
+    return await slices.json_list(request, "consumers", rows, asdict, {"destination": name})
+
+
+@routes.get(PREFIX + "/destinations/{dest}/producers")
+async def destination_producers(request: web.Request) -> web.StreamResponse:
+    name = dest_of(request)
+    ops = ops_of(request)
+    rows = await done(ops, ops.queues.producers(name, ops.connections.peers()))
+    return await slices.json_list(request, "producers", rows, asdict, {"destination": name})
+
+
+@routes.post(PREFIX + "/subscriptions")
+async def create_subscription(request: web.Request) -> web.Response:
+    """ActiveMQ's "Create Durable Topic Subscriber": an offline durable subscription."""
+    body = await body_of(request, {"client_id", "name", "destination", "selector"})
+    client_id, name, raw = body.get("client_id"), body.get("name"), body.get("destination")
+    if not isinstance(client_id, str) or not isinstance(name, str) or not isinstance(raw, str):
+        raise Invalid("client_id, name and destination (a /topic/) are required, as strings")
+    selector = parse_selector(body.get("selector"))
+    ops = ops_of(request)
+    info = ops.subscriptions.create(
+        request.get(USER), client_id, name, parse_destination(raw), selector.text if selector else ""
+    )
+    return web.json_response(asdict(info), status=201)
 
 
 @routes.get(PREFIX + "/broker")

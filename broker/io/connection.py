@@ -120,6 +120,9 @@ class StompConnection(asyncio.Protocol):
         self._address: str | None = None
         #: Epoch seconds, for the admin API's connection list.
         self.connected_at = time.time()
+        #: The connector it came in on (its name) and that connector's transport (stomp,
+        #: stomp+ssl, ws, ...): the console groups connections by them (``StompServer``).
+        self.via: tuple[str, str] = ("stomp", "stomp")
 
     @property
     def session_id(self) -> str | None:

@@ -58,6 +58,12 @@ class Listener:
     websocket: bool = False
     path: str = "/"
     allowed_origins: tuple[str, ...] = ()
+    #: The ``<transportConnector name>`` (the console groups connections by it; "": the scheme).
+    name: str = ""
+
+    @property
+    def connector(self) -> str:
+        return self.name or self.scheme
 
     def url(self, port: int | None = None) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host

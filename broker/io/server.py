@@ -47,7 +47,9 @@ class StompServer:
         )
         acceptor = Acceptor(
             listener,
-            lambda gate: self.connection(listener.limits, gate=gate),
+            lambda gate: self.connection(
+                listener.limits, gate=gate, via=(listener.connector, listener.scheme)
+            ),
             encode_frame(to_error_frame(refusal), V1_0),
             self.descriptors,
             encode_frame(to_error_frame(TooManyConnections(OUT_OF_DESCRIPTORS)), V1_0),
@@ -61,17 +63,23 @@ class StompServer:
         limits: ConnectionLimits,
         kind: type[StompConnection] = StompConnection,
         gate: Gate | None = None,
+        via: tuple[str, str] = ("stomp", "stomp"),
     ) -> StompConnection:
-        """A new connection on this broker's engine and registry (TCP or WebSocket)."""
-        return kind(self._engine, limits, self.connections, self.verifier, gate, self.logins)
+        """A new connection on this broker's engine and registry (TCP or WebSocket);
+        ``via``: the connector it came in on (its name) and that connector's transport."""
+        connection = kind(self._engine, limits, self.connections, self.verifier, gate, self.logins)
+        connection.via = via
+        return connection
 
-    def peers(self) -> dict[str, tuple[str, float]]:
-        """Session id -> (peer address, connected since in epoch seconds), for the admin API."""
+    def peers(self) -> dict[str, tuple[str, float, str, str]]:
+        """Session id -> (peer address, connected since in epoch seconds, connector,
+        transport), for the admin API."""
         peers = {}
         for connection in self.connections:
             session_id = connection.session_id
             if session_id is not None:
-                peers[session_id] = (connection.peer, connection.connected_at)
+                connector, transport = connection.via
+                peers[session_id] = (connection.peer, connection.connected_at, connector, transport)
         return peers
 
     async def stop(self, grace: float = 5.0) -> None:

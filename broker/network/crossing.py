@@ -96,6 +96,9 @@ class Crossing:
         # stompd.network: this is broker broker_name's bridge, whose SENDs' _STOMPD_* headers
         # count (a stompd remote lets only its admins say so; other brokers ignore it).
         headers = {"accept-version": "1.2,1.1,1.0", "host": "/", bridging.NETWORK: self._settings.broker_name}
+        if connector.duplex:
+            # So that the remote lists this bridge too, as the far end of a duplex one.
+            headers[bridging.NETWORK_DUPLEX] = "true"
         if connector.user_name is not None:
             headers["login"] = connector.user_name
             headers["passcode"] = connector.password or ""

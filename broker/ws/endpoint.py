@@ -113,8 +113,11 @@ class StompWebSocketEndpoint:
         limits: ConnectionLimits,
         allowed_origins: Iterable[str] = (),
         on_upgraded: Callable[[asyncio.BaseTransport], None] | None = None,
+        via: tuple[str, str] = ("ws", "ws"),
     ) -> None:
         self._server = server
+        #: The connector (its name) and transport its connections are listed under.
+        self._via = via
         self._limits = limits
         self._allowed = frozenset(normalize_origin(origin) for origin in allowed_origins)
         #: Told of each socket that became a STOMP connection (the admin server's: it
@@ -152,7 +155,7 @@ class StompWebSocketEndpoint:
         await ws.prepare(request)
         if self._on_upgraded is not None:
             self._on_upgraded(socket_transport)
-        connection = self._server.connection(self._limits, WebSocketStompConnection)
+        connection = self._server.connection(self._limits, WebSocketStompConnection, via=self._via)
         transport = WebSocketTransport(ws, socket_transport, connection)
         connection.connection_made(transport)
         try:
@@ -196,7 +199,9 @@ class WebSocketListener:
     def __init__(self, server: StompServer, listener: Listener) -> None:
         self.listener = listener
         self._descriptors = server.descriptors
-        endpoint = StompWebSocketEndpoint(server, listener.limits, listener.allowed_origins)
+        endpoint = StompWebSocketEndpoint(
+            server, listener.limits, listener.allowed_origins, via=(listener.connector, listener.scheme)
+        )
         self.app = web.Application()
         self.app.router.add_get("/{path:.*}" if listener.path == "/" else listener.path, endpoint.handle)
         self._runner: web.AppRunner | None = None

@@ -201,10 +201,10 @@ def test_a_topics_page_shows_its_subscribers_and_what_applies_to_them(
         producer.send("/topic/prices", "late", persistent="true", sync=True)
         wait.until(lambda d: first_text(d, '#subscribers tr[data-sub="reports/audit"] td.owed') == "1")
         wait.until(click_in_row("reports/audit", "delete"))
-        confirm(browser, "Delete durable subscription reports/audit (offline) and the 1 messages it is owed")
+        confirm(browser, "Delete durable subscription reports/audit (offline) and the 1 message it is owed")
         wait.until(
             lambda d: (
-                "deleted durable subscription reports/audit (1 messages dropped)"
+                "deleted durable subscription reports/audit (1 message dropped)"
                 in first_text(d, "#op-result")
             )
         )
@@ -231,6 +231,10 @@ def test_a_missing_or_deleted_destination_leaves_nothing_of_another(
     assert "does not exist" in first_text(browser, "#dest-stats .error")
     assert not browser.find_element(By.ID, "op-form").is_displayed()
     assert not browser.find_element(By.ID, "delete").is_displayed()
+    # Nothing to send to either: no Send link, no dispatch to pause, no consumers.
+    assert not browser.find_element(By.ID, "dest-send").is_displayed()
+    assert not browser.find_element(By.ID, "dispatch").is_displayed()
+    assert not browser.find_element(By.ID, "queue-part").is_displayed()
 
     # Deleted from its page: back to the list, which says so.
     browser.execute_script("location.hash = arguments[0]", f"#/destination/{quote('/queue/doomed', safe='')}")
@@ -239,7 +243,7 @@ def test_a_missing_or_deleted_destination_leaves_nothing_of_another(
     confirm(browser, "Delete /queue/doomed")
     wait.until(lambda d: d.execute_script("return location.hash") == "#/")
     wait.until(
-        lambda d: first_text(d, "#overview-result .done") == "deleted /queue/doomed (1 messages dropped)"
+        lambda d: first_text(d, "#overview-result .done") == "deleted /queue/doomed (1 message dropped)"
     )
     assert browser.find_element(By.ID, "page-overview").is_displayed()
     wait.until(

@@ -324,6 +324,17 @@ def test_kill_9_of_the_master_hands_everything_receipted_to_the_standby(pair: tu
     _, text = b.http("/metrics")
     assert b'stompd_role{role="master"} 1.0' in text
     assert b"stompd_role_since_seconds " in text
+    # The console's header and ``stompd-admin info`` say it too.
+    _, body = b.http("/api/v1/broker")
+    info = json.loads(body)
+    assert (info["role"], info["pair"]) == ("master", True) and info["role_since"] >= killed_at
+    told = subprocess.run(
+        [sys.executable, "-m", "adminctl", "--url", f"http://127.0.0.1:{b.http_port}", "info"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "\nrole     master of a shared-store pair since " in told.stdout, told.stdout + told.stderr
 
 
 def test_a_master_whose_lock_file_is_removed_stops_serving(pair: tuple[Node, Node]) -> None:

@@ -13,7 +13,7 @@ from broker.core.base.errors import BrokerError
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from broker.core.admin.views import ConnectionInfo, SubscriptionInfo
+    from broker.core.admin.views import ConnectionInfo, PeerRow, SubscriptionInfo
     from broker.core.base.chores import Steps
     from broker.core.delivery.session import Session
     from broker.core.engine import Engine
@@ -30,7 +30,7 @@ class ConnectionAdmin:
 
     __slots__ = ("_engine", "_peers")
 
-    def __init__(self, engine: Engine, peers: Callable[[], Mapping[str, tuple[str, float]]]) -> None:
+    def __init__(self, engine: Engine, peers: Callable[[], Mapping[str, PeerRow]]) -> None:
         self._engine = engine
         self._peers = peers
 
@@ -45,6 +45,10 @@ class ConnectionAdmin:
     def get(self, connection_id: str) -> tuple[ConnectionInfo, list[SubscriptionInfo]]:
         session = self._session(connection_id)
         return infos.connection_info(session, self._peers()), infos.subscription_infos(session)
+
+    def peers(self) -> Mapping[str, PeerRow]:
+        """Session id -> (peer address, connected since, connector, transport)."""
+        return self._peers()
 
     def producers(self, connection_id: str) -> list[str]:
         """The destinations a connection has sent to (ActiveMQ's producers of a connection)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.core.admin.views import (
+    BridgeInfo,
     BrowsedMessage,
     ConnectionInfo,
     DestinationInfo,
@@ -19,14 +20,20 @@ from broker.core.handlers.scheduler import DELAY, REPEAT
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from broker.core.admin.views import PeerRow
     from broker.core.base.message import Message
     from broker.core.base.usage import UsageMeter
     from broker.core.delivery.durable import DurableSubscription
     from broker.core.delivery.queue import Queue
-    from broker.core.delivery.session import Session
+    from broker.core.delivery.session import IncomingBridge, Session
     from broker.core.delivery.subscription import Subscription
     from broker.core.delivery.topic import Topic
     from broker.core.storage.jobs import Job
+
+#: A bridge's subscriptions to this broker's advisories (how it learns of consumers).
+_ADVISORIES = names.TOPIC + names.ADVISORY_PREFIX
+#: A bridge's state while connected (``broker.network.status.CONNECTED``).
+CONNECTED_STATE = "connected"
 
 _KINDS = {
     names.QUEUE: "queue",
@@ -59,12 +66,18 @@ def queue_info(queue: Queue, producers: int = 0) -> DestinationInfo:
         memory_messages=cursor.mem_count,
         disk_messages=cursor.disk_total,
         temporary=queue.owner is not None,
+        paused=queue.paused,
     )
 
 
-def topic_info(topic: Topic, subscribers: tuple[Subscription, ...], producers: int = 0) -> DestinationInfo:
-    """``subscribers``: the subscriptions ``topic`` feeds; ``producers`` as ``queue_info``'s."""
-    depth = memory = disk = in_flight = 0
+def topic_info(
+    topic: Topic, subscribers: tuple[Subscription, ...], producers: int = 0, owed: int = 0
+) -> DestinationInfo:
+    """``subscribers``: the subscriptions ``topic`` feeds; ``producers`` as ``queue_info``'s;
+    ``owed``: what its durable subscriptions whose subscriber is away are owed (a topic's
+    depth is what its subscriptions wait to be sent, those offline too)."""
+    depth = owed
+    memory = disk = in_flight = 0
     for sub in subscribers:
         in_flight += sum(1 for message in sub.inflight.values() if message.destination == topic.name)
         # A subscription on this one topic waits in a cursor of its own for it;
@@ -131,8 +144,17 @@ def browsed(message: Message, preview: int) -> BrowsedMessage:
     )
 
 
-def connection_info(session: Session, peers: Mapping[str, tuple[str, float]]) -> ConnectionInfo:
-    peer, since = peers.get(session.id, ("?", 0.0))
+#: What a session without a transport of its own is listed under: a bridge's side here,
+#: or the broker's own (an admin SEND's, while it lasts).
+_BRIDGE_SIDE = ("?", 0.0, "network", "vm")
+_INTERNAL = ("?", 0.0, "internal", "vm")
+
+
+def connection_info(session: Session, peers: Mapping[str, PeerRow]) -> ConnectionInfo:
+    found = peers.get(session.id)
+    if found is None:
+        found = _BRIDGE_SIDE if session.network is not None else _INTERNAL
+    peer, since, connector, transport = found
     return ConnectionInfo(
         id=session.id,
         peer=peer,
@@ -143,6 +165,34 @@ def connection_info(session: Session, peers: Mapping[str, tuple[str, float]]) ->
         subscriptions=len(session.subscriptions),
         in_flight=sum(len(sub.inflight) for sub in session.subscriptions.values()),
         blocked=session.blocked_since is not None,
+        connector=connector,
+        transport=transport,
+        network=session.network,
+    )
+
+
+def incoming_bridge(session: Session, bridge: IncomingBridge, peers: Mapping[str, PeerRow]) -> BridgeInfo:
+    """The far end of another broker's duplex bridge: its connection to this broker.
+    What it takes from here is what its subscriptions (not the advisories) were sent."""
+    peer, since, connector, transport = peers.get(session.id, ("?", 0.0, "stomp", "stomp"))
+    taking = [sub for sub in session.subscriptions.values() if not sub.destination.startswith(_ADVISORIES)]
+    return BridgeInfo(
+        connector=connector,
+        remote=f"{transport}://{peer}",
+        remote_broker=session.network,
+        state=CONNECTED_STATE,
+        connected_since=since or None,
+        duplex=True,
+        forwarded=sum(sub.delivered for sub in taking),
+        received=bridge.received,
+        in_flight=sum(len(sub.inflight) for sub in taking),
+        pending=sum(sub.cursor.count for sub in taking),
+        forwarding=tuple(sorted({sub.destination for sub in taking})),
+        pulling=(),
+        connects=1,
+        failures=0,
+        last_error=None,
+        direction="incoming",
     )
 
 

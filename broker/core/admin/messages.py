@@ -1,5 +1,6 @@
 """What an administrator does to one message: send one; show, remove, move or retry
-one found by its id (ActiveMQ's console: Send, the message page with Delete, Move, Retry).
+one found by its id (ActiveMQ's console: Send, the message page with Delete, Copy, Move,
+Retry).
 
 A message sent from the console or ``stompd-admin`` is a SEND frame handed to the engine
 on a session of its own, as a client's would be: the same header checks, the same
@@ -184,6 +185,13 @@ class MessageAdmin:
         """Move one message to ``target``, as the queue part's ``move`` moves them."""
         progress = Progress()
         work = self._queues.move(name, target, by_id(message_id), 1, progress)
+        return _one(work, progress, name, message_id)
+
+    def copy(self, name: str, message_id: str, target: str) -> Steps[None]:
+        """Copy one message to ``target`` (ActiveMQ's console: a message's "Copy"), as
+        the queue part's ``copy`` copies them: the original stays where it is."""
+        progress = Progress()
+        work = self._queues.copy(name, target, by_id(message_id), 1, progress)
         return _one(work, progress, name, message_id)
 
     def retry(self, name: str, message_id: str) -> Steps[str]:

@@ -11,11 +11,21 @@ from broker.core.admin.errors import Invalid, NotFound
 from broker.core.admin.operations import Action, QueueOperation, run
 from broker.core.admin.requests import check_target, creatable, cursor_position, no_message
 from broker.core.admin.views import BrowsePage
+from broker.core.base.chores import SLICE, STEP, collect
 from broker.core.handlers.browsing import Browse
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from broker.core.admin.rights import Rights
-    from broker.core.admin.views import BrowsedMessage, Progress
+    from broker.core.admin.views import (
+        BrowsedMessage,
+        ConnectionInfo,
+        DestinationInfo,
+        PeerRow,
+        Progress,
+        SubscriptionInfo,
+    )
     from broker.core.base.chores import Steps
     from broker.core.base.selector import Selector
     from broker.core.delivery.queue import Queue
@@ -86,6 +96,51 @@ class QueueAdmin:
         progress.total = operation.total
         return run(operation, progress, engine.flush)
 
+    # -- its dispatch, its consumers and producers ----------------------------------------
+
+    def pause(self, name: str) -> DestinationInfo:
+        """ActiveMQ's QueueView.pause(): messages are still taken and stored, none is
+        dispatched until ``resume`` (or a restart: a pause is kept in memory only)."""
+        self._rights.manage(name, "pause")
+        queue = self.queue(name)
+        queue.pause()
+        return infos.queue_info(queue, self._engine.sending.producers[name])
+
+    def resume(self, name: str) -> DestinationInfo:
+        self._rights.manage(name, "resume")
+        queue = self.queue(name)
+        queue.resume()
+        # Dispatch may have settled messages (expired ones): their batch goes now.
+        self._engine.flush()
+        return infos.queue_info(queue, self._engine.sending.producers[name])
+
+    def consumers(self, name: str) -> Steps[list[SubscriptionInfo]]:
+        """The queue's consumers (ActiveMQ's "Active Consumers" of a queue), with their
+        client-id, selector, prefetch, what they were dispatched and have in flight."""
+        self._rights.read(name)
+        return collect(self.queue(name).consumers, infos.subscription_info)
+
+    def producers(self, name: str, peers: Mapping[str, PeerRow]) -> Steps[list[ConnectionInfo]]:
+        """The open connections that have sent to destination ``name`` (a queue or a
+        topic): STOMP has no producer of its own, so a producer is a connection that sent
+        there (ActiveMQ's ProducerCount of a STOMP client counts the same)."""
+        self._rights.read(name)
+        engine = self._engine
+        if name not in engine.queues and name not in engine.router.topics:
+            raise NotFound(f"no destination {name}")
+        return self._producers(name, peers)
+
+    def _producers(self, name: str, peers: Mapping[str, PeerRow]) -> Steps[list[ConnectionInfo]]:
+        out: list[ConnectionInfo] = []
+        sending = self._engine.sending
+        for count, session in enumerate(list(self._engine.sessions.values()), 1):
+            # The names it is counted for (ProducerCount's): a lookup, not a walk of its routes.
+            if sending.has_sent(session, name):
+                out.append(infos.connection_info(session, peers))
+            if count % SLICE == 0:
+                yield STEP
+        return out
+
     def queue(self, name: str) -> Queue:
         queue = self._engine.queues.get(name)
         if queue is None:
@@ -105,10 +160,17 @@ class QueueAdmin:
 
 
 def page(engine: Engine, browse: Browse, preview: int) -> Steps[BrowsePage]:
-    """``browse`` walked: its page, each body cut to ``preview`` bytes, and where the next starts."""
+    """``browse`` walked: its page, each body cut to ``preview`` bytes, and where the next
+    starts: None when nothing follows, so a page that is exactly the last one full says
+    there is no next (one message more is looked for, and not shown)."""
+    limit = browse.limit
+    browse.limit = limit + 1
     yield from run(browse, None, engine.flush)
-    position = browse.next
-    return BrowsePage(
-        [infos.browsed(message, preview) for message in browse.messages],
-        f"{position[0]}:{position[1]}" if position is not None else None,
-    )
+    messages = browse.messages
+    cursor = None
+    if len(messages) > limit:
+        del messages[limit:]
+        last = messages[-1]
+        # Where the next page starts: after the last one shown, at its priority level.
+        cursor = f"{last.level}:{last.seq}"
+    return BrowsePage([infos.browsed(message, preview) for message in messages], cursor)

@@ -82,6 +82,10 @@ class Rights:
         """Delete the destination: admin, in ActiveMQ's words for its removal."""
         self._check(ADMIN, name, verb="remove")
 
+    def manage(self, name: str, verb: str) -> None:
+        """Change how the destination works (pause its dispatch): admin, as removing it."""
+        self._check(ADMIN, name, verb=verb)
+
     def durable(self, durable: DurableSubscription) -> None:
         """As over STOMP: its owner, or a user who may read every topic it covers."""
         principal = self._principal

@@ -44,10 +44,12 @@ class ScheduledAdmin:
 
 
 def jobs_page(engine: Engine, after: tuple[int, int] | None, limit: int, preview: int) -> Steps[JobPage]:
-    """Up to ``limit`` scheduled jobs due after ``after`` (None: the soonest first)."""
+    """Up to ``limit`` scheduled jobs due after ``after`` (None: the soonest first), and
+    where the next page starts: None when nothing follows (one job more is read to know,
+    so a page that is exactly the last one full has no next)."""
     wait = Wait()
     listed: list[Outcome[list[Job]]] = []
-    engine.scheduler.list_jobs(after, limit, _answer(listed, wait))
+    engine.scheduler.list_jobs(after, limit + 1, _answer(listed, wait))
     # The read waits for the work's store batch: this is the work's end.
     engine.flush()
     if not listed:
@@ -56,9 +58,9 @@ def jobs_page(engine: Engine, after: tuple[int, int] | None, limit: int, preview
     if isinstance(outcome, Failed):
         raise AdminError(f"reading the scheduled messages failed: {outcome.error}")
     jobs = outcome.value
-    last = jobs[-1] if len(jobs) == limit else None
+    last = jobs[limit - 1] if len(jobs) > limit else None
     return JobPage(
-        [infos.scheduled_job(job, preview) for job in jobs],
+        [infos.scheduled_job(job, preview) for job in jobs[:limit]],
         f"{last.due}:{last.seq}" if last is not None else None,
     )
 

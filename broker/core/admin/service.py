@@ -39,11 +39,13 @@ from broker.core.admin.rights import Rights
 from broker.core.admin.scheduled import ScheduledAdmin
 from broker.core.admin.subscriptions import SubscriptionAdmin
 from broker.core.admin.views import BridgeInfo, BrokerInfo, Health, Usage
+from broker.core.base.chores import SLICE, STEP
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from broker.core.base.chores import Chores
+    from broker.core.admin.views import PeerRow
+    from broker.core.base.chores import Chores, Steps
     from broker.core.engine import Engine
 
 
@@ -56,11 +58,16 @@ class RoleView(Protocol):
     @property
     def since(self) -> float: ...
 
+    @property
+    def lock(self) -> object:
+        """The store's lock file (None: not one of a pair)."""
+
 
 class AdminService:
-    """``peers()`` maps a session id to (peer address, connected since in epoch seconds):
-    the transports know those, the engine does not.  ``network()``: the network bridges'
-    status (``broker.network.Bridge.status``), one dict each."""
+    """``peers()`` maps a session id to what the transports know of it and the engine does
+    not (``views.PeerRow``: peer address, connected since, connector, transport).
+    ``network()``: the network bridges' status (``broker.network.Bridge.status``), one
+    dict each."""
 
     __slots__ = (
         "_engine",
@@ -82,7 +89,7 @@ class AdminService:
     def __init__(
         self,
         engine: Engine,
-        peers: Callable[[], Mapping[str, tuple[str, float]]],
+        peers: Callable[[], Mapping[str, PeerRow]],
         role: RoleView | None = None,
         network: Callable[[], list[dict[str, object]]] | None = None,
     ) -> None:
@@ -127,7 +134,19 @@ class AdminService:
         settings = engine.settings
         version = settings.server.partition("/")[2] or settings.server
         uptime = max(engine.clock.ms - self._started, 0) / 1000
-        return BrokerInfo(settings.broker_name, version, self._started / 1000, uptime)
+        role = self._role
+        if role is None:
+            return BrokerInfo(settings.broker_name, version, self._started / 1000, uptime)
+        pair = role.lock is not None
+        return BrokerInfo(
+            settings.broker_name,
+            version,
+            self._started / 1000,
+            uptime,
+            role.name,
+            role.since if pair else None,
+            pair,
+        )
 
     def usage(self) -> Usage:
         engine = self._engine
@@ -142,16 +161,26 @@ class AdminService:
             destinations_bytes=engine.destinations.charged,
         )
 
-    def network(self) -> list[BridgeInfo]:
-        """The network bridges (empty: no networkConnector)."""
-        if self._network is None:
-            return []
+    def network(self) -> Steps[list[BridgeInfo]]:
+        """The network bridges: this broker's own (its networkConnectors'), then the far
+        ends of other brokers' duplex bridges connected to it (found among the
+        connections, in slices)."""
         out = []
-        for status in self._network():
+        for status in self._network() if self._network is not None else ():
             values: dict[str, Any] = dict(status)
             values["forwarding"] = tuple(values["forwarding"])
             values["pulling"] = tuple(values["pulling"])
             out.append(BridgeInfo(**values))
+        return self._incoming(out)
+
+    def _incoming(self, out: list[BridgeInfo]) -> Steps[list[BridgeInfo]]:
+        peers = self._peers()
+        for count, session in enumerate(list(self._engine.sessions.values()), 1):
+            bridge = session.bridge
+            if bridge is not None and bridge.duplex:
+                out.append(infos.incoming_bridge(session, bridge, peers))
+            if count % SLICE == 0:
+                yield STEP
         return out
 
     def health(self) -> Health:

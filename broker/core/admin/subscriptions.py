@@ -6,11 +6,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.core.admin import infos
+from broker.core.admin.destinations import made_as_sent, owed
 from broker.core.admin.errors import Conflict, Invalid, NotFound
 from broker.core.admin.operations import Action, DurableBacklog, QueueOperation, run
 from broker.core.admin.queues import page
 from broker.core.admin.requests import cursor_position
+from broker.core.admin.rights import principal_of
+from broker.core.base import names
 from broker.core.base.chores import collect
+from broker.core.delivery.durable import new_durable
 from broker.core.handlers.browsing import Browse
 from broker.core.storage.cursor import Cursor
 
@@ -73,12 +77,39 @@ class SubscriptionAdmin:
         return out, total
 
     def _away_info(self, durable: DurableSubscription) -> SubscriptionInfo:
-        cursor = durable.cursor
-        # No cursor: no subscriber in this broker's lifetime, what it is owed is in the store.
-        owed = (
-            cursor.count if cursor is not None else sum(self._engine.persistence.pending_of(durable.store_id))
-        )
-        return infos.away_info(durable, owed)
+        return infos.away_info(durable, owed(self._engine, durable))
+
+    # -- making one ---------------------------------------------------------------------
+
+    def create(
+        self, user: str | None, client_id: str, name: str, topic: str, selector_text: str
+    ) -> SubscriptionInfo:
+        """ActiveMQ's "Create Durable Topic Subscriber" (BrokerView.createDurableSubscriber):
+        durable subscription ``name`` of ``client_id`` on ``topic``, offline, owned by
+        ``user``; from now on it keeps the persistent messages its selector takes, as one
+        a subscriber made and left would.  Refused if it exists already."""
+        if not client_id.strip() or not name.strip():
+            raise Invalid("a durable subscription needs a client id and a subscription name")
+        if not topic.startswith(names.TOPIC):
+            raise Invalid(f"durable subscriptions are on /topic/ destinations, not {topic}")
+        engine = self._engine
+        existing = engine.durables.get(client_id, name)
+        if existing is not None:
+            raise Conflict(
+                f"client {client_id!r} has a durable subscription {name!r} already (on "
+                f"{existing.destination}): delete it first to make another"
+            )
+        # As that user's SUBSCRIBE would: read the topic, and create it if it is not there.
+        self._rights.read(topic)
+        if topic not in engine.router.topics:
+            self._rights.create(topic)
+        made_as_sent(engine, topic, names.TOPIC)
+        owner = principal_of(user)
+        durable = new_durable(engine.guard, 0, client_id, name, topic, selector_text, False, owner)
+        durable.store_id = engine.persistence.put_subscription(client_id, name, durable.encode())
+        engine.durables.add(durable)
+        engine.flush()
+        return infos.away_info(durable, 0)
 
     # -- a durable subscription's pending messages ----------------------------------------
 

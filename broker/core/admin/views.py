@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: What the transports know of a connection the engine does not (the admin service's
+#: ``peers()``, by session id): its peer address, since when it is connected (epoch
+#: seconds), the connector it came in on (its name) and that connector's transport.
+PeerRow = tuple[str, float, str, str]
+
 
 @dataclass(frozen=True, slots=True)
 class DestinationInfo:
@@ -32,6 +37,8 @@ class DestinationInfo:
     memory_messages: int
     disk_messages: int
     temporary: bool
+    #: A queue whose dispatch an administrator paused (``QueueAdmin.pause``).
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +69,14 @@ class ConnectionInfo:
     subscriptions: int
     in_flight: int
     blocked: bool  # a SEND waits for space (flow control)
+    #: The ``<transportConnector>`` it came in on (its name; ``admin``: the admin port's
+    #: /stomp; ``network``: a bridge's side in this broker) and that connector's transport
+    #: (stomp, stomp+ssl, ws, wss; ``vm`` for a bridge's side here).
+    connector: str = "stomp"
+    transport: str = "stomp"
+    #: The broker it is the network bridge of (its CONNECT's ``stompd.network``; this
+    #: broker's own name for its bridges' sides here); None: a client.
+    network: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +126,11 @@ class BridgeInfo:
     connects: int
     failures: int
     last_error: str | None
+    #: outgoing: one of this broker's ``<networkConnector>``s; incoming: the far end of
+    #: another broker's duplex one, connected to this broker (as ActiveMQ lists it here
+    #: too).  Of an incoming one, ``forwarded`` is what went from here to it (its
+    #: subscriptions here), ``received`` what it brought, ``forwarding`` what it takes.
+    direction: str = "outgoing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +153,13 @@ class BrokerInfo:
     #: When it started (epoch seconds), and for how long it has run (seconds).
     started: float
     uptime: float
+    #: Its part in a shared-store pair (as /health says it; "master" when it is not in
+    #: one: only a master serves the console), and since when (epoch seconds; None: not
+    #: in a pair).
+    role: str = "master"
+    role_since: float | None = None
+    #: One of a shared-store pair (it took the store's lock); False: a broker on its own.
+    pair: bool = False
 
 
 @dataclass(frozen=True, slots=True)

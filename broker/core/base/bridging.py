@@ -51,6 +51,8 @@ REDELIVERED_HEADER: Final = NETWORK_REDELIVERED_HEADER
 ADVISORY_HEADER: Final = NETWORK_ADVISORY_HEADER
 
 NETWORK: Final = "stompd.network"
+#: On a bridge's CONNECT: its connector is duplex (the far end lists it as ActiveMQ does).
+NETWORK_DUPLEX: Final = "stompd.networkDuplex"
 NETWORK_TTL: Final = "stompd.networkTTL"
 NETWORK_PATH: Final = "stompd.networkPath"
 NETWORK_STANDBY: Final = "stompd.networkStandby"

@@ -79,6 +79,7 @@ class Queue:
         "name",
         "observer",
         "owner",
+        "paused",
         "persistence",
         "policy",
         "route_keys",
@@ -152,6 +153,10 @@ class Queue:
         self._disk_scan_failures = 0
         self._disk_scan_pos: Sequence[int] = FROM_THE_START
         self._disk_scanned_for: frozenset[Subscription] = NO_CONSUMERS_SEEN
+        #: An administrator paused its dispatch (ActiveMQ's QueueView.pause()): messages
+        #: are still taken and stored, none goes to a consumer until ``resume``.  Kept in
+        #: memory only, as ActiveMQ's QueueDispatchSelector keeps it: a restart resumes.
+        self.paused = False
 
     def __repr__(self) -> str:
         return f"<Queue {self.name} depth={self.cursor.count} consumers={len(self.consumers)}>"
@@ -187,7 +192,9 @@ class Queue:
                 if not self.consumers.is_active(owner):
                     self._disown(group, owner)
         consumers = self.consumers
-        self._scan = bool(self._groups) or consumers.selective > 0
+        # Paused: every message goes to the cursor (``enqueue``'s direct hand-over is
+        # only taken while ``_scan`` is off), and ``_dispatch_scanning`` hands out none.
+        self._scan = bool(self._groups) or consumers.selective > 0 or self.paused
         self._filtered = consumers.filtered > 0
         # A new set of consumers: what the swapped part holds must be looked at again.
         self._disk_scan_pos = FROM_THE_START
@@ -252,6 +259,17 @@ class Queue:
         else:
             self._dispatch_head(None)
 
+    def pause(self) -> None:
+        """Stop handing messages to consumers (what they have in flight stays theirs)."""
+        self.paused = True
+        self._scan = True
+
+    def resume(self) -> None:
+        """Dispatch again, what waited first (ActiveMQ's resumeDispatch: a wakeup)."""
+        self.paused = False
+        self._changed(False)
+        self.dispatch()
+
     def consumer_ready(self, sub: Subscription) -> None:
         """``sub`` may take messages again (it pumps): dispatch looks at it again."""
         self.consumers.ready_again(sub)
@@ -291,6 +309,8 @@ class Queue:
             self._deliver(sub, message, fresh)
 
     def _dispatch_scanning(self, fresh: Message | None) -> None:
+        if self.paused:
+            return
         self._scan_memory(fresh)
         if self.cursor.disk_total and not self._disk_scan_busy and self.consumers.any_ready():
             # Under way if there is anything left to look at: it resumes dispatch when it reports.
@@ -386,7 +406,7 @@ class Queue:
             sub = cast("Subscription", taker)
             message.meter = self.meter
             message.hold()
-            if self.consumers.is_active(sub) and sub.ready:
+            if self.consumers.is_active(sub) and sub.ready and not self.paused:
                 if message.group is not None and message.group not in self._groups:
                     self._own(message.group, sub)
                 self._deliver(sub, message, None)
@@ -440,7 +460,10 @@ class Queue:
 
     def expire_in_memory(self) -> int:
         """expireMessagesPeriod: take out the expired messages waiting in memory (swapped
-        ones are looked at when they are paged back in); how many there were."""
+        ones are looked at when they are paged back in); how many there were.  None while
+        paused, as ActiveMQ's Queue.expireMessages skips a paused queue."""
+        if self.paused:
+            return 0
         now = self.clock.ms
         found = [message for message in self.cursor if message.expires and message.expires <= now]
         for message in found:

@@ -109,11 +109,25 @@ FANNING_OUT = FanningOut()
 Parked = ParkedSend | ParkedCreate | FanningOut | Frame
 
 
+class IncomingBridge:
+    """A remote broker's bridge connected to this broker (its CONNECT's ``stompd.network``):
+    the far end of that broker's ``<networkConnector>``, listed with this broker's own."""
+
+    __slots__ = ("duplex", "received")
+
+    def __init__(self, duplex: bool) -> None:
+        #: Its CONNECT said ``stompd.networkDuplex:true`` (its connector is duplex).
+        self.duplex = duplex
+        #: The messages it forwarded here (SENDs carrying the network's headers).
+        self.received = 0
+
+
 class Session:
     __slots__ = (
         "_next_key",
         "address",
         "blocked_since",
+        "bridge",
         "by_key",
         "client_id",
         "clock",
@@ -158,6 +172,9 @@ class Session:
         #: by the guard; this broker's own name for its bridges' local sides): only then
         #: are a SEND's ``_STOMPD_*`` headers taken (``bridging``).  None: a client.
         self.network: str | None = None
+        #: Another broker's bridge to this one (``network`` is its name): what it said it
+        #: is and what it brought, for this broker's list of bridges.  None: not one.
+        self.bridge: IncomingBridge | None = None
         self.heartbeat_send_ms = 0
         self.heartbeat_recv_ms = 0
         self.subscriptions: dict[str, Subscription] = {}

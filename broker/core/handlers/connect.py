@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 from broker.core.base import bridging
 from broker.core.base.errors import AccessDenied, ClientIdInUse, InvalidHeader
 from broker.core.base.guard import ADMINS
-from broker.core.delivery.session import AWAIT_CONNECT, CLOSING, CONNECTED
+from broker.core.delivery.session import AWAIT_CONNECT, CLOSING, CONNECTED, IncomingBridge
 from protocol import frames as f
 from protocol.errors import AlreadyConnected, UnexpectedFrame
 from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_heartbeat
@@ -71,6 +71,7 @@ class Connect:
         network = headers.get(bridging.NETWORK)
         if network is not None:
             self._bridge(session, network)
+            session.bridge = IncomingBridge(headers.get(bridging.NETWORK_DUPLEX) == "true")
         client_id = headers.get("client-id")
         if client_id:
             self._claim(session, client_id)

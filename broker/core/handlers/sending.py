@@ -200,6 +200,11 @@ class Sending:
             counted.update(new)
             self.producers.update(new)
 
+    def has_sent(self, session: Session, name: str) -> bool:
+        """Whether ``session`` is counted a producer of destination ``name`` (one lookup)."""
+        counted = self._counted.get(session)
+        return counted is not None and name in counted
+
     def closed(self, session: Session) -> None:
         """``session`` is no longer open: it is a producer of nothing now."""
         producers = self.producers
@@ -298,6 +303,9 @@ class Sending:
                 if session.network is not None:
                     # A bridge's: the id and redelivered the message had where it came from.
                     network_id = pop(bridging.ID_HEADER, None)
+                    bridge = session.bridge
+                    if bridge is not None:
+                        bridge.received += 1
                     redelivered = network_id is not None and pop(bridging.REDELIVERED_HEADER, None) == "true"
                 for name in NOT_THE_SENDERS if session.network is None else BROKER_OWN:
                     pop(name, None)

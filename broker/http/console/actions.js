@@ -23,8 +23,13 @@ async function showBroker() {
   const out = $("broker-info");
   try {
     const info = await api("GET", "/broker");
-    out.textContent = `${info.name} · stompd ${info.version} · up ${duration(info.uptime)}`;
-    out.title = `started ${new Date(info.started * 1000).toLocaleString()}`;
+    // Its part in a shared-store pair, as /health says it (a standby serves no console).
+    const role = info.pair ? `${info.role} of a pair` : info.role;
+    out.textContent = `${info.name} · stompd ${info.version} · up ${duration(info.uptime)} · ${role}`;
+    out.title = `started ${new Date(info.started * 1000).toLocaleString()}${
+      info.pair ? `; ${info.role} of a shared-store pair since ${new Date(info.role_since * 1000).toLocaleString()}` : "; not one of a shared-store pair"
+    }`;
+    out.dataset.role = info.role;
   } catch (error) {
     // app.js's status line says the broker is unreachable; this keeps what it knew.
   }
@@ -65,7 +70,7 @@ async function submitSend(event) {
     for (; sent < count; sent += 1) await api("POST", `${destPath(destination)}/messages`, body);
     const later = body.delay ? `, due in ${num(body.delay)} ms` : "";
     const link = el("a", { href: `#/destination/${encodeURIComponent(destination)}` }, destination);
-    out.replaceChildren(el("div", { class: "done" }, `sent ${sent} message${sent === 1 ? "" : "s"} to `, link, later));
+    out.replaceChildren(el("div", { class: "done" }, `sent ${plural(sent, "message")} to `, link, later));
   } catch (error) {
     showError(out, new Error(sent ? `${error.message} (after ${sent} sent)` : error.message));
   }
@@ -91,6 +96,7 @@ async function showMessage(id) {
   const name = state.current;
   view.hidden = false;
   view.replaceChildren(el("div", { class: "progress" }, `reading ${id}…`));
+  revealMessage(view);
   let m;
   try {
     m = await api("GET", messagePath(name, id));
@@ -108,12 +114,18 @@ async function showMessage(id) {
     ["expires", m.expires ? new Date(m.expires).toLocaleString() : "never"],
     ["body", size(m.body_size) + (m.body_encoding === "base64" ? " (binary, shown as base64)" : "")],
   ].map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", { class: "mono" }, String(v))));
-  const target = el("input", { id: "message-move-to", placeholder: "/queue/other" });
+  const target = el("input", { id: "message-move-to", placeholder: "/queue/other", "aria-label": "queue to move or copy it to" });
   const actions = el(
     "div",
     { class: "message-actions" },
     el("button", { type: "button", id: "message-delete", onclick: () => deleteMessage(m.id) }, "Delete…"),
-    el("span", {}, target, el("button", { type: "button", id: "message-move", onclick: () => moveMessage(m.id, target.value.trim()) }, "Move…")),
+    el(
+      "span",
+      {},
+      target,
+      el("button", { type: "button", id: "message-move", onclick: () => moveMessage(m.id, target.value.trim()) }, "Move…"),
+      el("button", { type: "button", id: "message-copy", onclick: () => copyMessage(m.id, target.value.trim()) }, "Copy…"),
+    ),
   );
   const original = m.headers["original-destination"];
   if (original) {
@@ -126,6 +138,14 @@ async function showMessage(id) {
     actions,
     el("div", { id: "message-result", role: "status" }),
   );
+  revealMessage(view);
+}
+
+// The view opens below the list it was picked from: brought into sight, and the focus
+// moved to it (a keyboard user, a screen reader, lands on the message).
+function revealMessage(view) {
+  view.scrollIntoView({ block: "start" });
+  view.focus({ preventScroll: true });
 }
 
 async function messageAction(question, method, path, body, done) {
@@ -152,6 +172,15 @@ function moveMessage(id, target) {
     return;
   }
   messageAction(`Move message ${id} from ${name} to ${target}?`, "POST", `${messagePath(name, id)}/move`, { to: target }, (r) => `moved ${id} to ${r.target}`);
+}
+
+function copyMessage(id, target) {
+  const name = state.current;
+  if (!target) {
+    showError($("message-result"), new Error("name the queue to copy it to"));
+    return;
+  }
+  messageAction(`Copy message ${id} from ${name} to ${target}? The original stays on ${name}.`, "POST", `${messagePath(name, id)}/copy`, { to: target }, (r) => `copied ${id} to ${r.target}`);
 }
 
 function retryMessage(id, original) {
@@ -200,7 +229,7 @@ async function loadConnection() {
   if (!consumers.length) consumers.push(el("tr", {}, el("td", { colspan: 7, class: "empty" }, "no consumers")));
   const head = (...names) => el("thead", {}, el("tr", {}, ...names.map(([n, cls]) => el("th", { class: cls }, n))));
   panel.replaceChildren(
-    el("h3", {}, `Connection ${c.id} (${c.login || "no login"}${c.client_id ? ", client-id " + c.client_id : ""})`, el("button", { type: "button", class: "close-view", title: "close", onclick: () => showConnection(null) }, "×")),
+    el("h3", {}, `Connection ${c.id} (${c.login || "no login"}${c.client_id ? ", client-id " + c.client_id : ""}; on ${connectorLabel(c)}, ${c.transport})`, el("button", { type: "button", class: "close-view", title: "close", onclick: () => showConnection(null) }, "×")),
     el("h4", {}, "Producers"),
     el("table", { id: "connection-producers" }, head(["Destination"]), el("tbody", {}, ...producers)),
     el("h4", {}, "Consumers"),
@@ -242,8 +271,7 @@ function compareText(a, b) {
 
 function sortTable(table) {
   const order = sorting.get(tableKey(table));
-  const body = table.tBodies[0];
-  if (!order || !body) return;
+  if (!order || !table.tBodies.length) return;
   const heading = table.tHead && table.tHead.rows[0] ? table.tHead.rows[0].cells[order.index] : null;
   for (const th of table.tHead ? table.tHead.rows[0].cells : []) {
     th.classList.toggle("sorted-asc", th === heading && order.dir > 0);
@@ -251,17 +279,20 @@ function sortTable(table) {
     if (th === heading) th.setAttribute("aria-sort", order.dir > 0 ? "ascending" : "descending");
     else th.removeAttribute("aria-sort");
   }
-  const rows = [...body.rows];
-  // A lone "no destinations" row, or a table still being filled: nothing to order.
-  if (rows.length < 2 || rows.some((row) => row.cells.length === 1 && row.cells[0].colSpan > 1)) return;
   const numeric = Boolean(heading && heading.classList.contains("num"));
-  const keyed = rows.map((row, at) => ({ row, at, value: sortValue(row.cells[order.index], numeric) }));
-  keyed.sort((x, y) => {
-    const c = numeric ? x.value - y.value : compareText(x.value, y.value);
-    return c ? c * order.dir : x.at - y.at;
-  });
-  if (keyed.every((k, i) => k.row === rows[i])) return;
-  body.append(...keyed.map((k) => k.row));
+  // Each <tbody> on its own (the connections' groups), under its group's heading row.
+  for (const body of table.tBodies) {
+    const rows = [...body.rows].filter((row) => !row.classList.contains("group"));
+    // A lone "no destinations" row, or a table still being filled: nothing to order.
+    if (rows.length < 2 || rows.some((row) => row.cells.length === 1 && row.cells[0].colSpan > 1)) continue;
+    const keyed = rows.map((row, at) => ({ row, at, value: sortValue(row.cells[order.index], numeric) }));
+    keyed.sort((x, y) => {
+      const c = numeric ? x.value - y.value : compareText(x.value, y.value);
+      return c ? c * order.dir : x.at - y.at;
+    });
+    if (keyed.every((k, i) => k.row === rows[i])) continue;
+    body.append(...keyed.map((k) => k.row));
+  }
 }
 
 function onHeadingClick(event) {

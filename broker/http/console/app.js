@@ -60,6 +60,11 @@ function num(n) {
   return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US");
 }
 
+// "1 message", "5 messages": a count and its noun.
+function plural(n, noun) {
+  return `${num(n)} ${noun}${Number(n) === 1 ? "" : "s"}`;
+}
+
 function rate(r) {
   return r === null || r === undefined ? "–" : r.toFixed(1);
 }
@@ -134,30 +139,29 @@ function record(destinations, t) {
   for (const name of state.history.keys()) if (!seen.has(name)) state.history.delete(name);
 }
 
-// The x axis spans the samples kept, at least MIN_SPAN of them (a minute), newest at
-// the right edge, so a chart fills out as the page stays open.
-const MIN_SPAN = 30;
-
-function polyline(samples, key, width, height, max, cls) {
-  const n = samples.length;
-  const span = Math.max(n, MIN_SPAN) - 1;
-  const points = samples
-    .map((s, i) => {
-      const value = s[key] === null ? 0 : s[key];
-      const x = width - ((n - 1 - i) / span) * width;
-      const y = height - (max > 0 ? (value / max) * (height - 2) : 0) - 1;
-      return `${x.toFixed(1)},${y.toFixed(1)}`;
-    })
-    .join(" ");
-  return svg("polyline", { points, class: cls, fill: "none" });
-}
+// The overview's sparkline: the broker's last hour of depth (clients.js loads it for the
+// rows shown), then what this page polled since, on one time axis ending now.
+const SPARK_MIN_SPAN_MS = 10 * 60 * 1000;
+const SPARK_MAX_SPAN_MS = 60 * 60 * 1000;
 
 function sparkline(name) {
-  const samples = state.history.get(name) || [];
+  const live = state.history.get(name) || [];
+  const past = pastDepths(name, live.length ? live[0].t : Infinity);
+  const samples = past.concat(live.map((s) => ({ t: s.t, depth: s.depth })));
+  const now = Date.now();
+  const first = samples.length ? samples[0].t : now;
+  const span = Math.min(Math.max(now - first, SPARK_MIN_SPAN_MS), SPARK_MAX_SPAN_MS);
   const chart = svg("svg", { viewBox: "0 0 120 24", class: "spark", preserveAspectRatio: "none" });
-  const max = Math.max(1, ...samples.map((s) => s.depth));
-  chart.append(polyline(samples, "depth", 120, 24, max, "depth"));
-  chart.append(el("title", { text: `depth, max ${max} over the last ${samples.length} samples` }));
+  const shown = samples.filter((s) => s.t >= now - span);
+  const max = Math.max(1, ...shown.map((s) => s.depth));
+  const points = shown
+    .map((s) => `${(120 - ((now - s.t) / span) * 120).toFixed(1)},${(24 - (s.depth / max) * 22 - 1).toFixed(1)}`)
+    .join(" ");
+  chart.append(svg("polyline", { points, class: "depth", fill: "none" }));
+  const kept = shown.length - Math.min(live.length, shown.length);
+  chart.dataset.historySamples = String(kept);
+  const minutes = Math.round(span / 60000);
+  chart.append(el("title", { text: `depth, max ${num(max)} over the last ${minutes} minutes (${plural(kept, "broker sample")}, then this page's)` }));
   return chart;
 }
 
@@ -214,7 +218,13 @@ function renderDestinations() {
       el(
         "tr",
         { "data-dest": d.name },
-        el("td", { class: "name" }, link, d.temporary ? el("span", { class: "tag" }, "temp") : null),
+        el(
+          "td",
+          { class: "name" },
+          link,
+          d.temporary ? el("span", { class: "tag" }, "temp") : null,
+          d.paused ? el("span", { class: "tag paused", title: "dispatch paused: messages are kept, none is dispatched" }, "paused") : null,
+        ),
         el("td", { class: "num depth" }, num(d.depth)),
         el("td", { class: "num enqueued" }, num(d.enqueued)),
         el("td", { class: "num dequeued" }, num(d.dequeued)),
@@ -231,6 +241,7 @@ function renderDestinations() {
   }
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 12, class: "empty" }, "no destinations")));
   $("destinations").tBodies[0].replaceChildren(...rows);
+  loadSparkHistory(rows.map((row) => row.dataset.dest).filter(Boolean));
 }
 
 // -- one destination -------------------------------------------------------------------
@@ -359,6 +370,8 @@ async function submitOperation(event) {
   const body = { selector };
   if (kind !== "count" && maxText) body.max = Number(maxText);
   let question = null;
+  // "up to 1 message", "up to 5 messages", "every message".
+  const which = maxText ? `up to ${plural(Number(maxText), "message")}` : "every message";
   if (kind === "move" || kind === "copy") {
     const target = $("op-target").value.trim();
     if (!target) {
@@ -366,9 +379,9 @@ async function submitOperation(event) {
       return;
     }
     body.to = target;
-    question = `${kind} ${maxText ? "up to " + maxText : "every"} message${selector ? " matching " + selector : ""} from ${name} to ${target}?`;
+    question = `${kind} ${which}${selector ? " matching " + selector : ""} from ${name} to ${target}?`;
   } else if (kind === "remove") {
-    question = `Remove ${maxText ? "up to " + maxText : "every"} message${selector ? " matching " + selector : ""} from ${name}? This cannot be undone.`;
+    question = `Remove ${which}${selector ? " matching " + selector : ""} from ${name}? This cannot be undone.`;
   }
   if (question && !(await confirmDialog(question))) return;
   runOperation(`${destPath(name)}/${kind}`, body);
@@ -387,7 +400,7 @@ async function deleteDestination() {
   try {
     const result = await api("DELETE", destPath(name));
     // The page of a destination that is gone has nothing left to show: back to the list.
-    showDone($("overview-result"), `deleted ${result.deleted} (${num(result.removed)} messages dropped)`);
+    showDone($("overview-result"), `deleted ${result.deleted} (${plural(result.removed, "message")} dropped)`);
     location.hash = "#/";
   } catch (error) {
     showError(out, error);
@@ -408,11 +421,12 @@ async function closeConnection(id) {
 }
 
 function renderConnections(connections, subscriptions) {
-  const rows = connections.map((c) =>
+  const row = (c) =>
     el(
       "tr",
       { "data-connection": c.id },
       el("td", { class: "mono" }, el("a", { href: "#/connections", "data-show-connection": c.id }, c.id)),
+      el("td", { class: "transport" }, c.transport),
       el("td", {}, c.peer),
       el("td", {}, c.login || "–"),
       el("td", {}, c.client_id || "–"),
@@ -421,10 +435,9 @@ function renderConnections(connections, subscriptions) {
       el("td", { class: "num" }, num(c.in_flight)),
       el("td", {}, when(c.connected_since)),
       el("td", {}, el("button", { type: "button", class: "close", onclick: () => closeConnection(c.id) }, "Close")),
-    ),
-  );
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "empty" }, "no connections")));
-  $("connections").tBodies[0].replaceChildren(...rows);
+    );
+  // By connector, as ActiveMQ's console lists them: a <tbody> each (clients.js).
+  renderGroups($("connections"), connections, row, 10);
   const subRows = subscriptions.map((s) =>
     el(
       "tr",
@@ -452,6 +465,7 @@ function renderBridges(bridges) {
       "tr",
       { "data-bridge": `${b.connector} ${b.remote}`, class: b.state === "connected" ? "" : "down" },
       el("td", {}, b.connector),
+      el("td", { class: "direction" }, `${b.direction}${b.duplex ? " (duplex)" : ""}`),
       el("td", { class: "mono" }, b.remote),
       el("td", {}, b.remote_broker || "–"),
       el("td", { class: "state" }, b.state),
@@ -465,7 +479,7 @@ function renderBridges(bridges) {
       el("td", {}, b.last_error || "–"),
     ),
   );
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 12, class: "empty" }, "no network bridges (no <networkConnector>)")));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 13, class: "empty" }, "no network bridges (no <networkConnector>, and no other broker's duplex bridge to this one)")));
   $("bridges").tBodies[0].replaceChildren(...rows);
 }
 
@@ -490,7 +504,7 @@ async function removeAllJobs() {
   const out = $("scheduled-result");
   try {
     const result = await api("DELETE", "/scheduled");
-    showDone(out, `removed ${num(result.removed)} scheduled jobs`);
+    showDone(out, `removed ${plural(result.removed, "scheduled job")}`);
   } catch (error) {
     showError(out, error);
   }
@@ -516,7 +530,7 @@ function renderScheduled(page) {
   );
   if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "empty" }, "no scheduled messages")));
   $("scheduled").tBodies[0].replaceChildren(...rows);
-  $("scheduled-count").textContent = `${page.jobs.length}${page.next ? "+" : ""} scheduled jobs`;
+  $("scheduled-count").textContent = page.next ? `${num(page.jobs.length)}+ scheduled jobs` : plural(page.jobs.length, "scheduled job");
 }
 
 // -- polling and routing ---------------------------------------------------------------
@@ -534,6 +548,7 @@ async function refresh() {
       if (d) {
         renderDestination(d);
         if (isTopic(d)) renderSubscribers(d, await api("GET", `${destPath(d.name)}/subscribers?limit=${SUBSCRIBERS_SHOWN}`));
+        await renderClients(d);
       } else {
         renderMissing(state.current);
       }
@@ -554,6 +569,17 @@ async function refresh() {
   }
 }
 
+// Another destination's page: nothing typed for the last one's stays to act on this one
+// (a Move with the last page's selector and target), and nothing of its list.
+function resetDestinationForms() {
+  $("op-form").reset();
+  $("op-target-label").hidden = false; // the reset picks "Move to", which takes a target
+  $("browse-selector").value = "";
+  state.browseNext = null;
+  $("message-view").hidden = true;
+  $("message-view").replaceChildren();
+}
+
 function route() {
   const hash = location.hash || "#/";
   let page = "overview";
@@ -565,6 +591,7 @@ function route() {
       $("browse-result").replaceChildren();
       $("op-result").replaceChildren();
       $("browse-next").disabled = true;
+      resetDestinationForms();
       leaveDestination();
     }
   } else if (hash.startsWith("#/connections")) {

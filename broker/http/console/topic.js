@@ -22,7 +22,7 @@ function showKind(d) {
   showParts(QUEUE_ONLY, !topic);
   // A topic's messages are its durable subscriptions': browsed once one is picked.
   showParts(BROWSING, !topic || state.browseBase !== null);
-  showParts(["delete"], true);
+  showParts(["delete", "dest-links"], true);
   document.querySelector("#page-destination .chart-wrap").hidden = false;
   $("l-out").textContent = topic ? "dispatched/s" : "out/s";
 }
@@ -32,7 +32,8 @@ function renderMissing(name) {
   $("dest-title").textContent = `${name} (not found)`;
   $("dest-stats").replaceChildren(el("div", { class: "error" }, `${name} does not exist (any more)`));
   document.querySelector("#page-destination .chart-wrap").hidden = true;
-  showParts(["topic-part", "delete", ...QUEUE_ONLY, ...BROWSING], false);
+  // Nothing to send to, pause or list: only the name and that it is not there.
+  showParts(["topic-part", "delete", "dest-links", "dispatch", "queue-part", "producers-part", ...QUEUE_ONLY, ...BROWSING], false);
 }
 
 // Another destination's page is opened: nothing of this one's subscribers stays.
@@ -89,13 +90,13 @@ function browseDurable(s) {
 }
 
 async function purgeDurable(s) {
-  const question = `Purge durable subscription ${subName(s)}: remove the ${num(s.pending)} messages it is owed (not those its subscriber has in flight)? This cannot be undone.`;
+  const question = `Purge durable subscription ${subName(s)}: remove the ${plural(s.pending, "message")} it is owed (not those its subscriber has in flight)? This cannot be undone.`;
   if (!(await confirmDialog(question))) return;
   runOperation(`${subPath(s)}/purge`, {});
 }
 
 async function deleteDurable(s) {
-  const question = `Delete durable subscription ${subName(s)} (offline) and the ${num(s.pending)} messages it is owed? This cannot be undone.`;
+  const question = `Delete durable subscription ${subName(s)} (offline) and the ${plural(s.pending, "message")} it is owed? This cannot be undone.`;
   if (!(await confirmDialog(question))) return;
   try {
     const result = await api("DELETE", subPath(s));
@@ -104,7 +105,7 @@ async function deleteDurable(s) {
       $("browse-result").replaceChildren();
       showParts(BROWSING, false);
     }
-    showDone($("op-result"), `deleted durable subscription ${subName(s)} (${num(result.removed)} messages dropped)`);
+    showDone($("op-result"), `deleted durable subscription ${subName(s)} (${plural(result.removed, "message")} dropped)`);
   } catch (error) {
     showError($("op-result"), error);
   }
