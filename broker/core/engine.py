@@ -26,7 +26,7 @@ from broker.core.base.clock import Clock
 from broker.core.base.errors import NoRoomToCreate
 from broker.core.base.guard import SYSTEM, OpenGuard
 from broker.core.base.observe import Observer
-from broker.core.base.plugins import SendPlugins
+from broker.core.base.plugins import BrokerLog, SendPlugins
 from broker.core.base.settings import CoreSettings
 from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
@@ -50,6 +50,7 @@ from broker.core.handlers.sampler import Sampler
 from broker.core.handlers.scheduler import Scheduler
 from broker.core.handlers.sending import Sending
 from broker.core.handlers.settlement import Settlement
+from broker.core.handlers.slow import SlowConsumers
 from broker.core.handlers.statistics import Statistics
 from broker.core.handlers.subscribing import Subscribing
 from broker.core.handlers.transactions import Transactions
@@ -150,6 +151,11 @@ class Engine:
         )
         #: Every destination's last hour of depth and rates (``broker.core.base.history``).
         self.sampler = Sampler(clock, destinations, chores)
+        #: ``<slowConsumerStrategy>``s: slow subscribers aborted on the tick (``handlers.slow``).
+        self.slow = slow = SlowConsumers(clock, destinations, chores)
+        slow.unsubscribe = subscribing.unsubscribe
+        subscribing.slow = slow
+        destinations.slow_made = slow.made
         acks = Acks(settlement, transactions)
         connect = Connect(settings, guard, self.client_ids, advisories)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
@@ -165,6 +171,31 @@ class Engine:
             f.CONNECT: connect.on_connect,
             f.STOMP: connect.on_connect,
         }
+        #: ``<loggingBrokerPlugin>`` (None: not configured, and no handler is wrapped).
+        self.broker_log: BrokerLog | None = None
+        if settings.logging is not None:
+            self._log_events(BrokerLog(settings.logging))
+
+    def _log_events(self, broker_log: BrokerLog) -> None:
+        """The frame handlers whose events ``broker_log`` logs, wrapped (the others as
+        they are), and the connections and destinations told to it."""
+        self.broker_log = broker_log
+        self.destinations.broker_log = broker_log
+        handlers = self._handlers
+        for command, handler in list(handlers.items()):
+            handlers[command] = broker_log.wrap(command, handler)
+        for command in (f.CONNECT, f.STOMP):
+            on_connect = handlers[command]
+
+            def logged(
+                session: Session,
+                frame: f.Frame,
+                on_connect: Callable[[Session, f.Frame], Callable[[], None] | Deferred | None] = on_connect,
+            ) -> Callable[[], None] | Deferred | None:
+                broker_log.connected(session.id, session.address, frame.headers)
+                return on_connect(session, frame)
+
+            handlers[command] = logged
 
     # -- sessions --------------------------------------------------------------
 
@@ -196,7 +227,10 @@ class Engine:
         client_id = session.client_id
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]
+        if self.broker_log is not None:
+            self.broker_log.disconnected(session.id, session.address, session.client_id)
         session.phase = CLOSING
+        self.slow.forget(session)
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False
         self.transactions.close(session)
@@ -263,6 +297,7 @@ class Engine:
         self.settlement.tick()
         self.housekeeping.sweep()
         self.sampler.tick()
+        self.slow.tick()
         flow = self.flow
         if flow:
             flow.expire_parked()

@@ -36,10 +36,13 @@ from store.api import LEVELS
 from wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.base.clock import Clock
     from broker.core.base.guard import Guard
     from broker.core.base.message import Message
     from broker.core.base.observe import Observer
+    from broker.core.base.plugins import BrokerLog
     from broker.core.base.settings import CoreSettings, DestinationPolicy
     from broker.core.base.usage import SystemUsage
     from broker.core.delivery.durable import DurableSubscriptions
@@ -161,6 +164,11 @@ class Destinations:
         #: The connection whose frame is making destinations now (``resolve``; None: the
         #: broker itself, an administrator, recovery).
         self.maker: Session | None = None
+        #: Told of each destination made under a policy with a ``<slowConsumerStrategy>``
+        #: (the engine's ``handlers.slow``); None: nobody.
+        self.slow_made: Callable[[Destination], None] | None = None
+        #: ``<loggingBrokerPlugin>``: told of each destination made and removed (None: none).
+        self.broker_log: BrokerLog | None = None
 
     # -- policies ----------------------------------------------------------------
 
@@ -244,6 +252,10 @@ class Destinations:
             self._counted[key] = self._counted.get(key, 0) + 1
         if self.advisories is not None:
             self.advisories.made(target, self.maker)
+        if policy.slow_consumer is not None and self.slow_made is not None:
+            self.slow_made(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_added(target.name)
 
     def _gone(self, target: Destination) -> None:
         """``target`` is no longer a destination: its charge, count and cached routes go."""
@@ -254,6 +266,8 @@ class Destinations:
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
         self._forget_routes(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_removed(target.name)
         if type(target) is Queue:
             if self.interceptors:
                 self.interceptors.gone(target)
@@ -517,13 +531,19 @@ class Destinations:
         of its own.
         """
         patterns = sub.topic_patterns
+        # A subscriber with a pending limit (delivery.slow) keeps what waits in memory: the
+        # limit bounds it, and its eviction picks from it.
+        limited = sub.watch is not None and sub.watch.limit >= 0
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
             high_water = topic.policy.cursor_high_water
+            if limited:
+                return Cursor(topic.meter, None, high_water=high_water, owner=sub)
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
         kind, pattern = patterns[0]
         high_water = self._resolve(kind + pattern).cursor_high_water
-        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+        log = None if limited else self.swap.new_log(shared=False)
+        return Cursor(self.usage.memory, log, high_water=high_water, owner=sub)
 
 
 def _name_to_owner(session: Session) -> None:

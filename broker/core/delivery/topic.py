@@ -416,6 +416,11 @@ def _deliver(
                     acking.append(sub)
         else:
             cursor.push(message)
+            # A subscriber with a pending limit or a slow-consumer strategy (delivery.slow):
+            # only what waits pays for this, never what goes out at once.
+            watch = sub.watch
+            if watch is not None:
+                watch.pushed(sub, message)
     if events is not None:
         if went:
             # The topic's tuple when every subscriber took it: the sink may keep what

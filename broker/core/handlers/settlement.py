@@ -76,6 +76,8 @@ class Settlement:
         "destinations",
         "discarding",
         "discards",
+        "evicted",
+        "evictions",
         "observer",
         "persistence",
         "routing",
@@ -111,6 +113,11 @@ class Settlement:
         #: Told of expired and dead-lettered messages (the engine's; None: a core built
         #: without one).
         self.advisories: DeadLetterWatcher | None = None
+        #: Messages a slow topic subscriber's pending limit evicted (delivery.slow), with
+        #: their holds and the cause their DLQ copy says: settled with the expired ones.
+        self.evicted: list[tuple[Message, str]] = []
+        #: How many were, ever (ActiveMQ's ``discarded``, summed over its subscriptions).
+        self.evictions = 0
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -246,7 +253,20 @@ class Settlement:
         discarding = self.discarding
         # The plugins before the policy's strategy, as ActiveMQ's sit before its region
         # broker: every dead letter of a destination discarding names is counted, kept or not.
-        if cause is None and not self.settings.dlq_past_max_redeliveries:
+        fallback = policy.redelivery_fallback
+        if fallback and not expired:
+            # A <redeliveryPlugin> with no entry for it: fallbackToDeadLetter says DLQ
+            # ("dlq") or nothing ("drop"), whatever sendToDlqIfMaxRetriesExceeded says.
+            dropped = fallback == "drop"
+            if dropped:
+                log.debug(
+                    "Ignoring dlq request for: %s, RedeliveryPolicy not found (and no fallback) for: %s",
+                    message.id,
+                    _amq_name(message.destination),
+                )
+            else:
+                dropped = discarding is not None and discarding.drops(message.destination, message.id)
+        elif cause is None and not self.settings.dlq_past_max_redeliveries:
             # ActiveMQ's RedeliveryPlugin then drops it, and says so at debug only.
             log.debug(
                 "Discarding message that exceeds max redelivery count(%d), %s",
@@ -359,9 +379,22 @@ class Settlement:
             return names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
         return names.QUEUE + prefix + bare
 
+    def discarded(self, message: Message, cause: str) -> None:
+        """A slow subscriber's pending limit evicted ``message`` (with its hold): to the
+        DLQ, or dropped, at the end of this unit of work (``settle_expired``), as
+        ActiveMQ's TopicSubscription.discard sends it to ``sendToDeadLetterQueue``."""
+        self.evictions += 1
+        self.evicted.append((message, cause))
+
     def settle_expired(self) -> None:
         """Messages queues and topics found expired (each with its hold): to the DLQ, or
         dropped (``dead_letter``: non-persistent, ``processExpired=false``)."""
+        evicted = self.evicted
+        while evicted:
+            letters = evicted[:]
+            evicted.clear()
+            for message, cause in letters:
+                self.dead_letter(message, cause)
         expired = self.destinations.expired
         while expired:
             # Dead-lettering dispatches the DLQ, which may find more.
@@ -369,6 +402,12 @@ class Settlement:
             expired.clear()
             for message in found:
                 self.dead_letter(message, EXPIRED_CAUSE % message.expires, expired=True)
+
+
+def _amq_name(destination: str) -> str:
+    """``destination`` as ActiveMQ's log lines show one (``queue://orders``)."""
+    kind, bare = names.split_destination(destination)[0]
+    return ("queue://" if kind in names.QUEUE_KINDS else "topic://") + bare
 
 
 def _topic_return(sub: Subscription, topic_too: bool) -> Cursor | None:

@@ -293,6 +293,56 @@ class Cursor:
         self.mem_count -= 1
         self.mem_bytes -= message.size
 
+    # -- eviction (delivery.slow: a slow topic subscriber past its pending limit) -----
+
+    def pop_oldest(self) -> Message | None:
+        """Take the oldest pending message in memory, whatever its level (its hold passes
+        to the caller); None if memory holds none."""
+        removed = self._removed
+        levels = self._levels
+        best: deque[Message] | None = None
+        for level in levels:
+            if not level:
+                continue
+            while level and removed and level[0].seq in removed:
+                removed.discard(level.popleft().seq)
+            if level and (best is None or level[0].seq < best[0].seq):
+                best = level
+        if best is None:
+            return None
+        message = best.popleft()
+        self.mem_count -= 1
+        self.mem_bytes -= message.size
+        return message
+
+    def in_order(self) -> list[Message]:
+        """Pending messages in memory, oldest first (nothing is taken)."""
+        found = list(self)
+        found.sort(key=_seq)
+        return found
+
+    def take(self, messages: list[Message]) -> None:
+        """Take these pending messages out (their holds pass to the caller): each level
+        holding one is rebuilt without them, so nothing is left behind in a deque whose
+        head never moves (a consumer that stopped reading)."""
+        seqs = {message.seq for message in messages}
+        removed = self._removed or set()
+        levels = self._levels
+        for priority, level in enumerate(levels):
+            if not level or not any(m.seq in seqs for m in level):
+                continue
+            kept: deque[Message] = deque()
+            for m in level:
+                if m.seq in removed:
+                    # Taken lazily before: it goes for good now.
+                    removed.discard(m.seq)
+                elif m.seq not in seqs:
+                    kept.append(m)
+            levels[priority] = kept
+        for message in messages:
+            self.mem_count -= 1
+            self.mem_bytes -= message.size
+
     def __iter__(self) -> Iterator[Message]:
         """Pending messages in memory, best first.  Safe against ``remove`` of the current one."""
         removed = self._removed
