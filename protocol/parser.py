@@ -28,8 +28,6 @@ from protocol.frames import ALL_COMMANDS, CLIENT_COMMANDS, SERVER_COMMANDS, UNES
 # heart-beats ("Heart-beating"), skipped before each frame.
 _HEARTBEATS: Final = re.compile(rb"(?:\r?\n)+")
 _HEADER_END: Final = re.compile(rb"\n\r?\n")
-#: How far ``next_frame`` looks for a plain LF LF before it asks the regex.
-_HEAD_WINDOW: Final = 4096
 _CR: Final = 13
 _LF: Final = 10
 _CONTENT_LENGTH: Final = "content-length"
@@ -131,19 +129,12 @@ class FrameParser:
             # Resume 2 bytes back: the end marker is up to 3 bytes long.
             scan = self._scan - 2
             start = scan if scan > pos else pos
-            # The usual head ends in LF LF with no LF CR LF before it: two finds in a
-            # bounded window cost less than the regex (which the rest takes, so a head
-            # that trickles in is still searched once, and CRLF ends stay the earliest).
-            head_end = buf.find(b"\n\n", start, start + _HEAD_WINDOW)
-            if head_end >= 0 and buf.find(b"\n\r\n", start, head_end + 1) < 0:
-                body_start = head_end + 2
-            else:
-                marker = _HEADER_END.search(buf, start)
-                if marker is None:
-                    self._scan = len(buf)
-                    self._check_partial_head(pos, start)
-                    return None
-                head_end, body_start = marker.span()
+            marker = _HEADER_END.search(buf, start)
+            if marker is None:
+                self._scan = len(buf)
+                self._check_partial_head(pos, start)
+                return None
+            head_end, body_start = marker.span()
             raw = buf[pos:head_end]
             try:
                 text = raw.decode()

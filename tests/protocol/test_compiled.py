@@ -165,23 +165,3 @@ def test_a_difference_would_be_seen() -> None:
     wire = b"SEND\ndestination:/queue/a\n\nhi\0"
     other = SimpleNamespace(parser=SimpleNamespace(FrameParser=_Reversing))
     assert parse_all(other, "1.2", wire, 3) != parse_all(compiled, "1.2", wire, 3)
-
-
-def regex_only_codec() -> SimpleNamespace:
-    """The pure parser with no window for its LF LF shortcut: every head found by the regex."""
-    codec = load_pure_codec()
-    codec.parser._HEAD_WINDOW = 0
-    return codec
-
-
-regex_only = regex_only_codec()
-
-
-@settings(max_examples=60)
-@given(
-    version=versions,
-    data=st.lists(st.one_of(_PIECES, st.binary(max_size=8)), max_size=40).map(b"".join),
-    cut=st.integers(1, 32),
-)
-def test_the_lf_lf_shortcut_ends_each_head_where_the_regex_does(version: str, data: bytes, cut: int) -> None:
-    assert parse_all(regex_only, version, data, cut) == parse_all(compiled, version, data, cut)
