@@ -13,6 +13,8 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
+from mypy_extensions import mypyc_attr
+
 from broker.core.base import bridging, jms_headers, names
 from broker.core.base.audit import ProducerAudit
 from broker.core.base.errors import LONG_MAX, StoreFailed, int_header
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.engine")
 
 
+@mypyc_attr(native_class=False)
 class _Management(tuple):  # type: ignore[type-arg]
     """``prepare``'s targets for a request to the scheduler's management destination."""
 
@@ -161,7 +164,7 @@ class Sending:
         if not all(target.policy.producer_flow_control for target in send.targets):
             raise flow.refusal(message, 'producerFlowControl="false"')
         timeout = self.settings.send_fail_if_no_space_after_timeout
-        send.deadline = self.clock.ms + timeout if timeout else 0
+        send.deadline = float(self.clock.ms + timeout) if timeout else 0.0
         flow.park(session, send)
         return DEFERRED
 

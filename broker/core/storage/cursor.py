@@ -34,13 +34,13 @@ import bisect
 import itertools
 import sys
 from collections import deque
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.storage.disk_part import DiskPart
 from store.api import LEVELS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from broker.core.base.message import Message
     from broker.core.base.usage import UsageMeter
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 #: The levels of a cursor that has held nothing in memory: shared, so a tuple, which
 #: fails loudly if anything writes to it before ``Cursor._level``.
-NO_LEVELS = cast("list[deque[Message] | None]", (None,) * LEVELS)
+NO_LEVELS: Final[tuple[None, ...]] = (None,) * LEVELS
 #: The disk part of every cursor with no log (a subscription that never swaps): shared,
 #: and never written to (with no log and no store it takes nothing).
 NO_DISK = DiskPart(None)
@@ -94,7 +94,7 @@ class Cursor:
     ) -> None:
         # Made as they are first needed: an idle destination's cursor costs a few hundred
         # bytes, not ten deques (issue 26: 100,000 destinations).
-        self._levels: list[deque[Message] | None] = NO_LEVELS
+        self._levels: Sequence[deque[Message] | None] = NO_LEVELS
         #: What its levels cost, charged to ``meter`` (``LEVEL_BYTES``, ``LEVELS_BYTES``).
         self.levels_bytes = 0
         self._removed: set[int] | None = None
@@ -167,10 +167,11 @@ class Cursor:
         self.mem_bytes += message.size
 
     def _level(self, priority: int) -> deque[Message]:
-        levels = self._levels
         grown = 0
-        if levels is NO_LEVELS:
-            levels = self._levels = [None] * LEVELS
+        levels = self._levels
+        if not isinstance(levels, list):  # NO_LEVELS, shared: this cursor's own, then
+            levels = [None] * LEVELS
+            self._levels = levels
             grown = LEVELS_BYTES
         level = levels[priority]
         if level is None:
