@@ -122,14 +122,15 @@ def build() -> str:
     done = subprocess.run(
         [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
         cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         check=False,
     )
     if done.returncode != 0:
         clean()
-        raise SystemExit(f"compiled.py: the mypyc build failed:\n{done.stderr[-4000:]}")
+        # mypy's type errors come on stdout, the compiler's on stderr.
+        said = (done.stdout + done.stderr)[-4000:]
+        raise SystemExit(f"compiled.py: the mypyc build failed:\n{said}")
     return f"compiled build made in {time.monotonic() - started:.0f} s ({len(modules())} modules)"
 
 

@@ -329,17 +329,20 @@ class Cursor:
         seqs = {message.seq for message in messages}
         removed = self._removed or set()
         levels = self._levels
-        for priority, level in enumerate(levels):
-            if not level or not any(m.seq in seqs for m in level):
-                continue
-            kept: deque[Message] = deque()
-            for m in level:
-                if m.seq in removed:
-                    # Taken lazily before: it goes for good now.
-                    removed.discard(m.seq)
-                elif m.seq not in seqs:
-                    kept.append(m)
-            levels[priority] = kept
+        # NO_LEVELS (shared, a tuple) holds nothing to take; a cursor holding messages has
+        # a list of its own.
+        if isinstance(levels, list):
+            for priority, level in enumerate(levels):
+                if not level or not any(m.seq in seqs for m in level):
+                    continue
+                kept: deque[Message] = deque()
+                for m in level:
+                    if m.seq in removed:
+                        # Taken lazily before: it goes for good now.
+                        removed.discard(m.seq)
+                    elif m.seq not in seqs:
+                        kept.append(m)
+                levels[priority] = kept
         for message in messages:
             self.mem_count -= 1
             self.mem_bytes -= message.size
