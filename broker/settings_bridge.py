@@ -26,6 +26,7 @@ from broker.core.base.settings import (
     DiscardingDLQ,
     ForwardRule,
     Interceptors,
+    LoggingFlags,
     MirrorRule,
     TimeStamping,
     VirtualTopicRule,
@@ -35,7 +36,7 @@ from broker.http.auth import HttpSecurity
 from broker.io.limits import ConnectionLimits
 from broker.io.listener import Listener
 from broker.network.network import NetworkSettings
-from broker.policies import destination_policy, initial_delay, resolver
+from broker.policies import destination_policy, initial_delay, resolver, unmatched_redelivery
 from broker.security.guard import Security
 from broker.tls import TlsSetupError, client_context, server_context
 from broker.ws.origin import InvalidOrigin, normalize_origin
@@ -62,7 +63,9 @@ class CannotRun(Exception):
 def broker_options(config: BrokerConfig) -> BrokerOptions:
     usage = config.system_usage
     # The default entries: the policy of every destination no other entry matches.
-    policy = destination_policy(config.policies.default, config.redelivery.default)
+    policy = destination_policy(
+        config.policies.default, config.redelivery.default, unmatched_redelivery(config.redelivery)
+    )
     static_dir = config.http.static_directory
     # Made even with no users and no entries (it then lets everyone in), so that a
     # SIGHUP can bring some in.
@@ -91,6 +94,7 @@ def broker_options(config: BrokerConfig) -> BrokerOptions:
             statistics=config.statistics is not None,
             time_stamping=_time_stamping(config),
             discarding_dlq=_discarding_dlq(config),
+            logging=_logging(config),
             dlq_past_max_redeliveries=config.redelivery.send_to_dlq_if_max_retries_exceeded,
             persistence_flag=(
                 config.force_persistency.persistence_flag if config.force_persistency is not None else None
@@ -284,6 +288,14 @@ _APPLIED_ENTRY = frozenset(
         "max_destinations",
         "subscription_recovery",
         "always_retroactive",
+        "advisory_for_delivery",
+        "advisory_for_consumed",
+        "advisory_for_slow_consumers",
+        "advisory_for_fast_producers",
+        "advisory_when_full",
+        "pending_message_limit",
+        "message_eviction",
+        "slow_consumer",
     }
 )
 _APPLIED_DEAD_LETTER = frozenset(
@@ -339,7 +351,10 @@ def not_applied(config: BrokerConfig) -> set[str]:
         out |= _changed(entry, PolicyEntry(), key, _APPLIED_ENTRY)
         out |= _changed(entry.dead_letter, DeadLetterStrategy(), f"{key}.dead_letter", _APPLIED_DEAD_LETTER)
     out |= _changed(
-        config.redelivery, RedeliveryPlugin(), "redelivery", ("send_to_dlq_if_max_retries_exceeded",)
+        config.redelivery,
+        RedeliveryPlugin(),
+        "redelivery",
+        ("send_to_dlq_if_max_retries_exceeded", "fallback_to_dead_letter"),
     )
     out |= _changed(config.redelivery.default, RedeliveryPolicy(), "redelivery.default", _APPLIED_REDELIVERY)
     for index, redelivery in enumerate(config.redelivery.entries):
@@ -362,6 +377,22 @@ def _time_stamping(config: BrokerConfig) -> TimeStamping | None:
         ttl_ceiling=plugin.ttl_ceiling,
         future_only=plugin.future_only,
         process_network_messages=plugin.process_network_messages,
+    )
+
+
+def _logging(config: BrokerConfig) -> LoggingFlags | None:
+    plugin = config.logging
+    if plugin is None:
+        return None
+    every = plugin.log_all
+    return LoggingFlags(
+        connections=every or plugin.log_connection_events,
+        sessions=every or plugin.log_session_events,
+        transactions=every or plugin.log_transaction_events,
+        consumers=every or plugin.log_consumer_events,
+        producers=every or plugin.log_producer_events,
+        internal=every or plugin.log_internal_events,
+        per_destination_logger=plugin.per_destination_logger,
     )
 
 

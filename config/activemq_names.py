@@ -194,6 +194,22 @@ ATTRIBUTES: dict[str, frozenset[str]] = {
         "adminConnectionContext dropAll dropOnly dropTemporaryQueues dropTemporaryTopics next reportInterval"
     ),
     "forcePersistencyModeBrokerPlugin": _names("adminConnectionContext next persistenceFlag"),
+    "loggingBrokerPlugin": _names(
+        "adminConnectionContext logAll logConnectionEvents logConsumerEvents logInternalEvents "
+        "logProducerEvents logSessionEvents logTransactionEvents next perDestinationLogger"
+    ),
+    "constantPendingMessageLimitStrategy": _names("limit"),
+    "prefetchRatePendingMessageLimitStrategy": _names("multiplier"),
+    "oldestMessageEvictionStrategy": _names("evictExpiredMessagesHighWatermark"),
+    "oldestMessageWithLowestPriorityEvictionStrategy": _names("evictExpiredMessagesHighWatermark"),
+    "uniquePropertyMessageEvictionStrategy": _names("evictExpiredMessagesHighWatermark propertyName"),
+    "abortSlowConsumerStrategy": _names(
+        "abortConnection brokerService checkPeriod ignoreNetworkConsumers maxSlowCount maxSlowDuration name"
+    ),
+    "abortSlowAckConsumerStrategy": _names(
+        "abortConnection brokerService checkPeriod ignoreIdleConsumers ignoreNetworkConsumers "
+        "maxSlowCount maxSlowDuration maxTimeSinceLastAck name"
+    ),
     "timeStampingBrokerPlugin": _names(
         "adminConnectionContext futureOnly next processNetworkMessages ttlCeiling zeroExpirationOverride"
     ),

@@ -227,6 +227,7 @@ def _load_broker(ctx: Context, node: Node) -> BrokerConfig:
             time_stamping=loader_plugins.time_stamping(ctx, seen["plugins"]),
             force_persistency=loader_plugins.force_persistency(ctx, seen["plugins"]),
             discarding_dlq=loader_plugins.discarding_dlq(ctx, seen["plugins"]),
+            logging=loader_plugins.logging_plugin(ctx, seen["plugins"]),
         )
     if "sslContext" in seen:
         config = replace(config, ssl=load_ssl(ctx, seen["sslContext"], config))

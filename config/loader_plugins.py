@@ -1,13 +1,13 @@
 """``<plugins>``' message plugins: ``<timeStampingBrokerPlugin>``,
-``<forcePersistencyModeBrokerPlugin>`` and ``<discardingDLQBrokerPlugin>`` (the last of
-each, if several)."""
+``<forcePersistencyModeBrokerPlugin>``, ``<discardingDLQBrokerPlugin>`` and
+``<loggingBrokerPlugin>`` (the last of each, if several)."""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-from config.model import DiscardingDLQPlugin, ForcePersistencyPlugin, TimeStampingPlugin
+from config.model import DiscardingDLQPlugin, ForcePersistencyPlugin, LoggingPlugin, TimeStampingPlugin
 from config.reader import Context, Fields, boolean, integer
 
 if TYPE_CHECKING:
@@ -15,7 +15,12 @@ if TYPE_CHECKING:
 
 #: The plugins this module reads; ``load_plugins`` leaves them to it.
 TAGS = frozenset(
-    {"timeStampingBrokerPlugin", "forcePersistencyModeBrokerPlugin", "discardingDLQBrokerPlugin"}
+    {
+        "timeStampingBrokerPlugin",
+        "forcePersistencyModeBrokerPlugin",
+        "discardingDLQBrokerPlugin",
+        "loggingBrokerPlugin",
+    }
 )
 
 
@@ -54,6 +59,29 @@ def discarding_dlq(ctx: Context, node: Node) -> DiscardingDLQPlugin | None:
         fields.get("reportInterval", "report_interval", integer())
         fields.finish()
         found = DiscardingDLQPlugin(**fields.values, source=ctx.origin(child), origins=fields.origins)
+    return found
+
+
+_LOGGING_FLAGS = (
+    ("logAll", "log_all"),
+    ("logConnectionEvents", "log_connection_events"),
+    ("logSessionEvents", "log_session_events"),
+    ("logTransactionEvents", "log_transaction_events"),
+    ("logConsumerEvents", "log_consumer_events"),
+    ("logProducerEvents", "log_producer_events"),
+    ("logInternalEvents", "log_internal_events"),
+    ("perDestinationLogger", "per_destination_logger"),
+)
+
+
+def logging_plugin(ctx: Context, node: Node) -> LoggingPlugin | None:
+    found = None
+    for child in _each(ctx, node, "loggingBrokerPlugin"):
+        fields = Fields(ctx, child, "loggingBrokerPlugin")
+        for attr, name in _LOGGING_FLAGS:
+            fields.get(attr, name, boolean)
+        fields.finish()
+        found = LoggingPlugin(**fields.values, source=ctx.origin(child), origins=fields.origins)
     return found
 
 

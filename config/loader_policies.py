@@ -16,13 +16,16 @@ from config.model import (
     Cursor,
     DeadLetterStrategy,
     DestinationKind,
+    MessageEviction,
+    PendingMessageLimit,
     PolicyEntry,
     PolicyMap,
     RedeliveryPlugin,
     RedeliveryPolicy,
+    SlowConsumerStrategy,
     SubscriptionRecovery,
 )
-from config.reader import Context, Fields, boolean, duration, integer, number, percent, size
+from config.reader import Context, Fields, boolean, duration, integer, nonempty, number, percent, size
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -52,6 +55,11 @@ _POLICY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "inactiveTimeoutBeforeGC": ("inactive_timeout_before_gc", duration),
     "maxDestinations": ("max_destinations", integer(-1)),
     "alwaysRetroactive": ("always_retroactive", boolean),
+    "advisoryForDelivery": ("advisory_for_delivery", boolean),
+    "advisoryForConsumed": ("advisory_for_consumed", boolean),
+    "advisoryForSlowConsumers": ("advisory_for_slow_consumers", boolean),
+    "advisoryForFastProducers": ("advisory_for_fast_producers", boolean),
+    "advisoryWhenFull": ("advisory_when_full", boolean),
 }
 _REDELIVERY_ATTRIBUTES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "maximumRedeliveries": ("maximum_redeliveries", integer(-1)),
@@ -232,9 +240,112 @@ def _policy_fields(ctx: Context, node: Node) -> Fields:
             if recovery is not None:
                 fields.values["subscription_recovery"] = recovery[0]
                 fields.origins["subscription_recovery"] = recovery[1]
+        elif child.tag in _HOLDERS:
+            name, read = _HOLDERS[child.tag]
+            found = _one_of(ctx, child, read)
+            if found is not None:
+                fields.values[name] = found[0]
+                fields.origins[name] = found[1]
         else:
             ctx.unexpected(child, "policyEntry")
     return fields
+
+
+def _one_of(
+    ctx: Context, node: Node, read: Callable[[Context, Node], Any | None]
+) -> tuple[Any, Origin] | None:
+    """A holder element's one strategy (the last, if several), and where it was written."""
+    chosen: tuple[Any, Origin] | None = None
+    for child in node.children:
+        value = read(ctx, child)
+        if value is not None:
+            chosen = (value, ctx.origin(child))
+    if chosen is None and not node.children:
+        ctx.error(node, "names no strategy")
+    return chosen
+
+
+def _pending_limit(ctx: Context, node: Node) -> PendingMessageLimit | None:
+    fields = Fields(ctx, node, node.tag)
+    if node.tag == "constantPendingMessageLimitStrategy":
+        # ActiveMQ's getMaximumPendingMessageLimit: any negative value is "no limit".
+        fields.get("limit", "limit", integer())
+        fields.finish()
+        return PendingMessageLimit("constant", **fields.values)
+    if node.tag == "prefetchRatePendingMessageLimitStrategy":
+        fields.get("multiplier", "multiplier", number(0.0))
+        fields.finish()
+        return PendingMessageLimit("prefetchRate", **fields.values)
+    ctx.error(
+        node,
+        f"<{node.tag}> is not a pendingMessageLimitStrategy: use constantPendingMessageLimitStrategy"
+        " or prefetchRatePendingMessageLimitStrategy",
+    )
+    return None
+
+
+_EVICTIONS: dict[str, str] = {
+    "oldestMessageEvictionStrategy": "oldest",
+    "oldestMessageWithLowestPriorityEvictionStrategy": "oldestLowestPriority",
+    "uniquePropertyMessageEvictionStrategy": "uniqueProperty",
+}
+
+
+def _eviction(ctx: Context, node: Node) -> MessageEviction | None:
+    kind = _EVICTIONS.get(node.tag)
+    if kind is None:
+        ctx.error(
+            node,
+            f"<{node.tag}> is not a messageEvictionStrategy: use one of " + ", ".join(sorted(_EVICTIONS)),
+        )
+        return None
+    fields = Fields(ctx, node, node.tag)
+    # ActiveMQ evicts expired messages first past this many pending; stompd drops an
+    # expired message whenever it meets one, so there is nothing to set.
+    fields.skip("evictExpiredMessagesHighWatermark")
+    if kind == "uniqueProperty":
+        name = fields.get("propertyName", "property_name", nonempty)
+        if name is None and "propertyName" not in node.attrs:
+            ctx.error(node, "needs propertyName: the header whose values are kept one each")
+    fields.finish()
+    return MessageEviction(kind, **fields.values)  # type: ignore[arg-type]
+
+
+_SLOW_KINDS: dict[str, str] = {
+    "abortSlowConsumerStrategy": "abort",
+    "abortSlowAckConsumerStrategy": "abortSlowAck",
+}
+
+
+def _slow_consumer(ctx: Context, node: Node) -> SlowConsumerStrategy | None:
+    kind = _SLOW_KINDS.get(node.tag)
+    if kind is None:
+        ctx.error(
+            node,
+            f"<{node.tag}> is not a slowConsumerStrategy: use abortSlowConsumerStrategy or"
+            " abortSlowAckConsumerStrategy",
+        )
+        return None
+    fields = Fields(ctx, node, node.tag)
+    fields.get("maxSlowDuration", "max_slow_duration", integer())
+    fields.get("maxSlowCount", "max_slow_count", integer())
+    fields.get("checkPeriod", "check_period", integer(1))
+    fields.get("abortConnection", "abort_connection", boolean)
+    fields.get("ignoreNetworkConsumers", "ignore_network_consumers", boolean)
+    fields.skip("name")
+    if kind == "abortSlowAck":
+        fields.get("maxTimeSinceLastAck", "max_time_since_last_ack", integer())
+        fields.get("ignoreIdleConsumers", "ignore_idle_consumers", boolean)
+    fields.finish()
+    return SlowConsumerStrategy(kind, **fields.values)  # type: ignore[arg-type]
+
+
+#: Holder elements of a policyEntry read by ``_one_of``: the field, and the reader.
+_HOLDERS: dict[str, tuple[str, Callable[[Context, Node], Any | None]]] = {
+    "pendingMessageLimitStrategy": ("pending_message_limit", _pending_limit),
+    "messageEvictionStrategy": ("message_eviction", _eviction),
+    "slowConsumerStrategy": ("slow_consumer", _slow_consumer),
+}
 
 
 #: Recovery policy elements -> kind, and its ActiveMQ default maximumSize.
@@ -419,6 +530,7 @@ def load_redelivery(ctx: Context, node: Node) -> RedeliveryPlugin:
         entries=tuple(reinherit(entry, default) for entry in entries),
         default=default,
         **fields.values,
+        source=ctx.origin(node),
         origins=fields.origins,
     )
 

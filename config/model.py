@@ -98,8 +98,9 @@ class BrokerSettings:
     persistent: bool = _setting(True, "persistent")
     #: AMQ_SCHEDULED_DELAY/PERIOD/REPEAT.  On by default in stompd (off in ActiveMQ).
     scheduler_support: bool = _setting(True, "schedulerSupport")
-    #: Consumer advisories on ``ActiveMQ.Advisory.Consumer.>`` (what networks of brokers
-    #: learn each other's consumers from).
+    #: Advisories on ``ActiveMQ.Advisory.>``: consumers (what networks of brokers learn
+    #: each other's consumers from), connections, destinations, expired and dead-lettered
+    #: messages, and those policy entries ask for.
     advisory_support: bool = _setting(True, "advisorySupport")
     #: Every message's ``JMSXUserID`` is the user its producer logged in as.
     populate_jmsx_user_id: bool = _setting(False, "populateJMSXUserID")
@@ -175,6 +176,82 @@ class SubscriptionRecovery:
         return "noSubscriptionRecoveryPolicy"
 
 
+PendingLimitKind = Literal["constant", "prefetchRate"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMessageLimit:
+    """``<pendingMessageLimitStrategy>`` (topics): how many messages a slow non-durable
+    subscriber may have waiting beyond its prefetch before the oldest are evicted
+    (ActiveMQ's TopicSubscription ``maximumPendingMessages``; -1: no limit)."""
+
+    kind: PendingLimitKind = "constant"
+    #: constantPendingMessageLimitStrategy ``limit`` (ActiveMQ's default -1).
+    limit: int = -1
+    #: prefetchRatePendingMessageLimitStrategy ``multiplier`` (ActiveMQ's default 0.5):
+    #: the limit is the subscriber's prefetch times this.
+    multiplier: float = 0.5
+
+    def __str__(self) -> str:
+        if self.kind == "prefetchRate":
+            return f"prefetchRatePendingMessageLimitStrategy multiplier={self.multiplier:g}"
+        return f"constantPendingMessageLimitStrategy limit={self.limit}"
+
+
+EvictionKind = Literal["oldest", "oldestLowestPriority", "uniqueProperty"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEviction:
+    """``<messageEvictionStrategy>``: which pending messages a slow subscriber past its
+    limit loses."""
+
+    kind: EvictionKind = "oldest"
+    #: uniquePropertyMessageEvictionStrategy ``propertyName``.
+    property_name: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == "oldestLowestPriority":
+            return "oldestMessageWithLowestPriorityEvictionStrategy"
+        if self.kind == "uniqueProperty":
+            return f"uniquePropertyMessageEvictionStrategy propertyName={self.property_name}"
+        return "oldestMessageEvictionStrategy"
+
+
+SlowConsumerKind = Literal["abort", "abortSlowAck"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlowConsumerStrategy:
+    """``<slowConsumerStrategy>``: ``abortSlowConsumerStrategy`` (a subscriber found slow
+    for ``maxSlowDuration``, or ``maxSlowCount`` times, is aborted) or
+    ``abortSlowAckConsumerStrategy`` (one that has not acked for ``maxTimeSinceLastAck``).
+    ActiveMQ's defaults."""
+
+    kind: SlowConsumerKind = "abort"
+    max_slow_duration: int = 30000
+    max_slow_count: int = -1
+    check_period: int = 30000
+    abort_connection: bool = False
+    ignore_network_consumers: bool = True
+    #: abortSlowAckConsumerStrategy only.
+    max_time_since_last_ack: int = 30000
+    ignore_idle_consumers: bool = True
+
+    def __str__(self) -> str:
+        text = (
+            f"maxSlowDuration={self.max_slow_duration} maxSlowCount={self.max_slow_count} "
+            f"checkPeriod={self.check_period} abortConnection={str(self.abort_connection).lower()} "
+            f"ignoreNetworkConsumers={str(self.ignore_network_consumers).lower()}"
+        )
+        if self.kind == "abortSlowAck":
+            return (
+                f"abortSlowAckConsumerStrategy maxTimeSinceLastAck={self.max_time_since_last_ack} "
+                f"ignoreIdleConsumers={str(self.ignore_idle_consumers).lower()} " + text
+            )
+        return "abortSlowConsumerStrategy " + text
+
+
 @dataclass(frozen=True, slots=True)
 class PolicyEntry:
     """``<policyEntry>``: settings for the destinations its pattern matches.
@@ -220,6 +297,19 @@ class PolicyEntry:
     )
     #: Topics: every subscriber is retroactive, as if it asked.
     always_retroactive: bool = _setting(False, "alwaysRetroactive")
+    #: Advisories of this destination's messages and limits (ActiveMQ.Advisory.*): a message
+    #: arrived, was consumed; a slow topic subscriber; a producer held back; memory full.
+    advisory_for_delivery: bool = _setting(False, "advisoryForDelivery")
+    advisory_for_consumed: bool = _setting(False, "advisoryForConsumed")
+    advisory_for_slow_consumers: bool = _setting(False, "advisoryForSlowConsumers")
+    advisory_for_fast_producers: bool = _setting(False, "advisoryForFastProducers")
+    advisory_when_full: bool = _setting(False, "advisoryWhenFull")
+    #: Topics: a slow non-durable subscriber's limit of pending messages (None: none).
+    pending_message_limit: PendingMessageLimit | None = _setting(None, "pendingMessageLimitStrategy")
+    #: Topics: which of them it loses past that limit.
+    message_eviction: MessageEviction = _setting(MessageEviction(), "messageEvictionStrategy")
+    #: What is done to a slow consumer (None: nothing).
+    slow_consumer: SlowConsumerStrategy | None = _setting(None, "slowConsumerStrategy")
     #: Fields the file set on this entry itself (the rest come from the default entry).
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     source: Origin = field(default=DEFAULT, compare=False)
@@ -266,6 +356,8 @@ class RedeliveryPlugin:
     default: RedeliveryPolicy = field(default_factory=RedeliveryPolicy)
     fallback_to_dead_letter: bool = _setting(True, "fallbackToDeadLetter")
     send_to_dlq_if_max_retries_exceeded: bool = _setting(True, "sendToDlqIfMaxRetriesExceeded")
+    #: Where ``<redeliveryPlugin>`` is (default: the file has none).
+    source: Origin = field(default=DEFAULT, compare=False)
     origins: Origins = _origins()
 
 
@@ -319,6 +411,24 @@ class DiscardingDLQPlugin:
     drop_only: tuple[str, ...] = _setting((), "dropOnly")
     #: A line in the log per this many dropped (0: none).
     report_interval: int = _setting(1000, "reportInterval")
+    source: Origin = field(default=DEFAULT, compare=False)
+    origins: Origins = _origins()
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingPlugin:
+    """``<loggingBrokerPlugin>``: the broker's events as lines in its log (ActiveMQ's
+    LoggingBrokerPlugin, its defaults: connections and sessions only)."""
+
+    log_all: bool = _setting(False, "logAll")
+    log_connection_events: bool = _setting(True, "logConnectionEvents")
+    log_session_events: bool = _setting(True, "logSessionEvents")
+    log_transaction_events: bool = _setting(False, "logTransactionEvents")
+    log_consumer_events: bool = _setting(False, "logConsumerEvents")
+    log_producer_events: bool = _setting(False, "logProducerEvents")
+    log_internal_events: bool = _setting(False, "logInternalEvents")
+    #: A sent message's line on a logger of its destination's own.
+    per_destination_logger: bool = _setting(False, "perDestinationLogger")
     source: Origin = field(default=DEFAULT, compare=False)
     origins: Origins = _origins()
 
@@ -708,6 +818,8 @@ class BrokerConfig:
     force_persistency: ForcePersistencyPlugin | None = None
     #: None: no ``<discardingDLQBrokerPlugin>``.
     discarding_dlq: DiscardingDLQPlugin | None = None
+    #: None: no ``<loggingBrokerPlugin>``.
+    logging: LoggingPlugin | None = None
     ssl: SslContext | None = None
     http: HttpServer = field(default_factory=HttpServer)
     export: Export = field(default_factory=Export)

@@ -168,6 +168,9 @@ def sections(config: BrokerConfig) -> list[Section]:
         title = f"discardingDLQBrokerPlugin ({config.discarding_dlq.source})"
         dd_rows = tuple(_rows(config.discarding_dlq, "discarding_dlq"))
         out.append(Section("discarding_dlq", title, dd_rows))
+    if config.logging is not None:
+        title = f"loggingBrokerPlugin ({config.logging.source})"
+        out.append(Section("logging", title, tuple(_rows(config.logging, "logging"))))
     out.append(Section("http", "httpServer", tuple(_rows(config.http, "http"))))
     out.append(Section("export", "export", tuple(_rows(config.export, "export"))))
     out.extend(_network(config))

@@ -352,6 +352,17 @@ METRIC_FIELDS: Final = (
     _counter("bytes_out_total", "Bytes sent to clients.", _BROKER),
     _gauge("destinations", "Destinations that exist now.", _BROKER),
     _counter(
+        "slow_consumer_discarded_total",
+        "Topic messages evicted for slow non-durable subscribers past their pending limit "
+        "(`pendingMessageLimitStrategy`; ActiveMQ's `discarded`).",
+        _BROKER,
+    ),
+    _counter(
+        "slow_consumers_aborted_total",
+        "Consumers a `slowConsumerStrategy` aborted (their connection closed, with `abortConnection`).",
+        _BROKER,
+    ),
+    _counter(
         "events_dropped_total",
         "Event-log records the exporter dropped because its writer could not "
         "keep up (they leave gaps in `seq`).",

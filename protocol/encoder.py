@@ -8,7 +8,7 @@ MESSAGE.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from protocol.escaping import escape, escape_name
 from protocol.frames import UNESCAPED_COMMANDS, V1_0, V1_1, V1_2, Frame
@@ -17,17 +17,17 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
 #: An EOL on its own is a heart-beat (STOMP 1.2 "Heart-beating").
-HEARTBEAT = b"\n"
+HEARTBEAT: Final = b"\n"
 #: What ends every frame we write: the NUL, then one EOL, as ActiveMQ writes them.  The
 #: grammar allows EOLs after the NUL (STOMP 1.2 "Augmented BNF": ``NULL *( EOL )``), any
 #: parser takes the EOL as a heart-beat, and some clients need it: PHP's PECL stomp
 #: extension loses every frame after the first of a read when frames come back to back.
-FRAME_END = b"\0\n"
+FRAME_END: Final = b"\0\n"
 
-_CONTENT_LENGTH = "content-length"
+_CONTENT_LENGTH: Final = "content-length"
 # Control characters that no real header holds; if one does, the slow path is taken.
-_NAME_SENTINEL = "\x00"
-_LINE_SENTINEL = "\x01"
+_NAME_SENTINEL: Final = "\x00"
+_LINE_SENTINEL: Final = "\x01"
 
 
 def encode_frame(frame: Frame, version: str) -> bytes:

@@ -11,7 +11,7 @@ characters, and ``in`` checks are far cheaper than building a new string.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from protocol.errors import MalformedFrame
 from protocol.frames import UNESCAPED_COMMANDS, V1_0, V1_1, V1_2
@@ -19,11 +19,11 @@ from protocol.frames import UNESCAPED_COMMANDS, V1_0, V1_1, V1_2
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-_DECODE_1_1 = {"n": "\n", "c": ":", "\\": "\\"}
-_DECODE_1_2 = {"n": "\n", "c": ":", "\\": "\\", "r": "\r"}
+_DECODE_1_1: Final = {"n": "\n", "c": ":", "\\": "\\"}
+_DECODE_1_2: Final = {"n": "\n", "c": ":", "\\": "\\", "r": "\r"}
 _DECODE_TABLES: dict[str, dict[str, str]] = {V1_1: _DECODE_1_1, V1_2: _DECODE_1_2}
 # ``.?`` so that a trailing lone backslash matches too (with an empty group).
-_ESCAPE_SEQUENCE = re.compile(r"\\(.?)", re.DOTALL)
+_ESCAPE_SEQUENCE: Final = re.compile(r"\\(.?)", re.DOTALL)
 
 
 def escape_mode(command: str, version: str) -> str:
@@ -68,7 +68,7 @@ def _replacer(table: dict[str, str]) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-_REPLACERS = {version: _replacer(table) for version, table in _DECODE_TABLES.items()}
+_REPLACERS: Final = {version: _replacer(table) for version, table in _DECODE_TABLES.items()}
 
 
 def unescape(value: str, version: str) -> str:

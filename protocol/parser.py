@@ -17,6 +17,7 @@ over many reads costs O(size), not O(size**2).
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from protocol.errors import FrameTooLarge, MalformedFrame, UnknownCommand
 from protocol.escaping import unescape
@@ -25,15 +26,15 @@ from protocol.frames import ALL_COMMANDS, CLIENT_COMMANDS, SERVER_COMMANDS, UNES
 # STOMP 1.2 "Augmented BNF": ``frame-stream = 1*frame``, ``frame = command EOL
 # *(header EOL) EOL *OCTET NULL *(EOL)`` and ``EOL = [CR] LF``.  The trailing EOLs are
 # heart-beats ("Heart-beating"), skipped before each frame.
-_HEARTBEATS = re.compile(rb"(?:\r?\n)+")
-_HEADER_END = re.compile(rb"\n\r?\n")
-_CR = 13
-_LF = 10
-_CONTENT_LENGTH = "content-length"
+_HEARTBEATS: Final = re.compile(rb"(?:\r?\n)+")
+_HEADER_END: Final = re.compile(rb"\n\r?\n")
+_CR: Final = 13
+_LF: Final = 10
+_CONTENT_LENGTH: Final = "content-length"
 # A content-length with more digits than this is over any sane max_frame_size; not
 # calling int() on it also avoids Python's 4300-digit int-parsing limit.
-_MAX_LENGTH_DIGITS = 15
-_COMMAND_LIST = ", ".join(sorted(CLIENT_COMMANDS) + sorted(SERVER_COMMANDS))
+_MAX_LENGTH_DIGITS: Final = 15
+_COMMAND_LIST: Final = ", ".join(sorted(CLIENT_COMMANDS) + sorted(SERVER_COMMANDS))
 
 
 class FrameParser:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# First, before anything of ours is imported: the build under test is current.
+from tests import compiled_build  # noqa: F401
+
+# isort: split
 import inspect
 import os
 from collections.abc import Callable, Iterator

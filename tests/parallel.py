@@ -26,15 +26,18 @@ SPARK_PATHS: Final = ("tests/spark/", "tests/docker/test_report_service.py")
 PEER_MODULES: Final = frozenset(
     {
         "tests/integration/test_activemq_compat.py",
+        "tests/integration/test_advisories_activemq.py",
         "tests/integration/test_activemq_names.py",
         "tests/integration/test_jms_headers.py",
         "tests/integration/test_expiry_dead_letters.py",
         "tests/integration/test_ack_durability.py",
         "tests/integration/test_network_activemq.py",
         "tests/integration/test_network_rabbitmq.py",
+        "tests/integration/test_redelivery_fallback.py",
         "tests/integration/test_refusals.py",
         "tests/integration/test_retroactive.py",
         "tests/integration/test_send_plugins.py",
+        "tests/integration/test_slow_consumers.py",
         "tests/integration/test_statistics.py",
         "tests/integration/test_transformations.py",
         "tests/integration/test_virtual_destinations.py",

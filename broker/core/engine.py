@@ -26,7 +26,7 @@ from broker.core.base.clock import Clock
 from broker.core.base.errors import NoRoomToCreate
 from broker.core.base.guard import SYSTEM, OpenGuard
 from broker.core.base.observe import Observer
-from broker.core.base.plugins import SendPlugins
+from broker.core.base.plugins import BrokerLog, SendPlugins
 from broker.core.base.settings import CoreSettings
 from broker.core.base.usage import SystemUsage
 from broker.core.delivery.destinations import Destinations
@@ -50,6 +50,7 @@ from broker.core.handlers.sampler import Sampler
 from broker.core.handlers.scheduler import Scheduler
 from broker.core.handlers.sending import Sending
 from broker.core.handlers.settlement import Settlement
+from broker.core.handlers.slow import SlowConsumers
 from broker.core.handlers.statistics import Statistics
 from broker.core.handlers.subscribing import Subscribing
 from broker.core.handlers.transactions import Transactions
@@ -127,6 +128,13 @@ class Engine:
                 settings, clock, destinations, routing, usage, chores, sending.producers
             )
         self.advisories = advisories = Advisories(settings, clock, destinations, routing, self.sessions)
+        # Those made before it (a layer below, or built first) are told where to tell.
+        destinations.advisories = advisories
+        routing.advisories = advisories
+        router.watcher = advisories
+        settlement.advisories = advisories
+        sending.advisories = advisories
+        observer.consumed = advisories.consumed
         self.subscribing = subscribing = Subscribing(
             settings,
             usage.memory,
@@ -143,8 +151,13 @@ class Engine:
         )
         #: Every destination's last hour of depth and rates (``broker.core.base.history``).
         self.sampler = Sampler(clock, destinations, chores)
+        #: ``<slowConsumerStrategy>``s: slow subscribers aborted on the tick (``handlers.slow``).
+        self.slow = slow = SlowConsumers(clock, destinations, chores)
+        slow.unsubscribe = subscribing.unsubscribe
+        subscribing.slow = slow
+        destinations.slow_made = slow.made
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard, self.client_ids, observer)
+        connect = Connect(settings, guard, self.client_ids, advisories, observer)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,
@@ -158,6 +171,31 @@ class Engine:
             f.CONNECT: connect.on_connect,
             f.STOMP: connect.on_connect,
         }
+        #: ``<loggingBrokerPlugin>`` (None: not configured, and no handler is wrapped).
+        self.broker_log: BrokerLog | None = None
+        if settings.logging is not None:
+            self._log_events(BrokerLog(settings.logging))
+
+    def _log_events(self, broker_log: BrokerLog) -> None:
+        """The frame handlers whose events ``broker_log`` logs, wrapped (the others as
+        they are), and the connections and destinations told to it."""
+        self.broker_log = broker_log
+        self.destinations.broker_log = broker_log
+        handlers = self._handlers
+        for command, handler in list(handlers.items()):
+            handlers[command] = broker_log.wrap(command, handler)
+        for command in (f.CONNECT, f.STOMP):
+            on_connect = handlers[command]
+
+            def logged(
+                session: Session,
+                frame: f.Frame,
+                on_connect: Callable[[Session, f.Frame], Callable[[], None] | Deferred | None] = on_connect,
+            ) -> Callable[[], None] | Deferred | None:
+                broker_log.connected(session.id, session.address, frame.headers)
+                return on_connect(session, frame)
+
+            handlers[command] = logged
 
     # -- sessions --------------------------------------------------------------
 
@@ -189,7 +227,10 @@ class Engine:
         client_id = session.client_id
         if client_id and self.client_ids.get(client_id) is session:
             del self.client_ids[client_id]
+        if self.broker_log is not None:
+            self.broker_log.disconnected(session.id, session.address, session.client_id)
         session.phase = CLOSING
+        self.slow.forget(session)
         # Nothing more is dispatched to it while what it held is given back.
         session.writable = False
         self.transactions.close(session)
@@ -200,6 +241,9 @@ class Engine:
         self.destinations.drop_temporaries(session)
         self.sending.close(session)
         self.flow.retry()
+        if session.announced:
+            # After its consumers' and temporary destinations' ends, as ActiveMQ's.
+            self.advisories.disconnected(session)
         yield 1
 
     def recover(self) -> int:
@@ -253,6 +297,7 @@ class Engine:
         self.settlement.tick()
         self.housekeeping.sweep()
         self.sampler.tick()
+        self.slow.tick()
         flow = self.flow
         if flow:
             flow.expire_parked()

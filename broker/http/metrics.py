@@ -81,6 +81,8 @@ _BROKER_HELP = {
     "bytes_out_total": "Bytes sent to clients.",
     "destinations": "Destinations that exist now.",
     "events_dropped_total": "Event-log records the exporter dropped because its writer could not keep up.",
+    "slow_consumer_discarded_total": "Topic messages evicted for slow subscribers past their pending limit.",
+    "slow_consumers_aborted_total": "Consumers a slowConsumerStrategy aborted.",
 }
 _LABELS = ("destination", "type")
 _BUCKETS_S = [str(bound / 1000) for bound in LATENCY_BOUNDS_MS]

@@ -160,7 +160,9 @@ class Demand:
         )
         if not self._wanted(kind, name, path):
             return []
-        selector = str(info.get("selector") or "")
+        # As a STOMP SUBSCRIBE wrote it: ActiveMQ's (and stompd's) ConsumerInfo say a STOMP
+        # selector compares strings as numbers by a prefix of their own.
+        selector = str(info.get("selector") or "").removeprefix(names.ADVISORY_SELECTOR_PREFIX)
         destination = f"/{kind}/{name}"
         if kind == TOPIC or self.conduit:
             want_key: tuple[str, ...] = (destination, selector)

@@ -5,7 +5,8 @@ tests/integration/test_connect.py and test_errors.py check the same over TCP."""
 
 from __future__ import annotations
 
-from broker.core.delivery.session import Session
+import itertools
+
 from broker.core.engine import Engine
 from broker.io.connection import TURN_BUDGET, TURN_SECONDS
 from broker.io.limits import ConnectionLimits
@@ -287,18 +288,12 @@ def test_a_read_that_makes_much_work_is_handled_over_several_turns_in_order() ->
 
 def test_a_turn_ends_once_its_time_is_spent_whatever_its_frames_count_for() -> None:
     """Frames that cost more than their count says (here each takes a millisecond of the
-    test's clock) are handled a few ms' worth a turn, the connection not read meanwhile,
-    all in order in the end."""
+    turn's clock, which the connection reads once a frame) are handled a few ms' worth a
+    turn, the connection not read meanwhile, all in order in the end."""
     engine = new_engine()
-    peer = ConnectionPeer(engine)
+    ticks = itertools.count()
+    peer = ConnectionPeer(engine, turn_clock=lambda: next(ticks) * 0.001)
     peer.connect()
-    handle = engine.handle
-
-    def slow(session: Session, frame: Frame) -> None:
-        handle(session, frame)
-        peer.loop.now += 0.001
-
-    engine.handle = slow  # type: ignore[method-assign]
     data = b"".join(
         frame_bytes("SUBSCRIBE", {"destination": f"/queue/q{i}", "id": str(i), "receipt": str(i)})
         for i in range(20)

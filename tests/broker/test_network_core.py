@@ -51,13 +51,14 @@ def test_a_consumer_starting_and_ending_is_told_on_its_queues_advisory_topic() -
     assert headers["transformation"] == "jms-advisory-json"
     info = body["ConsumerInfo"]
     assert isinstance(info, dict)
-    assert info["destination"] == {"@class": "ActiveMQQueue", "physicalName": "orders"}
-    assert info["selector"] == "n > 1"
-    assert info["networkSubscription"] is False
-    assert info["consumerId"] == {"connectionId": consumer.session.id, "sessionId": 1, "value": 1}
+    # ActiveMQ 5.17's shape: ``string``, the STOMP selector's prefix, session -1.
+    assert info["destination"] == {"@class": "ActiveMQQueue", "string": "orders", "null": ""}
+    assert info["selector"] == "convert_string_expressions:n > 1"
+    assert "brokerPath" not in info
+    assert info["consumerId"] == {"connectionId": consumer.session.id, "sessionId": -1, "value": 1}
     destination, body, headers = ended
     assert headers["consumerCount"] == "0"
-    assert body["RemoveInfo"]["objectId"] == info["consumerId"]  # type: ignore[index]
+    assert body["RemoveInfo"]["objectId"] == {"@class": "ConsumerId", **info["consumerId"]}  # type: ignore[index, dict-item]
 
 
 def test_a_new_advisory_subscriber_is_told_of_the_consumers_there_are_already_and_no_one_else_is() -> None:
@@ -80,7 +81,10 @@ def test_advisory_subscribers_and_temporary_destinations_are_not_advised() -> No
     watcher.send_frame("SUBSCRIBE", {"id": "w", "destination": "/topic/ActiveMQ.Advisory.>"})
     other.send_frame("SUBSCRIBE", {"id": "o", "destination": "/topic/ActiveMQ.Advisory.Consumer.>"})
     other.send_frame("SUBSCRIBE", {"id": "t", "destination": "/temp-queue/replies"})
-    assert advisories(watcher) == []
+    # The temporary queue is told of as made (ActiveMQ.Advisory.TempQueue), and this is
+    # the master (MasterBroker): no consumer advisory.
+    told = [destination for destination, _, _ in advisories(watcher)]
+    assert told == ["/topic/ActiveMQ.Advisory.MasterBroker", "/topic/ActiveMQ.Advisory.TempQueue"]
 
 
 def test_advisory_support_off_publishes_none() -> None:

@@ -207,14 +207,19 @@ def test_check_report_marks_what_is_not_applied() -> None:
 def test_check_report_marks_a_setting_not_applied(tmp_path: Path) -> None:
     config = load_body(
         tmp_path,
+        "<destinationPolicy><policyMap><policyEntries>"
+        '<policyEntry queue="q.>"><pendingQueuePolicy><vmQueueCursor/></pendingQueuePolicy></policyEntry>'
+        "</policyEntries></policyMap></destinationPolicy>\n"
         '<plugins><redeliveryPlugin fallbackToDeadLetter="false"><redeliveryPolicyMap><redeliveryPolicyMap>'
         '<defaultEntry><redeliveryPolicy useExponentialBackOff="true"/></defaultEntry>'
         "</redeliveryPolicyMap></redeliveryPolicyMap></redeliveryPlugin></plugins>\n",
     ).config
     missing = not_applied(config)
-    assert missing == {"redelivery.fallback_to_dead_letter"}
+    assert missing == {"policies.entries[0].pending_queue_policy"}
     report = render(config, lambda key: key not in missing)
-    assert re.search(r"fallbackToDeadLetter += false .*:\d+  \[not applied yet\]$", report, re.M)
+    assert re.search(r"pendingQueuePolicy += vm .*:\d+  \[not applied yet\]$", report, re.M)
+    # fallbackToDeadLetter is applied (broker/policies.py unmatched_redelivery).
+    assert re.search(r"fallbackToDeadLetter += false .*:\d+$", report, re.M)
     assert re.search(r"useExponentialBackOff += true .*:\d+$", report, re.M)
 
 

@@ -50,10 +50,18 @@ def test_the_example_loads_without_error_or_warning() -> None:
         ("temp-queue", ">"),
         ("queue", "ORDERS.>"),
         ("topic", "STATUS.>"),
+        ("queue", "AUDITED.>"),
+        ("topic", "TICKS.>"),
     ]
-    assert str(config.policies.entries[-1].subscription_recovery) == (
+    by_pattern = {e.pattern: e for e in config.policies.entries}
+    audited = by_pattern["AUDITED.>"]
+    assert (audited.advisory_for_delivery, audited.advisory_for_slow_consumers) == (True, False)
+    assert str(by_pattern["STATUS.>"].subscription_recovery) == (
         "fixedCountSubscriptionRecoveryPolicy maximumSize=10"
     )
+    ticks = by_pattern["TICKS.>"]
+    assert str(ticks.pending_message_limit) == "constantPendingMessageLimitStrategy limit=10000"
+    assert ticks.slow_consumer is not None and ticks.slow_consumer.max_slow_duration == 60000
     assert config.authentication is not None
     assert [u.username for u in config.authentication.users] == ["admin", "app"]
     assert config.authorization is not None and len(config.authorization.entries) == 4
@@ -252,9 +260,11 @@ def test_ignored_activemq_features_are_warnings_with_reasons(tmp_path: Path) -> 
         "AMQP is not STOMP",
         "MQTT is not STOMP",
         "transport.closeAsync=false: not supported",
-        "loggingBrokerPlugin",
     ):
         assert expected in text
+    # Read and applied now (issue 39): no warning, its settings ActiveMQ's defaults.
+    assert "loggingBrokerPlugin" not in text
+    assert loaded.config.logging is not None and loaded.config.logging.log_connection_events
     assert [c.name for c in loaded.config.connectors] == ["stomp"]
 
 

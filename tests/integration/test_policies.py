@@ -232,6 +232,12 @@ def test_redelivery_and_dead_letter_strategy_per_destination(broker: BrokerThrea
         assert dead.headers["original-destination"] == "/queue/ORDERS.A"
         assert "maximumRedeliveries=1" in dead.headers["dlqDeliveryFailureCause"]
     with client(broker.port) as c:
-        nacked_twice(c, "/queue/OTHER.B")
-        # OTHER.B: the default (6 redeliveries): a third delivery.
-        assert c.listener.wait_messages(3)[2].headers["redelivered"] == "true"
+        c.send("/queue/OTHER.B", "m", sync=True, persistent="true")
+        c.subscribe("/queue/OTHER.B", sub_id="b", ack="client-individual")
+        c.nack(c.listener.wait_messages(1)[0])
+        # OTHER.B: no entry and no defaultEntry, so (as ActiveMQ's RedeliveryPlugin, with
+        # fallbackToDeadLetter's default) to the DLQ at the first NACK, not redelivered.
+        c.subscribe("/queue/ActiveMQ.DLQ", sub_id="dlq")
+        dead = c.listener.wait_messages(2)[1]
+        assert dead.headers["original-destination"] == "/queue/OTHER.B"
+        assert [m.body for m in c.settled()] == ["m", "m"]

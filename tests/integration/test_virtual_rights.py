@@ -6,6 +6,7 @@ the real ActiveMQ 5.17 (where installed) with the same users and entries."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -20,7 +21,14 @@ from tests.security_support import start_secured, wait_error
 
 pytestmark = pytest.mark.integration
 
-USERS = {"producer": "producers", "alice": "teamA", "bob": "teamB", "auditor": "auditors"}
+#: ``outsider``: in no group the entries name (advisories: read on ActiveMQ.Advisory.> only).
+USERS = {
+    "producer": "producers",
+    "alice": "teamA",
+    "bob": "teamB",
+    "auditor": "auditors",
+    "outsider": "others",
+}
 CONNECTOR = (
     '<transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0"/></transportConnectors>'
 )
@@ -163,3 +171,31 @@ def test_write_on_a_composite_reaches_its_targets(port: int) -> None:
         got = auditor.listener.wait_messages(2)
     assert [m.body for m in got] == ["first", "second"]
     assert got[0].headers["original-destination"] == "/queue/ORDERS"
+
+
+# -- advisories: authorized like any topic (issue 39 item 1) ------------------------------
+
+
+def test_advisories_are_read_with_read_on_activemq_advisory(port: int) -> None:
+    with client(port, **login("alice")) as alice:
+        alice.subscribe("/topic/ActiveMQ.Advisory.Connection", transformation="jms-advisory-json")
+        with client(port, **login("bob")):
+            # Her own connection is told first (a replay), and any other open one.
+            n = 1
+            while True:
+                told = [
+                    m
+                    for m in alice.listener.wait_messages(n)
+                    if json.loads(m.body).get("ConnectionInfo", {}).get("userName") == "bob"
+                ]
+                if told:
+                    break
+                n += 1
+        assert told[0].headers["type"] == "Advisory"
+
+
+def test_advisories_are_refused_without_read_on_activemq_advisory(port: int) -> None:
+    with client(port, **login("outsider")) as outsider:
+        outsider.conn.subscribe("/topic/ActiveMQ.Advisory.Connection", "1", headers={"receipt": "sub"})
+        error = wait_error(outsider.listener)
+    assert denied(error.body, "outsider", "read from", "topic", "ActiveMQ.Advisory.Connection")

@@ -193,6 +193,8 @@ def broker_row(n: int) -> dict[str, Any]:
         "bytes_out_total": 9_000 * n,
         "destinations": 5,
         "events_dropped_total": 0,
+        "slow_consumer_discarded_total": 0,
+        "slow_consumers_aborted_total": 0,
     }
 
 

@@ -211,6 +211,7 @@ def subscription_info(sub: Subscription) -> SubscriptionInfo:
         durable=durable.name if durable is not None else None,
         # A durable one's: the connection's id where it CONNECTed without a client-id.
         client_id=durable.client_id if durable is not None else sub.session.client_id,
+        discarded=sub.watch.discarded if sub.watch is not None else 0,
     )
 
 

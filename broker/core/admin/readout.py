@@ -161,6 +161,8 @@ class Readout:
             "bytes_out_total": traffic.bytes_out,
             "destinations": len(engine.queues) + len(engine.router.topics),
             "events_dropped_total": events_dropped,
+            "slow_consumer_discarded_total": engine.settlement.evictions,
+            "slow_consumers_aborted_total": engine.slow.aborts,
         }
 
 

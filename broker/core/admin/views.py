@@ -54,6 +54,8 @@ class SubscriptionInfo:
     pending: int
     durable: str | None  # the durable subscription's name (activemq.subscriptionName)
     client_id: str | None
+    #: Messages its pending limit evicted (ActiveMQ's TopicSubscription ``discarded``).
+    discarded: int = 0
 
 
 @dataclass(frozen=True, slots=True)

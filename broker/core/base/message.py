@@ -30,6 +30,8 @@ import sys
 from operator import attrgetter
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from protocol.encoder import encode_headers
 from protocol.escaping import escape, unescape
 from protocol.frames import V1_2
@@ -121,6 +123,7 @@ STORE_DEST_SHIFT: Final = _STORE_DEST_SHIFT
 _PAYLOAD_FLAGS: Final = _CONTENT_LENGTH | _GROUPED
 
 
+@mypyc_attr(native_class=False)
 class IdPrefix(str):
     """What a message id holds before its sequence number: one per boot, shared by every
     message whose id it makes (``Message.id``), so that no message keeps an id string."""
@@ -534,15 +537,16 @@ _OWN_FIELDS: Final = frozenset(
 # allocates it: the ``Message`` (with the collector's head), the ``bytes`` headers of
 # its body and header block, and the two ints that are not small: its sequence number
 # and the arrival time (its timestamp is the same int unless the producer set one).
-# The allocator rounds each block up to 16 bytes: 8 each on average.
+# The allocator rounds each block up to 16 bytes: 8 each on average.  Compiled
+# (setup.py), a ``Message`` keeps its ints in its own slots (mypyc's tagged ints, up to
+# 2**62): no int objects, and its size is no multiple of 16 (one more rounding).
 _GC_HEAD: Final = 16
+INLINE_INTS: Final = hasattr(Message, "__mypyc_attrs__")
 OBJECT_OVERHEAD: Final = (
     _GC_HEAD
     + Message.__basicsize__
     + 2 * sys.getsizeof(b"")
-    + sys.getsizeof(1 << 20)
-    + sys.getsizeof(1 << 40)
-    + 4 * 8
+    + (3 * 8 if INLINE_INTS else sys.getsizeof(1 << 20) + sys.getsizeof(1 << 40) + 4 * 8)
 )
 
 

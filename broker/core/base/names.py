@@ -30,6 +30,18 @@ QUEUE_KINDS: Final = frozenset({QUEUE, TEMP_QUEUE, REMOTE_TEMP_QUEUE})
 ADVISORY_PREFIX: Final = "ActiveMQ.Advisory."
 CONSUMER_ADVISORY_QUEUE: Final = ADVISORY_PREFIX + "Consumer.Queue."
 CONSUMER_ADVISORY_TOPIC: Final = ADVISORY_PREFIX + "Consumer.Topic."
+#: ActiveMQ's ``convert_string_expressions:`` before a STOMP consumer's selector in its
+#: ConsumerInfo (its STOMP side compares strings that look like numbers as numbers).
+ADVISORY_SELECTOR_PREFIX: Final = "convert_string_expressions:"
+#: The qualified names ActiveMQ gives destinations in advisories' headers (``queue://A``).
+QUALIFIED: Final = {
+    QUEUE: "queue://",
+    TOPIC: "topic://",
+    TEMP_QUEUE: "temp-queue://",
+    TEMP_TOPIC: "temp-topic://",
+    REMOTE_TEMP_QUEUE: "temp-queue://",
+    REMOTE_TEMP_TOPIC: "temp-topic://",
+}
 
 
 def split_destination(destination: str) -> list[tuple[str, str]]:

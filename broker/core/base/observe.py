@@ -137,7 +137,7 @@ class Observer:
     """Shared by the core's parts: the latency histogram, the sink (None: export off),
     the edge's traffic counts, and what to tell of a topic message that expired."""
 
-    __slots__ = ("events", "latency", "topic_expired", "traffic")
+    __slots__ = ("consumed", "events", "latency", "topic_expired", "traffic")
 
     def __init__(self) -> None:
         self.latency = Latency()
@@ -147,3 +147,6 @@ class Observer:
         #: (``Routing.topic_expired``, set by the engine: counted, an event); the one
         #: place an expiry advisory would go.  Subscriptions, below the topics, reach it here.
         self.topic_expired: Callable[[Message], None] = _ignore
+        #: A message of a destination whose policy says advisoryForConsumed was consumed
+        #: (acked, or delivered to an ack:auto subscriber): its advisory, set by the engine.
+        self.consumed: Callable[[Message], None] = _ignore

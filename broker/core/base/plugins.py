@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from broker.core.base import names
 
 if TYPE_CHECKING:
-    from broker.core.base.settings import DiscardingDLQ, TimeStamping
+    from collections.abc import Callable, Mapping
+
+    from broker.core.base.channel import Channel as Session
+    from broker.core.base.settings import DiscardingDLQ, LoggingFlags, TimeStamping
+    from protocol.frames import Frame
+
+R = TypeVar("R")
+S = TypeVar("S", bound="Session")
 
 log = logging.getLogger("stompd.engine")
 
@@ -106,3 +113,183 @@ class Discarding:
         if any(pattern.fullmatch(bare) for pattern in self._only):
             return "dropOnly"
         return None
+
+
+#: Where ``<loggingBrokerPlugin>`` writes (ActiveMQ's is its class name).
+BROKER_LOG = "stompd.LoggingBrokerPlugin"
+
+
+class BrokerLog:
+    """``<loggingBrokerPlugin>``: the broker's events as ActiveMQ's LoggingBrokerPlugin
+    writes them, one INFO line each on the ``stompd.LoggingBrokerPlugin`` logger.
+
+    The engine wraps the frame handlers of the kinds of event that are on (``wrap``), so a
+    broker without the plugin, or with a kind off, runs exactly the code it ran before;
+    a connection's end and a destination's birth and death call it where they happen,
+    only when it is there.  What ActiveMQ prints of its OpenWire commands
+    (``ConnectionInfo {...}``) is shown with the fields a STOMP connection has.
+    """
+
+    __slots__ = ("_open", "flags", "log")
+
+    def __init__(self, flags: LoggingFlags) -> None:
+        self.flags = flags
+        self.log = logging.getLogger(BROKER_LOG)
+        #: The connections whose CONNECT it logged: their end is logged too.
+        self._open: set[str] = set()
+
+    # -- connections and sessions (each STOMP connection is one of each, and a producer) --
+
+    def connected(self, session_id: str, address: str, headers: Mapping[str, str]) -> None:
+        flags = self.flags
+        info = self.log.info
+        client_id = headers.get("client-id") or session_id
+        self._open.add(session_id)
+        if flags.connections:
+            info(
+                "Adding Connection: ConnectionInfo {connectionId = %s, clientId = %s, clientIp = %s, "
+                "userName = %s}",
+                session_id,
+                client_id,
+                address,
+                headers.get("login"),
+            )
+        if flags.sessions:
+            info("Adding Session: SessionInfo {sessionId = %s:1}", session_id)
+        if flags.producers:
+            info("Adding Producer: ProducerInfo {producerId = %s:1:1}", session_id)
+
+    def disconnected(self, session_id: str, address: str, client_id: str | None) -> None:
+        if session_id not in self._open:
+            return
+        self._open.discard(session_id)
+        flags = self.flags
+        info = self.log.info
+        if flags.producers:
+            info("Removing Producer: ProducerInfo {producerId = %s:1:1}", session_id)
+        if flags.sessions:
+            info("Removing Session: SessionInfo {sessionId = %s:1}", session_id)
+        if flags.connections:
+            info(
+                "Removing Connection: ConnectionInfo {connectionId = %s, clientId = %s, clientIp = %s}",
+                session_id,
+                client_id or session_id,
+                address,
+            )
+
+    # -- frames ------------------------------------------------------------------
+
+    def wrap(self, command: str, handler: Callable[[S, Frame], R]) -> Callable[[S, Frame], R]:
+        """``handler`` for ``command``, with its line first if its kind is on."""
+        line = self._line_for(command)
+        if line is None:
+            return handler
+
+        def logged(session: S, frame: Frame) -> R:
+            line(session, frame)
+            return handler(session, frame)
+
+        return logged
+
+    def _line_for(self, command: str) -> Callable[[Session, Frame], None] | None:
+        flags = self.flags
+        if command == "SEND" and flags.producers:
+            return self._send
+        if command in ("SUBSCRIBE", "UNSUBSCRIBE", "ACK") and flags.consumers:
+            return {"SUBSCRIBE": self._subscribe, "UNSUBSCRIBE": self._unsubscribe, "ACK": self._ack}[command]
+        if command in ("BEGIN", "COMMIT", "ABORT") and flags.transactions:
+            return {"BEGIN": self._begin, "COMMIT": self._commit, "ABORT": self._abort}[command]
+        return None
+
+    def _send(self, session: Session, frame: Frame) -> None:
+        headers = frame.headers
+        destination = headers.get("destination", "")
+        logger = self.log
+        if self.flags.per_destination_logger:
+            kind, bare = names.split_destination(destination)[0] if destination else ("", "")
+            kind_name = "Queue" if kind in names.QUEUE_KINDS else "Topic"
+            logger = logging.getLogger(f"{BROKER_LOG}.{kind_name}.{bare}")
+        logger.info(
+            "Sending message: ActiveMQMessage {producerId = %s:1:1, destination = %s, persistent = %s, "
+            "priority = %s, size = %d, properties = %s}",
+            session.id,
+            _amq(destination),
+            headers.get("persistent") == "true",
+            headers.get("priority", "4"),
+            len(frame.body),
+            _properties(headers),
+        )
+
+    def _subscribe(self, session: Session, frame: Frame) -> None:
+        headers = frame.headers
+        self.log.info(
+            "Adding Consumer: ConsumerInfo {consumerId = %s:1:?, destination = %s, selector = %s, ack = %s}",
+            session.id,
+            _amq(headers.get("destination", "")),
+            headers.get("selector"),
+            headers.get("ack", "auto"),
+        )
+
+    def _unsubscribe(self, session: Session, frame: Frame) -> None:
+        self.log.info(
+            "Removing Consumer: ConsumerInfo {connectionId = %s, subscription = %s}",
+            session.id,
+            frame.headers.get("id") or frame.headers.get("destination"),
+        )
+
+    def _ack(self, session: Session, frame: Frame) -> None:
+        headers = frame.headers
+        self.log.info(
+            "Acknowledging message for client ID: %s, %s",
+            session.client_id or session.id,
+            headers.get("id") or headers.get("message-id"),
+        )
+
+    def _begin(self, session: Session, frame: Frame) -> None:
+        self.log.info("Beginning transaction: %s", _tx(session, frame))
+
+    def _commit(self, session: Session, frame: Frame) -> None:
+        self.log.info("Committing transaction: %s", _tx(session, frame))
+
+    def _abort(self, session: Session, frame: Frame) -> None:
+        self.log.info("Rolling back Transaction: %s", _tx(session, frame))
+
+    # -- the broker's own (logInternalEvents) ---------------------------------------
+
+    def destination_added(self, name: str) -> None:
+        if self.flags.internal:
+            kind, bare = names.split_destination(name)[0]
+            self.log.info(
+                "Adding destination: %s:%s", "Queue" if kind in names.QUEUE_KINDS else "Topic", bare
+            )
+
+    def destination_removed(self, name: str) -> None:
+        if self.flags.internal:
+            kind, bare = names.split_destination(name)[0]
+            self.log.info(
+                "Removing destination: %s:%s", "Queue" if kind in names.QUEUE_KINDS else "Topic", bare
+            )
+
+
+def _amq(destination: str) -> str:
+    """A destination as ActiveMQ prints one (``queue://orders``)."""
+    if not destination:
+        return "null"
+    kind, bare = names.split_destination(destination)[0]
+    return ("queue://" if kind in names.QUEUE_KINDS else "topic://") + bare
+
+
+def _tx(session: Session, frame: Frame) -> str:
+    # ActiveMQ's LocalTransactionId key: connection id and the transaction's number; a
+    # STOMP transaction is known by its name.
+    return f"TX:{session.id}:{frame.headers.get('transaction')}"
+
+
+#: What a SEND's line does not list as a property: the frame's own headers.
+_NOT_PROPERTIES = frozenset(
+    {"destination", "persistent", "priority", "receipt", "content-length", "transaction", "expires"}
+)
+
+
+def _properties(headers: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in headers.items() if k not in _NOT_PROPERTIES) + "}"

@@ -10,7 +10,7 @@ redeliveryPolicy chosen by pattern).  Either way a destination reads them from t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,6 +41,45 @@ class DiscardingDLQ:
     #: Regular expressions a destination's bare name must match as a whole.
     drop_only: tuple[str, ...] = ()
     report_interval: int = 1000
+
+
+#: A destination policy's advisories (``DestinationPolicy.advise``, ``handlers.advisory``):
+#: advisoryForDelivery, advisoryForConsumed, advisoryForSlowConsumers,
+#: advisoryForFastProducers, advisoryWhenFull.
+ADVISE_DELIVERY: Final = 1
+ADVISE_CONSUMED: Final = 2
+ADVISE_SLOW: Final = 4
+ADVISE_FAST: Final = 8
+ADVISE_FULL: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SlowConsumerPolicy:
+    """``<slowConsumerStrategy>`` (config.model.SlowConsumerStrategy), applied by
+    delivery.slow: ``kind`` "abort" (abortSlowConsumerStrategy) or "abortSlowAck"."""
+
+    kind: str = "abort"
+    max_slow_duration_ms: int = 30000
+    max_slow_count: int = -1
+    check_period_ms: int = 30000
+    abort_connection: bool = False
+    ignore_network_consumers: bool = True
+    max_time_since_last_ack_ms: int = 30000
+    ignore_idle_consumers: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingFlags:
+    """``<loggingBrokerPlugin>``'s settings (config.model.LoggingPlugin), applied by
+    base.broker_log: each kind of event, on or off (``logAll`` already folded in)."""
+
+    connections: bool = True
+    sessions: bool = True
+    transactions: bool = False
+    consumers: bool = False
+    producers: bool = False
+    internal: bool = False
+    per_destination_logger: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +127,25 @@ class DestinationPolicy:
     recovery_maximum: int = 0
     #: alwaysRetroactive (topics): every subscriber is recovered as if it asked.
     always_retroactive: bool = False
+    #: The advisories its policyEntry asks for (``ADVISE_*`` bits; 0: none, all a
+    #: destination without them pays is a test of this, copied to it when it is made).
+    advise: int = 0
+    #: ``<pendingMessageLimitStrategy>`` (topics): a slow non-durable subscriber's
+    #: pending messages past its prefetch are capped (delivery.slow): "" no limit,
+    #: "constant" at ``pending_limit``, "prefetchRate" at its prefetch x ``pending_multiplier``.
+    pending_limit_kind: str = ""
+    pending_limit: int = -1
+    pending_multiplier: float = 0.5
+    #: ``<messageEvictionStrategy>``: "oldest", "oldestLowestPriority" or "uniqueProperty"
+    #: (of ``eviction_property``'s values the newest message each is kept).
+    eviction: str = "oldest"
+    eviction_property: str = ""
+    #: ``<slowConsumerStrategy>`` (None: a slow consumer is left alone).
+    slow_consumer: SlowConsumerPolicy | None = None
+    #: ``<redeliveryPlugin>`` with no entry for this destination (nor a default entry):
+    #: "dlq" (fallbackToDeadLetter, its default) a message given back goes to the DLQ at
+    #: once, "drop" it is dropped; "" an entry applies.
+    redelivery_fallback: str = ""
     #: Which entry this is, as ActiveMQ names it in errors ("queue://FOO.>"; "" the default).
     scope: str = ""
 
@@ -195,6 +253,8 @@ class CoreSettings:
     #: ``<redeliveryPlugin sendToDlqIfMaxRetriesExceeded>``: off, a message past its
     #: maximumRedeliveries is dropped instead of dead-lettered.
     dlq_past_max_redeliveries: bool = True
+    #: ``<loggingBrokerPlugin>`` (base.broker_log); None: not configured.
+    logging: LoggingFlags | None = None
     #: transport.hbGracePeriodMultiplier: a heart-beat read check's period is the
     #: client's interval times this (ActiveMQ's default 1.0; broker.io.connection).
     heartbeat_grace: float = 1.0

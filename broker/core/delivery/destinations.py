@@ -15,7 +15,7 @@ made or removed (nothing is rebuilt for all of them).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base import names
 from broker.core.base.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
@@ -36,10 +36,13 @@ from store.api import LEVELS
 from wildcards import has_wildcard_element, is_wildcard
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.core.base.clock import Clock
     from broker.core.base.guard import Guard
     from broker.core.base.message import Message
     from broker.core.base.observe import Observer
+    from broker.core.base.plugins import BrokerLog
     from broker.core.base.settings import CoreSettings, DestinationPolicy
     from broker.core.base.usage import SystemUsage
     from broker.core.delivery.durable import DurableSubscriptions
@@ -48,6 +51,16 @@ if TYPE_CHECKING:
     from broker.core.storage.swap import SwapSpace
 
 Destination = Queue | Topic
+
+
+class Watcher(Protocol):
+    """What is told of destinations made and removed (the advisories)."""
+
+    def made(self, target: Destination, maker: Session | None) -> None: ...
+
+    def gone(self, target: Destination) -> None: ...
+
+
 _TEMP_KINDS = (names.TEMP_QUEUE, names.TEMP_TOPIC, names.REMOTE_TEMP_QUEUE, names.REMOTE_TEMP_TOPIC)
 _OWN_TEMP = (names.TEMP_QUEUE, names.TEMP_TOPIC)
 _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
@@ -145,6 +158,17 @@ class Destinations:
         self._counted: dict[tuple[bool, str], int] = {}
         #: What the destinations that exist cost, charged to the memory meter (``footprint``).
         self.charged = 0
+        #: Told of each destination made and removed (``handlers.advisory.Advisories``,
+        #: set by the engine; a layer above, so typed by what it is called with).
+        self.advisories: Watcher | None = None
+        #: The connection whose frame is making destinations now (``resolve``; None: the
+        #: broker itself, an administrator, recovery).
+        self.maker: Session | None = None
+        #: Told of each destination made under a policy with a ``<slowConsumerStrategy>``
+        #: (the engine's ``handlers.slow``); None: nobody.
+        self.slow_made: Callable[[Destination], None] | None = None
+        #: ``<loggingBrokerPlugin>``: told of each destination made and removed (None: none).
+        self.broker_log: BrokerLog | None = None
 
     # -- policies ----------------------------------------------------------------
 
@@ -209,6 +233,7 @@ class Destinations:
         topic = self.router.topic(kind, bare, owner)
         if topic.meter is None:
             topic.policy = policy = self._resolve(topic.name)
+            topic.advise = policy.advise
             topic.meter = self.usage.memory.child(topic.name, policy.memory_limit)
             topic.log = self.swap.new_log(shared=True)
             topic.recovery = recovery_for(policy)
@@ -225,6 +250,12 @@ class Destinations:
         if policy.max_destinations >= 0:
             key = (kind == names.QUEUE, policy.scope)
             self._counted[key] = self._counted.get(key, 0) + 1
+        if self.advisories is not None:
+            self.advisories.made(target, self.maker)
+        if policy.slow_consumer is not None and self.slow_made is not None:
+            self.slow_made(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_added(target.name)
 
     def _gone(self, target: Destination) -> None:
         """``target`` is no longer a destination: its charge, count and cached routes go."""
@@ -235,6 +266,8 @@ class Destinations:
         if policy.max_destinations >= 0:
             self._counted[(isinstance(target, Queue), policy.scope)] -= 1
         self._forget_routes(target)
+        if self.broker_log is not None:
+            self.broker_log.destination_removed(target.name)
         if type(target) is Queue:
             if self.interceptors:
                 self.interceptors.gone(target)
@@ -243,6 +276,8 @@ class Destinations:
         granted = self.guard.granted
         for grant in target.grant_keys or ():
             granted.discard(grant)
+        if self.advisories is not None:
+            self.advisories.gone(target)
 
     def _forget_routes(self, target: Destination) -> None:
         """Every cached route that holds ``target``: made again at its next SEND."""
@@ -372,10 +407,13 @@ class Destinations:
 
     def resolve(self, session: Session | None, kind: str, name: str) -> Destination:
         """``session`` may be None (a stored schedule) for anything but /temp-queue/, /temp-topic/."""
-        if kind == names.QUEUE:
-            return self.queue(kind + name)
-        if kind == names.TOPIC:
-            return self.topic(kind, name)
+        if kind == names.QUEUE or kind == names.TOPIC:
+            # Who makes it, if it is made now (its DestinationInfo advisory names them).
+            self.maker = session
+            try:
+                return self.queue(kind + name) if kind == names.QUEUE else self.topic(kind, name)
+            finally:
+                self.maker = None
         if kind in (names.TEMP_QUEUE, names.TEMP_TOPIC):
             if session is None:
                 raise InvalidDestination(f"{kind}{name} belongs to a connection")
@@ -493,13 +531,19 @@ class Destinations:
         of its own.
         """
         patterns = sub.topic_patterns
+        # A subscriber with a pending limit (delivery.slow) keeps what waits in memory: the
+        # limit bounds it, and its eviction picks from it.
+        limited = sub.watch is not None and sub.watch.limit >= 0
         if len(patterns) == 1 and not is_wildcard(patterns[0][1]):
             topic = self.topic(*patterns[0])
             high_water = topic.policy.cursor_high_water
+            if limited:
+                return Cursor(topic.meter, None, high_water=high_water, owner=sub)
             return Cursor(topic.meter, topic.log, high_water=high_water, accepts=sub.accepts, owner=sub)
         kind, pattern = patterns[0]
         high_water = self._resolve(kind + pattern).cursor_high_water
-        return Cursor(self.usage.memory, self.swap.new_log(shared=False), high_water=high_water, owner=sub)
+        log = None if limited else self.swap.new_log(shared=False)
+        return Cursor(self.usage.memory, log, high_water=high_water, owner=sub)
 
 
 def _name_to_owner(session: Session) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from broker.core.base.settings import DestinationPolicy
+from broker.core.base.settings import ADVISE_CONSUMED, DestinationPolicy
 from broker.core.delivery.consumers import NO_CONSUMERS, Consumers
 from broker.core.delivery.subscription import QUEUED, STORED_NOW
 from broker.core.storage.cursor import Cursor
@@ -66,6 +66,7 @@ class Queue:
         "_group_owners",
         "_groups",
         "_scan",
+        "advise",
         "clock",
         "consumers",
         "cursor",
@@ -75,6 +76,7 @@ class Queue:
         "grant_keys",
         "history",
         "idle_since",
+        "maker",
         "meter",
         "name",
         "observer",
@@ -105,6 +107,10 @@ class Queue:
         self.name = name
         #: Its policy entry's settings (the default policy if none is given).
         self.policy = policy = policy or DestinationPolicy()
+        #: The advisories its policy asks for (``ADVISE_*``; 0: none, a test where each goes).
+        self.advise = policy.advise
+        #: The connection that made it ("": the broker; its DestinationInfo advisory says).
+        self.maker = ""
         high_water = policy.cursor_high_water
         #: Told of what expires here (the rest of a message's events happen elsewhere).
         self.observer = observer
@@ -427,7 +433,17 @@ class Queue:
         stats.dispatched += 1
         if sub.auto:
             stats.dequeued += 1
+            sub.deliver(message, True, source)
+            if self.advise:
+                # Some advisory of its policy's (all a queue without pays: this test).
+                self._consumed(message)
+            return
         sub.deliver(message, True, source)
+
+    def _consumed(self, message: Message) -> None:
+        """Consumed as it went out to an ack:auto consumer (advisoryForConsumed)."""
+        if self.advise & ADVISE_CONSUMED and self.observer is not None:
+            self.observer.consumed(message)
 
     def _expire(self, message: Message) -> None:
         """An expired message taken from the cursor (with its hold)."""

@@ -7,11 +7,12 @@ feeds, and hands it to the cursors of durable subscriptions whose subscriber is 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from broker.core.base.message import FIFO_LEVEL
 from broker.core.base.message import id_prefix as prefix_of
 from broker.core.base.observe import Observer
+from broker.core.base.settings import ADVISE_DELIVERY
 from broker.core.delivery.queue import Queue
 from broker.core.delivery.retroactive import RETAIN_MARK
 from broker.core.delivery.topic import Topic
@@ -28,9 +29,16 @@ if TYPE_CHECKING:
     from broker.core.storage.persistence import Persistence
 
 
+class Delivered(Protocol):
+    """What is told of a message that arrived (the advisories)."""
+
+    def delivered(self, target: Destination, message: Message) -> None: ...
+
+
 class Routing:
     __slots__ = (
         "_id_prefix",
+        "advisories",
         "clock",
         "dropped",
         "durables",
@@ -64,6 +72,9 @@ class Routing:
         self._id_prefix = prefix_of(id_prefix)
         #: Virtual topic copies dropped for want of room (``dropOnResourceLimit``).
         self.dropped = 0
+        #: Told of messages arriving where a policy says advisoryForDelivery (set by the
+        #: engine: ``handlers.advisory``, a layer above).
+        self.advisories: Delivered | None = None
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -79,6 +90,10 @@ class Routing:
             topic.stats.expired += 1
         message.hold()
         self.expired.append(message)
+
+    def _delivered(self, target: Destination, message: Message) -> None:
+        if target.advise & ADVISE_DELIVERY and self.advisories is not None:
+            self.advisories.delivered(target, message)
 
     def stamp(self, message: Message) -> None:
         """A sequence and id for a message that is not routed (a replayed advisory)."""
@@ -136,6 +151,9 @@ class Routing:
             events = self.observer.events
             if events is not None:
                 events.enqueued(message)
+            if target.advise:
+                # Some advisory of its policy's (all a destination without pays: this test).
+                self._delivered(target, message)
         if type(target) is Queue:
             if message.persistent and target.stores:
                 if not target.store_id:

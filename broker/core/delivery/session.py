@@ -126,6 +126,7 @@ class Session:
     __slots__ = (
         "_next_key",
         "address",
+        "announced",
         "blocked_since",
         "bridge",
         "by_key",
@@ -134,6 +135,7 @@ class Session:
         "fanning",
         "heartbeat_recv_ms",
         "heartbeat_send_ms",
+        "host",
         "id",
         "last_sent",
         "login",
@@ -163,6 +165,10 @@ class Session:
         self.phase = AWAIT_CONNECT
         self.writable = True
         self.login: str | None = None
+        #: Its CONNECT's ``host`` (ActiveMQ's ConnectionInfo ``clientIp`` says it).
+        self.host: str | None = None
+        #: Connected as a client, so a ``Connection`` advisory tells of its end.
+        self.announced = False
         self.client_id: str | None = None
         #: Who CONNECT said it is (the guard's answer); what it may do is the guard's.
         self.principal = UNAUTHENTICATED

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from broker.core.base.channel import Channel
     from broker.core.base.message import Message
     from broker.core.delivery.durable import DurableSubscription
+    from broker.core.delivery.slow import SlowWatch
     from broker.core.storage.persistence import Persistence
 
 AUTO: Final = "auto"
@@ -87,11 +88,13 @@ class Subscription:
         "selector",
         "selector_text",
         "session",
+        "slow",
         "standby",
         "topic_patterns",
         "transformation",
         "turn",
         "unbounded",
+        "watch",
         "window",
     )
 
@@ -168,8 +171,13 @@ class Subscription:
         self.renames: names.Renames | None = None
         #: Bytes charged to the memory meter while it exists (``Subscribing``).
         self.footprint = 0
+        #: Told of as a slow consumer (``SlowConsumer`` advisory) until it catches up.
+        self.slow = False
         #: The SUBSCRIBE's ``transformation`` (``transforming``): None for nearly all.
         self.transformation: str | None = None
+        #: A non-durable topic subscriber's pending limit and slow mark (``slow``): None
+        #: unless its topic's policy has a pendingMessageLimitStrategy or slowConsumerStrategy.
+        self.watch: SlowWatch | None = None
 
     @property
     def ready(self) -> bool:
@@ -311,6 +319,13 @@ class Subscription:
                     assert durable is not None
                     self.persistence.ack_shared(durable.store_id, message)
                 message.drop()
+            if not cursor.count:
+                if self.slow:
+                    # Caught up: a slow consumer again is advised again (ActiveMQ's
+                    # setSlowConsumer(false) once it dispatches with nothing pending).
+                    self.slow = False
+                if self.watch is not None:
+                    self.watch.caught_up(self)
         queues = self.queues
         count = len(queues)
         if count > 1:

@@ -9,11 +9,11 @@ advisory's ``consumerCount``) costs O(1) however many subscribe to it by name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import wildcards
 from broker.core.base.chores import BUDGET
-from broker.core.base.settings import DestinationPolicy
+from broker.core.base.settings import ADVISE_CONSUMED, ADVISE_SLOW, DestinationPolicy
 from broker.core.delivery import retroactive
 from broker.core.delivery.subscription import TOPIC
 from wildcards import WildcardTrie, is_wildcard
@@ -48,12 +48,21 @@ class TopicStats:
         self.dead_lettered = 0
 
 
+class Watcher(Protocol):
+    """What is told of a topic's slow and ack:auto subscribers (the advisories)."""
+
+    def slow(self, topic: Topic, sub: Subscription) -> None: ...
+
+    def consumed(self, message: Message) -> None: ...
+
+
 class Topic:
     __slots__ = (
         "_generation",
         "_subscribers",
         "_wild",
         "_wild_generation",
+        "advise",
         "bare",
         "footprint",
         "grant_keys",
@@ -61,6 +70,7 @@ class Topic:
         "idle_since",
         "kind",
         "log",
+        "maker",
         "meter",
         "name",
         "owner",
@@ -80,6 +90,10 @@ class Topic:
         self.meter: UsageMeter | None = None
         self.log: Log | None = None
         self.policy = DEFAULT_POLICY
+        #: The advisories its policy asks for (``ADVISE_*``; set with its policy).
+        self.advise = 0
+        #: The connection that made it ("": the broker; its DestinationInfo advisory says).
+        self.maker = ""
         #: What it keeps for retroactive subscribers (``retroactive``): its policy's buffer
         #: (None: no ``<subscriptionRecoveryPolicy>``), and its ``ActiveMQ.Retain`` message.
         self.recovery: Recovery | None = None
@@ -119,7 +133,16 @@ class TopicRouter:
     their prefix, so ``>`` under ``/topic/`` can never match a temporary topic.
     """
 
-    __slots__ = ("_exact", "_tries", "_wild_generation", "chores", "fanned_out", "keeping", "topics")
+    __slots__ = (
+        "_exact",
+        "_tries",
+        "_wild_generation",
+        "chores",
+        "fanned_out",
+        "keeping",
+        "topics",
+        "watcher",
+    )
 
     def __init__(self, chores: Chores, fanned_out: Callable[[FanOut], None]) -> None:
         #: Where a publish to many subscribers does the rest of its fan-out, and who is
@@ -133,6 +156,9 @@ class TopicRouter:
         #: The topics that keep something for retroactive subscribers (a recovery policy or
         #: a retained message): a retroactive wildcard SUBSCRIBE looks through these only.
         self.keeping: dict[str, Topic] = {}
+        #: Told of slow and ack:auto subscribers where a topic's policy asks (the
+        #: advisories, set by the engine; None: nobody).
+        self.watcher: Watcher | None = None
 
     def subscribe(self, kind: str, pattern: str, sub: Subscription) -> None:
         if is_wildcard(pattern):
@@ -283,10 +309,34 @@ class TopicRouter:
         subs = self.subscribers(topic)
         if len(subs) <= FAN_OUT_STEP:
             _deliver(topic, message, subs, events)
+            if topic.advise:
+                # Some advisory of its policy's (all a topic without pays: this test).
+                self._advised(topic, message, subs)
             return
         fan_out = FanOut(topic, message, subs, events, sender, self.fanned_out)
         _deliver(topic, message, subs[:FAN_OUT_STEP], events)
+        if topic.advise:
+            self._advised(topic, message, subs[:FAN_OUT_STEP])
         self.chores.add(fan_out.rest())
+
+    def _advised(self, topic: Topic, message: Message, subs: tuple[Subscription, ...]) -> None:
+        """After a publish to ``subs``: advisoryForConsumed (each ack:auto subscriber that
+        took it), advisoryForSlowConsumers (a subscriber with more than its prefetch
+        waiting, as ActiveMQ's TopicSubscription.add marks one slow: once, until its
+        backlog drains)."""
+        watcher = self.watcher
+        if watcher is None:
+            return
+        advise = topic.advise
+        for sub in subs:
+            if sub.closed:
+                continue
+            cursor = sub.cursor
+            if advise & ADVISE_SLOW and not sub.slow and sub.prefetch > 1 and cursor.count > sub.prefetch:
+                sub.slow = True
+                watcher.slow(topic, sub)
+            if advise & ADVISE_CONSUMED and sub.auto and sub.accepts(message):
+                watcher.consumed(message)
 
 
 #: Subscribers a publish delivers to in one step (a chore's budget); the rest in slices.
@@ -366,6 +416,11 @@ def _deliver(
                     acking.append(sub)
         else:
             cursor.push(message)
+            # A subscriber with a pending limit or a slow-consumer strategy (delivery.slow):
+            # only what waits pays for this, never what goes out at once.
+            watch = sub.watch
+            if watch is not None:
+                watch.pushed(sub, message)
     if events is not None:
         if went:
             # The topic's tuple when every subscriber took it: the sink may keep what

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from broker.core.base.observe import Observer
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.session import Session
+    from broker.core.handlers.advisory import Advisories
 
 OPENING: Final = frozenset({f.CONNECT, f.STOMP})
 #: The frames a client may send once connected.
@@ -52,13 +53,20 @@ def next_phase(phase: str, command: str) -> str:
 class Connect:
     """The CONNECT/STOMP and DISCONNECT handlers."""
 
-    __slots__ = ("client_ids", "guard", "observer", "settings")
+    __slots__ = ("advisories", "client_ids", "guard", "observer", "settings")
 
     def __init__(
-        self, settings: CoreSettings, guard: Guard, client_ids: dict[str, Session], observer: Observer
+        self,
+        settings: CoreSettings,
+        guard: Guard,
+        client_ids: dict[str, Session],
+        advisories: Advisories,
+        observer: Observer,
     ) -> None:
         self.settings = settings
         self.guard = guard
+        #: Told of each connection accepted (``ActiveMQ.Advisory.Connection``).
+        self.advisories = advisories
         #: The engine's: client-id -> the open connection that has it.
         self.client_ids = client_ids
         #: Its sink (export on) is told who each connection is, once.
@@ -104,7 +112,10 @@ class Connect:
         if request_id is not None:
             reply["response-id"] = request_id
         session.phase = after
+        session.host = headers.get("host")
         session.send_frame(f.Frame(f.CONNECTED, reply))
+        session.announced = True
+        self.advisories.connected(session)
         events = self.observer.events
         if events is not None:
             events.connected(session.id, login, client_id or None, session.address)

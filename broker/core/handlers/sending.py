@@ -13,6 +13,8 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Final
 
+from mypy_extensions import mypyc_attr
+
 from broker.core.base import bridging, jms_headers, names
 from broker.core.base.audit import ProducerAudit
 from broker.core.base.errors import LONG_MAX, StoreFailed, int_header
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.destinations import Destination, Destinations
     from broker.core.delivery.session import Session
+    from broker.core.handlers.advisory import Advisories
     from broker.core.handlers.flow import Deferred, FlowControl
     from broker.core.handlers.scheduler import Scheduler
     from broker.core.handlers.statistics import Statistics
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.engine")
 
 
+@mypyc_attr(native_class=False)
 class _Management(tuple):  # type: ignore[type-arg]
     """``prepare``'s targets for a request to the scheduler's management destination."""
 
@@ -60,6 +64,7 @@ _NOT_AS_GIVEN: Final = NOT_THE_SENDERS | JMS_HEADERS
 class Sending:
     __slots__ = (
         "_counted",
+        "advisories",
         "audit",
         "clock",
         "destinations",
@@ -96,6 +101,8 @@ class Sending:
         #: Per destination name, the open connections that have sent to it (ActiveMQ's
         #: ProducerCount: STOMP registers no producer), kept as each session's ``sent_to``.
         self.producers: Counter[str] = Counter()
+        #: Told of a SEND that found no room (FULL, FastProducer; set by the engine).
+        self.advisories: Advisories | None = None
         #: Per open session that has sent, the names it is counted in ``producers`` for.
         self._counted: dict[Session, set[str]] = {}
         #: With ``<statisticsBrokerPlugin/>``: what answers statistics requests.
@@ -148,13 +155,16 @@ class Sending:
         frames with it), or is refused."""
         flow = self.flow
         message = send.message
+        if self.advisories is not None:
+            # Before it waits or is refused: ActiveMQ's send tells of a full destination first.
+            self.advisories.full(session, send.targets)
         if self.settings.send_fail_if_no_space:
             raise flow.refusal(message)
         # A destination whose producers must never wait: swapping had no room either.
         if not all(target.policy.producer_flow_control for target in send.targets):
             raise flow.refusal(message, 'producerFlowControl="false"')
         timeout = self.settings.send_fail_if_no_space_after_timeout
-        send.deadline = self.clock.ms + timeout if timeout else 0
+        send.deadline = float(self.clock.ms + timeout) if timeout else 0.0
         flow.park(session, send)
         return DEFERRED
 

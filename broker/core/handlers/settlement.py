@@ -21,11 +21,12 @@ import heapq
 import itertools
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.base import names
 from broker.core.base.observe import Observer
 from broker.core.base.plugins import Discarding
+from broker.core.base.settings import ADVISE_CONSUMED
 from broker.core.base.tally import Tally
 
 if TYPE_CHECKING:
@@ -53,16 +54,30 @@ EXPIRED_CAUSE: Final = "java.lang.Throwable: Message Expired. Expiration:%d"
 TOPIC_AUDIT_DEPTH: Final = 2048
 
 
+class DeadLetterWatcher(Protocol):
+    """What is told of expired and dead-lettered messages (the advisories, a sibling)."""
+
+    @property
+    def dlqs(self) -> set[str]: ...
+
+    def expired(self, message: Message) -> None: ...
+
+    def dead_lettered(self, message: Message) -> None: ...
+
+
 class Settlement:
     __slots__ = (
         "_order",
         "_redeliveries",
         "_topic_dead",
+        "advisories",
         "clock",
         "dead_letters",
         "destinations",
         "discarding",
         "discards",
+        "evicted",
+        "evictions",
         "observer",
         "persistence",
         "routing",
@@ -95,6 +110,14 @@ class Settlement:
         self._topic_dead: OrderedDict[str, None] = OrderedDict()
         #: ``<discardingDLQBrokerPlugin>``: the dead letters dropped before any strategy.
         self.discarding = Discarding(settings.discarding_dlq) if settings.discarding_dlq else None
+        #: Told of expired and dead-lettered messages (the engine's; None: a core built
+        #: without one).
+        self.advisories: DeadLetterWatcher | None = None
+        #: Messages a slow topic subscriber's pending limit evicted (delivery.slow), with
+        #: their holds and the cause their DLQ copy says: settled with the expired ones.
+        self.evicted: list[tuple[Message, str]] = []
+        #: How many were, ever (ActiveMQ's ``discarded``, summed over its subscriptions).
+        self.evictions = 0
 
     def settle(self, sub: Subscription, messages: list[Message]) -> None:
         """``sub``'s consumer is done with ``messages`` (each comes with its in-flight hold)."""
@@ -107,10 +130,14 @@ class Settlement:
             queue = queues.get(message.destination)
             if queue is not None:
                 queue.acked(1)
+                if queue.advise & ADVISE_CONSUMED:
+                    observer.consumed(message)
             else:
                 topic = self.destinations.router.topics.get(message.destination)
                 if topic is not None:
                     topic.stats.dequeued += 1
+                    if topic.advise & ADVISE_CONSUMED:
+                        observer.consumed(message)
             if message.arrived:
                 latency.observe(now - message.arrived)
             if events is not None:
@@ -226,7 +253,20 @@ class Settlement:
         discarding = self.discarding
         # The plugins before the policy's strategy, as ActiveMQ's sit before its region
         # broker: every dead letter of a destination discarding names is counted, kept or not.
-        if cause is None and not self.settings.dlq_past_max_redeliveries:
+        fallback = policy.redelivery_fallback
+        if fallback and not expired:
+            # A <redeliveryPlugin> with no entry for it: fallbackToDeadLetter says DLQ
+            # ("dlq") or nothing ("drop"), whatever sendToDlqIfMaxRetriesExceeded says.
+            dropped = fallback == "drop"
+            if dropped:
+                log.debug(
+                    "Ignoring dlq request for: %s, RedeliveryPolicy not found (and no fallback) for: %s",
+                    message.id,
+                    _amq_name(message.destination),
+                )
+            else:
+                dropped = discarding is not None and discarding.drops(message.destination, message.id)
+        elif cause is None and not self.settings.dlq_past_max_redeliveries:
             # ActiveMQ's RedeliveryPlugin then drops it, and says so at debug only.
             log.debug(
                 "Discarding message that exceeds max redelivery count(%d), %s",
@@ -260,6 +300,9 @@ class Settlement:
         events = self.observer.events
         if kept and topic is not None:
             kept = self._first_of_topic(message.id)
+        advisories = self.advisories
+        if advisories is not None and expired:
+            advisories.expired(message)
         if not kept:
             if not dropped:
                 self.discards.event(
@@ -271,7 +314,11 @@ class Settlement:
                 self._unstore(sub, message, original is not None)
             message.drop()
             return
-        dlq = self.destinations.queue(self.dead_letter_queue(message.destination))
+        dlq_name = self.dead_letter_queue(message.destination)
+        if advisories is not None:
+            # Its DestinationInfo says it is a DLQ, as ActiveMQ's.
+            advisories.dlqs.add(dlq_name)
+        dlq = self.destinations.queue(dlq_name)
         headers = dict(message.headers)
         headers["original-destination"] = message.destination
         headers["originalExpiration"] = str(message.expires)
@@ -304,6 +351,8 @@ class Settlement:
                 events.expired(message, dlq.name)
             else:
                 events.dead_lettered(message, reason, dlq.name)
+        if advisories is not None:
+            advisories.dead_lettered(message)
         if message.store_size:
             self._unstore(sub, message, original is not None)
         message.drop()
@@ -330,9 +379,22 @@ class Settlement:
             return names.QUEUE + policy.individual_dead_letter_topic_prefix + bare
         return names.QUEUE + prefix + bare
 
+    def discarded(self, message: Message, cause: str) -> None:
+        """A slow subscriber's pending limit evicted ``message`` (with its hold): to the
+        DLQ, or dropped, at the end of this unit of work (``settle_expired``), as
+        ActiveMQ's TopicSubscription.discard sends it to ``sendToDeadLetterQueue``."""
+        self.evictions += 1
+        self.evicted.append((message, cause))
+
     def settle_expired(self) -> None:
         """Messages queues and topics found expired (each with its hold): to the DLQ, or
         dropped (``dead_letter``: non-persistent, ``processExpired=false``)."""
+        evicted = self.evicted
+        while evicted:
+            letters = evicted[:]
+            evicted.clear()
+            for message, cause in letters:
+                self.dead_letter(message, cause)
         expired = self.destinations.expired
         while expired:
             # Dead-lettering dispatches the DLQ, which may find more.
@@ -340,6 +402,12 @@ class Settlement:
             expired.clear()
             for message in found:
                 self.dead_letter(message, EXPIRED_CAUSE % message.expires, expired=True)
+
+
+def _amq_name(destination: str) -> str:
+    """``destination`` as ActiveMQ's log lines show one (``queue://orders``)."""
+    kind, bare = names.split_destination(destination)[0]
+    return ("queue://" if kind in names.QUEUE_KINDS else "topic://") + bare
 
 
 def _topic_return(sub: Subscription, topic_too: bool) -> Cursor | None:

@@ -34,6 +34,7 @@ from broker.core.delivery import transforming
 from broker.core.delivery.destinations import subscription_footprint
 from broker.core.delivery.durable import new_durable, readable_by
 from broker.core.delivery.queue import Queue
+from broker.core.delivery.slow import SlowWatch, pending_limit
 from broker.core.delivery.subscription import ACK_MODES, AUTO, Source, Subscription
 from broker.core.handlers.browsing import QueueBrowser
 from broker.core.storage.cursor import Cursor
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from broker.core.base.chores import Chores, Steps
     from broker.core.base.guard import Principal
     from broker.core.base.message import Message
-    from broker.core.base.settings import CoreSettings
+    from broker.core.base.settings import CoreSettings, DestinationPolicy
     from broker.core.base.usage import UsageMeter
     from broker.core.delivery.destinations import Destinations
     from broker.core.delivery.durable import DurableSubscription, DurableSubscriptions
@@ -55,7 +56,12 @@ if TYPE_CHECKING:
     from broker.core.delivery.session import Session
     from broker.core.handlers.advisory import Advisories
     from broker.core.handlers.settlement import Settlement
+    from broker.core.handlers.slow import SlowConsumers
     from broker.core.storage.persistence import Persistence
+
+
+#: A SUBSCRIBE's own pending limit (ActiveMQ's ConsumerInfo.maximumPendingMessageLimit).
+MAXIMUM_PENDING: Final = "activemq.maximumPendingMessageLimit"
 
 
 class Subscribing:
@@ -70,6 +76,7 @@ class Subscribing:
         "routing",
         "settings",
         "settlement",
+        "slow",
     )
 
     def __init__(
@@ -96,6 +103,8 @@ class Subscribing:
         self.settlement = settlement
         #: What the subscriptions that exist cost, charged to the memory meter.
         self.charged = 0
+        #: The slow-consumer strategies in force (``handlers.slow``; set by the engine).
+        self.slow: SlowConsumers | None = None
 
     # -- SUBSCRIBE -------------------------------------------------------------------
 
@@ -142,6 +151,9 @@ class Subscribing:
             if not -128 <= priority <= 127:
                 raise InvalidHeader(f"activemq.priority must be -128 to 127, got {text!r}")
         network = _network(headers)
+        text = headers.get(MAXIMUM_PENDING)
+        # Read before anything is made: a bad one is an ERROR that leaves nothing behind.
+        own_limit = 0 if text is None else int_header(MAXIMUM_PENDING, text, -(1 << 31), (1 << 31) - 1)
         # Before anything is made: a SUBSCRIBE that would make a destination, or the
         # subscription, there is no room for yet waits for it, as a SEND does (NoRoomToCreate).
         topics = any(kind not in names.QUEUE_KINDS for kind, _ in targets)
@@ -201,6 +213,8 @@ class Subscribing:
         if durable is not None:
             sub.cursor = self._attach(sub, durable)
         elif sub.topic_patterns:
+            if not any_queue and (policy.pending_limit_kind or policy.slow_consumer is not None):
+                sub.watch = self._watch(sub, policy, own_limit)
             sub.cursor = destinations.topic_cursor(sub)
         for kind, pattern in sub.topic_patterns:
             destinations.router.subscribe(kind, pattern, sub)
@@ -210,13 +224,25 @@ class Subscribing:
             now = self.routing.clock.ms
             for kind, pattern in sub.topic_patterns:
                 destinations.router.replay(kind, pattern, sub, now, asked)
-        self.advisories.replay(sub)
         # The RECEIPT for this SUBSCRIBE must reach the client before any MESSAGE, so
         # the queues start dispatching to it only once the receipt is written.
         if patterns:
             principal = None if session.principal.system else session.principal
             return lambda: self._start_wild(sub, patterns, principal)
         return lambda: self._start(sub)
+
+    def _watch(self, sub: Subscription, policy: DestinationPolicy, own_limit: int) -> SlowWatch:
+        """A non-durable topic subscriber's pending limit and slow mark (delivery.slow),
+        from its (first) topic's policy, as ActiveMQ's PolicyEntry.configure: the
+        SUBSCRIBE's ``activemq.maximumPendingMessageLimit``, if positive, may lower it."""
+        tracker = None
+        strategy = policy.slow_consumer
+        if strategy is not None and self.slow is not None:
+            tracker = self.slow.strategy(strategy)
+        limit = pending_limit(policy, sub.prefetch)
+        if own_limit > 0 and policy.pending_limit_kind and (limit < 0 or own_limit < limit):
+            limit = own_limit
+        return SlowWatch(limit, policy.eviction, policy.eviction_property, tracker, self.settlement.discarded)
 
     def _charge(self, sub: Subscription, cost: int) -> None:
         sub.footprint = cost
@@ -228,6 +254,9 @@ class Subscribing:
             queue.add_consumer(sub)
         # Once it counts among its queues' consumers (the advisory says how many).
         self.advisories.added(sub)
+        replay = self.advisories.replay(sub)
+        if replay is not None:
+            self.chores.add(replay)
         sub.pump()
 
     def _start_wild(self, sub: Subscription, patterns: list[str], principal: Principal | None) -> None:
@@ -419,6 +448,8 @@ class Subscribing:
         if sub is not None:
             self.unsubscribe(session, sub)
         elif durable_name is None:
+            if sub_id is not None and self.slow is not None:
+                self.slow.refused_unsubscribe(session, sub_id)
             raise UnknownSubscription(
                 f"no subscription {sub_id or headers.get('destination')!r} on this connection"
             )

@@ -34,13 +34,13 @@ import bisect
 import itertools
 import sys
 from collections import deque
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol
 
 from broker.core.storage.disk_part import DiskPart
 from store.api import LEVELS
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from broker.core.base.message import Message
     from broker.core.base.usage import UsageMeter
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 _TOP_DOWN = range(LEVELS - 1, -1, -1)
 #: The levels of a cursor that has held nothing in memory: shared, so a tuple, which
 #: fails loudly if anything writes to it before ``Cursor._level``.
-NO_LEVELS = cast("list[deque[Message] | None]", (None,) * LEVELS)
+NO_LEVELS: Final[tuple[None, ...]] = (None,) * LEVELS
 #: The disk part of every cursor with no log (a subscription that never swaps): shared,
 #: and never written to (with no log and no store it takes nothing).
 NO_DISK = DiskPart(None)
@@ -94,7 +94,7 @@ class Cursor:
     ) -> None:
         # Made as they are first needed: an idle destination's cursor costs a few hundred
         # bytes, not ten deques (issue 26: 100,000 destinations).
-        self._levels: list[deque[Message] | None] = NO_LEVELS
+        self._levels: Sequence[deque[Message] | None] = NO_LEVELS
         #: What its levels cost, charged to ``meter`` (``LEVEL_BYTES``, ``LEVELS_BYTES``).
         self.levels_bytes = 0
         self._removed: set[int] | None = None
@@ -167,10 +167,11 @@ class Cursor:
         self.mem_bytes += message.size
 
     def _level(self, priority: int) -> deque[Message]:
-        levels = self._levels
         grown = 0
-        if levels is NO_LEVELS:
-            levels = self._levels = [None] * LEVELS
+        levels = self._levels
+        if not isinstance(levels, list):  # NO_LEVELS, shared: this cursor's own, then
+            levels = [None] * LEVELS
+            self._levels = levels
             grown = LEVELS_BYTES
         level = levels[priority]
         if level is None:
@@ -292,6 +293,59 @@ class Cursor:
         self._removed.add(message.seq)
         self.mem_count -= 1
         self.mem_bytes -= message.size
+
+    # -- eviction (delivery.slow: a slow topic subscriber past its pending limit) -----
+
+    def pop_oldest(self) -> Message | None:
+        """Take the oldest pending message in memory, whatever its level (its hold passes
+        to the caller); None if memory holds none."""
+        removed = self._removed
+        levels = self._levels
+        best: deque[Message] | None = None
+        for level in levels:
+            if not level:
+                continue
+            while level and removed and level[0].seq in removed:
+                removed.discard(level.popleft().seq)
+            if level and (best is None or level[0].seq < best[0].seq):
+                best = level
+        if best is None:
+            return None
+        message = best.popleft()
+        self.mem_count -= 1
+        self.mem_bytes -= message.size
+        return message
+
+    def in_order(self) -> list[Message]:
+        """Pending messages in memory, oldest first (nothing is taken)."""
+        found = list(self)
+        found.sort(key=_seq)
+        return found
+
+    def take(self, messages: list[Message]) -> None:
+        """Take these pending messages out (their holds pass to the caller): each level
+        holding one is rebuilt without them, so nothing is left behind in a deque whose
+        head never moves (a consumer that stopped reading)."""
+        seqs = {message.seq for message in messages}
+        removed = self._removed or set()
+        levels = self._levels
+        # NO_LEVELS (shared, a tuple) holds nothing to take; a cursor holding messages has
+        # a list of its own.
+        if isinstance(levels, list):
+            for priority, level in enumerate(levels):
+                if not level or not any(m.seq in seqs for m in level):
+                    continue
+                kept: deque[Message] = deque()
+                for m in level:
+                    if m.seq in removed:
+                        # Taken lazily before: it goes for good now.
+                        removed.discard(m.seq)
+                    elif m.seq not in seqs:
+                        kept.append(m)
+                levels[priority] = kept
+        for message in messages:
+            self.mem_count -= 1
+            self.mem_bytes -= message.size
 
     def __iter__(self) -> Iterator[Message]:
         """Pending messages in memory, best first.  Safe against ``remove`` of the current one."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import TYPE_CHECKING, Final, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from broker.core.storage import disk_reads
 from broker.core.storage.swap import NOTHING
@@ -44,9 +44,20 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: The counts of a disk part that has never held anything: shared, so a tuple, which
+
+class _Shared(list[int]):
+    """A list no one may write to: ``ZEROS``.  A list, not a tuple, since the compiled
+    cursor (setup.py) checks that ``count`` is one when it reads it."""
+
+    __slots__ = ()
+
+    def __setitem__(self, index: object, value: object) -> None:
+        raise TypeError("ZEROS is shared by every empty disk part: never written")
+
+
+#: The counts of a disk part that has never held anything: shared, so a list that
 #: fails loudly if anything writes to it before ``DiskPart._levels``.
-ZEROS = cast("list[int]", (0,) * LEVELS)
+ZEROS: Final[list[int]] = _Shared((0,) * LEVELS)
 #: What the three per-level arrays cost in RAM (with the collector's heads).
 LEVEL_ARRAYS_BYTES: Final = 3 * (16 + sys.getsizeof([0] * LEVELS))
 #: A scan's or a walk's position per level where nothing has been looked through.

@@ -70,13 +70,14 @@ function renderSubscribers(d, { subscribers, total }) {
       el("td", { class: "num owed" }, num(s.pending)),
       el("td", { class: "num" }, num(s.in_flight)),
       el("td", { class: "num" }, num(s.delivered)),
+      el("td", { class: "num discarded" }, num(s.discarded)),
       el("td", { class: "actions" }, ...actions),
     );
   });
-  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 9, class: "empty" }, `no subscribers: what ${d.name} is sent goes nowhere`)));
+  if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "empty" }, `no subscribers: what ${d.name} is sent goes nowhere`)));
   if (total > subscribers.length) {
     const more = `and ${num(total - subscribers.length)} more (stompd-admin subscriptions lists every one)`;
-    rows.push(el("tr", { class: "more" }, el("td", { colspan: 9, class: "empty" }, more)));
+    rows.push(el("tr", { class: "more" }, el("td", { colspan: 10, class: "empty" }, more)));
   }
   $("subscribers").tBodies[0].replaceChildren(...rows);
 }
