@@ -129,7 +129,7 @@ def _browse(
     client: AdminClient, args: argparse.Namespace, out: TextIO, path: str, name: str
 ) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
-    cursor: str | None = None
+    cursor: str | None = args.cursor
     while len(messages) < args.limit:
         page = client.get(
             path,
@@ -148,9 +148,12 @@ def _browse(
         if cursor is None:
             break
     if not args.json:
-        more = " (more follow; raise --limit)" if cursor is not None else ""
-        out.write(f"{len(messages)} message(s) browsed on {name}{more}\n")
+        out.write(f"{len(messages)} message(s) browsed on {name}{_more(cursor)}\n")
     return {"destination": name, "messages": messages, "next": cursor}
+
+
+def _more(cursor: str | None) -> str:
+    return f" (more follow: raise --limit, or go on with --cursor {cursor})" if cursor is not None else ""
 
 
 def cmd_count(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
@@ -218,7 +221,7 @@ def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) ->
             out.write(f"removed {removed['removed']} scheduled job(s){window}\n")
         return removed
     jobs: list[dict[str, Any]] = []
-    cursor: str | None = None
+    cursor: str | None = args.cursor
     while len(jobs) < args.limit:
         page = client.get("/scheduled", limit=min(args.limit - len(jobs), 500), cursor=cursor, preview=64)
         jobs.extend(page["jobs"])
@@ -241,8 +244,7 @@ def cmd_scheduled(client: AdminClient, args: argparse.Namespace, out: TextIO) ->
         ]
         headers = ["Id", "Destination", "Next due", "Cron", "Delay ms", "Period ms", "Repeats left", "Body"]
         out.write(fmt.table(headers, rows) + "\n")
-        more = " (more follow; raise --limit)" if cursor is not None else ""
-        out.write(f"{len(jobs)} scheduled job(s){more}\n")
+        out.write(f"{len(jobs)} scheduled job(s){_more(cursor)}\n")
     return {"jobs": jobs, "next": cursor}
 
 
@@ -365,6 +367,37 @@ def cmd_network(client: AdminClient, args: argparse.Namespace, out: TextIO) -> d
     return result
 
 
+def cmd_create(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """ActiveMQ's addQueue / addTopic: nothing happens to one that exists."""
+    name = queue_name(args.dest)
+    try:
+        existing: dict[str, Any] = client.get(dest_path(name))
+    except AdminClientError as exc:
+        if exc.status != 404:
+            raise
+    else:
+        if not args.json:
+            out.write(f"{name} exists already ({existing['depth']} message(s))\n")
+        return {**existing, "created": False}
+    made: dict[str, Any] = client.post("/destinations", {"name": name})
+    if not args.json:
+        out.write(f"created {made['name']}\n")
+    return {**made, "created": True}
+
+
+def cmd_health(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict[str, Any]:
+    """/health: 0 when the broker serves (a standby has no admin server: it cannot be
+    reached, and that is a 1 too), 1 when it says it fails."""
+    status, health = client.health()
+    role = f"{health.get('role', 'master')} since {fmt.since(health['since'])}" if health.get("since") else ""
+    if status != 200 or health.get("status") != "ok":
+        problems = "; ".join(health.get("problems") or []) or f"HTTP {status}"
+        raise CommandFailed(f"{health.get('status', 'failing')}: {problems}", health)
+    if not args.json:
+        out.write(f"ok{': ' + role if role else ''}\n")
+    return health
+
+
 # -- one message, sending, the broker ---------------------------------------------------
 
 
@@ -388,6 +421,8 @@ COMMANDS: dict[str, Callable[[AdminClient, argparse.Namespace, TextIO], dict[str
     "delete-durable": cmd_delete_durable,
     "usage": cmd_usage,
     "network": cmd_network,
+    "create": cmd_create,
+    "health": cmd_health,
     "scheduled": cmd_scheduled,
     "send": cmd_send,
     "show": cmd_show,
@@ -416,6 +451,32 @@ def version() -> str:
         return metadata.version("stompd")
     except metadata.PackageNotFoundError:
         return "(not installed)"
+
+
+DEST_HELP = "the destination: /queue/NAME, /topic/NAME (a bare name is a queue)"
+SELECTOR_HELP = (
+    "a JMS selector over headers and JMS names, as a consumer's (JMSPriority > 4 AND region = 'EU'); "
+    'none, or --selector "", counts every message'
+)
+SELECTOR_REQUIRED_HELP = (
+    "a JMS selector over headers and JMS names (JMSPriority > 4 AND region = 'EU'), required so "
+    'that nothing is done to every message by mistake: --selector "" means every message'
+)
+CURSOR_HELP = "go on from where an earlier run stopped (the cursor its 'more follow' line gave)"
+
+
+def _browse_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--selector", "-s", help='only the messages it matches (a JMS selector); none, or "", shows all'
+    )
+    p.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
+    p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
+    p.add_argument("--cursor", help=CURSOR_HELP)
+
+
+def _durable_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("client_id", metavar="CLIENT-ID", help="the subscriber's client-id (CONNECT's client-id)")
+    p.add_argument("name", metavar="NAME", help="the subscription's name (activemq.subscriptionName)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -452,64 +513,64 @@ def build_parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=text, description=text, parents=[common])
 
     p = command("list", "destinations with their statistics (like activemq dstat)")
-    p.add_argument("--kind", choices=["queue", "topic", "temp-queue", "temp-topic"])
+    p.add_argument("--kind", choices=["queue", "topic", "temp-queue", "temp-topic"], help="only these")
     p = command("stat", "one destination's statistics")
-    p.add_argument("dest")
+    p.add_argument("dest", help=DEST_HELP)
+    p = command("create", "create a queue or a topic, as ActiveMQ's console (addQueue, addTopic)")
+    p.add_argument("dest", help="the queue (a bare name, or /queue/NAME) or /topic/NAME to create")
     p = command("browse", "show messages without consuming them")
-    p.add_argument("dest")
-    p.add_argument("--selector", "-s")
-    p.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
-    p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
+    p.add_argument("dest", help="the queue (a bare name is one)")
+    _browse_arguments(p)
     p = command("count", "count messages (matching a selector)")
-    p.add_argument("dest")
-    p.add_argument("--selector", "-s")
+    p.add_argument("dest", help="the queue (a bare name is one)")
+    p.add_argument("--selector", "-s", help=SELECTOR_HELP)
     for name, verb in (("move", "move"), ("copy", "copy")):
         p = command(name, f"{verb} the messages that match a selector to another destination")
-        p.add_argument("source")
-        p.add_argument("target")
-        p.add_argument("--selector", "-s", required=True)
-        p.add_argument("--max", type=positive, help="at most this many messages")
+        p.add_argument("source", help=f"the queue to {verb} messages from (a bare name is one)")
+        p.add_argument("target", help=f"the queue to {verb} them to (a bare name is one); made if missing")
+        p.add_argument("--selector", "-s", required=True, help=SELECTOR_REQUIRED_HELP)
+        p.add_argument("--max", type=positive, help=f"{verb} at most this many messages")
     p = command("remove", "remove the messages that match a selector")
-    p.add_argument("dest")
-    p.add_argument("--selector", "-s", required=True)
-    p.add_argument("--max", type=positive)
+    p.add_argument("dest", help="the queue (a bare name is one)")
+    p.add_argument("--selector", "-s", required=True, help=SELECTOR_REQUIRED_HELP)
+    p.add_argument("--max", type=positive, help="remove at most this many messages")
     p = command("purge", "remove every message that is not in flight")
-    p.add_argument("dest")
+    p.add_argument("dest", help="the queue (a bare name is one)")
     p = command("delete", "delete a destination and its messages")
-    p.add_argument("dest")
+    p.add_argument("dest", help=DEST_HELP)
     command("connections", "client connections")
     p = command("close-connection", "close a client connection (it gets an ERROR frame)")
-    p.add_argument("id")
+    p.add_argument("id", help="the connection's id (as `connections` lists it)")
     command("subscriptions", "subscriptions, and durable ones whose subscriber is away")
     p = command("browse-durable", "show what a durable subscription is owed, without consuming it")
-    p.add_argument("client_id", metavar="CLIENT-ID")
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--selector", "-s")
-    p.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
-    p.add_argument("--preview", type=int, default=256, help="body bytes to show (default 256)")
+    _durable_arguments(p)
+    _browse_arguments(p)
     p = command("purge-durable", "remove what a durable subscription is owed (not what is in flight)")
-    p.add_argument("client_id", metavar="CLIENT-ID")
-    p.add_argument("name", metavar="NAME")
+    _durable_arguments(p)
     p = command(
         "delete-durable", "end a durable subscription whose subscriber is offline, and what it is owed"
     )
-    p.add_argument("client_id", metavar="CLIENT-ID")
-    p.add_argument("name", metavar="NAME")
+    _durable_arguments(p)
     command("usage", "memory, store and temp usage against their limits")
     command(
         "network",
         "network bridges: this broker's <networkConnectors> and other brokers' duplex ones to it",
+    )
+    command(
+        "health",
+        "the broker's /health: exit status 0 when it is up (a pair's master), 1 when not (for scripts)",
     )
     p = command("scheduled", "scheduled messages (AMQ_SCHEDULED_*): list them, or remove one or all")
     p.set_defaults(action="list")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     listing = actions.add_parser("list", help="the jobs, soonest first (the default)", parents=[common])
     listing.add_argument("--limit", "-n", type=positive, default=100, help="at most this many (default 100)")
-    p.set_defaults(limit=100)
+    listing.add_argument("--cursor", help=CURSOR_HELP)
+    p.set_defaults(limit=100, cursor=None)
     removing = actions.add_parser(
         "remove", help="remove one job (a cron job too) by its id", parents=[common]
     )
-    removing.add_argument("id", metavar="ID")
+    removing.add_argument("id", metavar="ID", help="the job's id (as `scheduled list` shows it)")
     every = actions.add_parser(
         "remove-all", help="remove every job (or those due in a window)", parents=[common]
     )

@@ -59,6 +59,15 @@ class AdminClient:
             token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
             self._headers["Authorization"] = f"Basic {token}"
 
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """``/health`` (outside the API): its status (200 up, 503 failing) and its JSON."""
+        try:
+            return 200, self.request("GET", "/health", root=True)
+        except AdminClientError as exc:
+            if exc.status == 503 and exc.body is not None:
+                return 503, exc.body
+            raise
+
     def get(self, path: str, **query: Any) -> Any:
         return self.request("GET", path, query=query)
 
@@ -75,20 +84,21 @@ class AdminClient:
         *,
         body: dict[str, Any] | None = None,
         query: dict[str, Any] | None = None,
+        root: bool = False,
     ) -> Any:
         if urlsplit(self.url).scheme not in ("http", "https") or not urlsplit(self.url).netloc:
             raise AdminClientError(
                 f"{self.given!r} is not the admin server's URL: give http://HOST:PORT (such as "
                 "http://127.0.0.1:8161)"
             )
-        url = self.url + API + path
+        url = self.url + ("" if root else API) + path
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params:
             url += "?" + urlencode(params)
         data = None
         headers = dict(self._headers)
         if body is not None:
-            data = json.dumps(body).encode()
+            data = _encode(body)
             headers["Content-Type"] = "application/json"
         request = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
@@ -98,6 +108,9 @@ class AdminClient:
             raw = exc.read()
             try:
                 payload = json.loads(raw)
+                if root and exc.code == 503 and isinstance(payload, dict) and "status" in payload:
+                    # /health failing: its answer, not an error's.
+                    raise AdminClientError(str(payload["status"]), exc.code, payload)
                 error = payload["error"]
                 message = str(error["message"])
             except (ValueError, KeyError, TypeError):
@@ -116,6 +129,17 @@ class AdminClient:
             raise AdminClientError(_not_http(self.url, exc)) from None
         except (ConnectionError, OSError) as exc:
             raise AdminClientError(f"cannot talk to the broker at {self.url}: {exc}") from None
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """``body`` as JSON in UTF-8: text as it is, not ``\\uXXXX`` (six bytes for one
+    character), so that a message body's JSON is as small as it can be.  Text that is not
+    Unicode (a lone surrogate, from an argument that was not UTF-8) goes escaped, for the
+    broker to refuse by name."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(body).encode()
 
 
 def _json(raw: bytes, url: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
@@ -26,11 +27,7 @@ def cmd_send(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
     name = queue_name(args.dest)
     request: dict[str, Any] = {"headers": _header_pairs(args.header)}
     if args.file is not None:
-        data = _read_body(args.file)
-        try:
-            request["body"] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            request.update(body=base64.b64encode(data).decode("ascii"), body_encoding="base64")
+        request.update(_body_fields(_read_body(args.file)))
     elif args.body is not None:
         request["body"] = args.body
     else:
@@ -45,6 +42,21 @@ def cmd_send(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
         later = f", due in {args.delay} ms" if args.delay else ""
         out.write(f"sent {result['body_size']} byte(s) to {name}{later}\n")
     return result
+
+
+def _body_fields(data: bytes) -> dict[str, str]:
+    """A file's body as the API takes it, in the smaller of its two encodings: UTF-8 text
+    (JSON escapes some of it: a control character takes six bytes), else base64 (a third
+    more); base64 too for what is not UTF-8.  The broker takes up to its maxFrameSize in
+    base64, so a body that fits a frame fits the request."""
+    encoded = base64.b64encode(data).decode("ascii")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"body": encoded, "body_encoding": "base64"}
+    if len(json.dumps(text, ensure_ascii=False).encode()) <= len(encoded):
+        return {"body": text}
+    return {"body": encoded, "body_encoding": "base64"}
 
 
 def _header_pairs(pairs: list[str]) -> dict[str, str]:
@@ -108,8 +120,19 @@ def cmd_info(client: AdminClient, args: argparse.Namespace, out: TextIO) -> dict
             ("uptime", fmt.duration(result["uptime"])),
             ("role", _role(result)),
         ]
+        if "counters_since" in result:  # (a broker older than this client has no such field)
+            pairs.append(("counts", counters_text(result)))
         out.write(fmt.key_values(pairs) + "\n")
     return result
+
+
+def counters_text(info: dict[str, Any]) -> str:
+    """Since when the broker's counts count: a pair's new master starts them from 0."""
+    since = f"since {fmt.since(info['counters_since'])}"
+    if info.get("took_over") is None:
+        return since
+    taken_from = f" from {info['took_over_from']}" if info.get("took_over_from") else ""
+    return f"{since} (took over at {fmt.since(info['took_over'])}{taken_from})"
 
 
 def _role(info: dict[str, Any]) -> str:
@@ -142,27 +165,41 @@ def cmd_connection(client: AdminClient, args: argparse.Namespace, out: TextIO) -
 
 
 def add_message_commands(command: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    dest = "the queue (a bare name is one)"
+    message_id = "the message's message-id (as browse shows it)"
     p = command("send", "send a message, as a producer would (authorized as the admin user)")
-    p.add_argument("dest")
+    p.add_argument("dest", help="the destination: a queue (a bare name is one) or /topic/NAME")
     p.add_argument("body", nargs="?", help="the body (or --file)")
-    p.add_argument("--file", "-f", metavar="PATH", help="the body from a file (- : standard input)")
-    p.add_argument("--header", "-H", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
-    p.add_argument("--persistent", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--priority", type=int, choices=range(10), metavar="0-9")
+    p.add_argument(
+        "--file",
+        "-f",
+        metavar="PATH",
+        help="the body from a file (- : standard input), up to the broker's maxFrameSize",
+    )
+    p.add_argument(
+        "--header", "-H", action="append", default=[], metavar="NAME=VALUE", help="a header; repeatable"
+    )
+    p.add_argument(
+        "--persistent",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="persistent or not (default: the broker's, non-persistent as a STOMP SEND)",
+    )
+    p.add_argument("--priority", type=int, choices=range(10), metavar="0-9", help="JMS priority (default 4)")
     p.add_argument("--delay", type=positive, metavar="MS", help="deliver after this many ms")
     p = command("show", "one message whole: headers and body")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
+    p.add_argument("dest", help=dest)
+    p.add_argument("id", metavar="MESSAGE-ID", help=message_id)
     p = command("remove-message", "remove one message by its id")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
+    p.add_argument("dest", help=dest)
+    p.add_argument("id", metavar="MESSAGE-ID", help=message_id)
     p = command("move-message", "move one message by its id to a queue")
-    p.add_argument("dest")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    p.add_argument("target")
+    p.add_argument("dest", help=dest)
+    p.add_argument("id", metavar="MESSAGE-ID", help=message_id)
+    p.add_argument("target", help="the queue to move it to (a bare name is one); made if missing")
     p = command("retry", "move a dead-lettered message back to its original destination")
     p.add_argument("dest", help="the dead-letter queue (as ActiveMQ.DLQ)")
-    p.add_argument("id", metavar="MESSAGE-ID")
-    command("info", "the broker's name, version, uptime and role in a pair")
+    p.add_argument("id", metavar="MESSAGE-ID", help=message_id)
+    command("info", "the broker's name, version, uptime, role in a pair, and since when it counts")
     p = command("connection", "one connection, with its producers and consumers")
-    p.add_argument("id")
+    p.add_argument("id", help="the connection's id (as `connections` lists it)")

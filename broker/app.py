@@ -212,8 +212,15 @@ class Broker:
             (time.perf_counter() - started) * 1000,
         )
         self.disk_watch = DiskWatch()
-        self.disk_watch.watch("Store", self.engine.usage.store, store_path, self.message_store.db.compact)
-        self.disk_watch.watch("Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact)
+        defaults = CoreSettings()
+        watch = self.disk_watch.watch
+        watch(
+            "Store", self.engine.usage.store, store_path, self.message_store.db.compact, defaults.store_limit
+        )
+        watch(
+            "Temporary Store", self.engine.usage.temp, temp_path, self.temp_store.compact, defaults.temp_limit
+        )
+        self.disk_watch.report()
         #: What /metrics and the exporter read the broker through.
         self.readout = Readout(self.engine)
         if options.export is not None:
@@ -260,6 +267,11 @@ class Broker:
                 max_connections=options.http_max_connections,
                 descriptors=self.server.descriptors,
                 logins=self.server.logins,
+                # An admin SEND takes a message as big as a client's could be.
+                max_message=max(
+                    [options.http_stomp_limits.max_frame_size]
+                    + [listener.limits.max_frame_size for listener in options.listeners]
+                ),
             )
             endpoint = StompWebSocketEndpoint(
                 self.server,

@@ -140,15 +140,25 @@ class Pair:
         """Wait for the lock; True once it is ours, False if asked to stop first."""
         settings = self.options.lock
         told: str | None = None
+        #: The master this standby waited for (its lock record), if it waited.
+        waited_for: str | None = None
         while not self.stopping:
             attempt = await asyncio.to_thread(self.lock.try_acquire)
             if attempt.acquired and attempt.fresh and not await self._fence_off():
                 continue  # asked to stop (the loop ends), or the lock lost again
             if attempt.acquired:
-                self._become(MASTER)
-                log.info("became the master: took the store's lock %s as %s", self.lock.path, self.lock.owner)
+                previous = str(attempt.previous) if attempt.previous is not None else waited_for
+                self._become(MASTER, previous)
+                took = f", taking over from {previous}: counters start again from 0" if previous else ""
+                log.info(
+                    "became the master: took the store's lock %s as %s%s",
+                    self.lock.path,
+                    self.lock.owner,
+                    took,
+                )
                 return True
             holder = attempt.holder
+            waited_for = str(holder) if holder is not None else waited_for or "another broker"
             who = str(holder) if holder is not None else "another broker (its record is not written yet)"
             if settings.fail_if_locked:
                 raise StoreLocked(f"the store's lock {self.lock.path} is held by {who} (failIfLocked)")
@@ -252,8 +262,8 @@ class Pair:
 
     # -- both ------------------------------------------------------------------------
 
-    def _become(self, name: RoleName) -> None:
-        self.role.become(name, self._clock())
+    def _become(self, name: RoleName, taken_from: str | None = None) -> None:
+        self.role.become(name, self._clock(), taken_from)
 
     async def _wait(self, seconds: float | None) -> None:
         if self.stopping or self._lost is not None:

@@ -26,10 +26,17 @@ class Role:
     since: float = field(default_factory=time.time)
     #: The store's lock file, once this broker has tried it (None: no lock is used).
     lock: Path | None = None
+    #: When this master took the store over from another broker (one it waited for as the
+    #: standby, or one that died holding the lock), and which (its lock record); None: it
+    #: took a free store.  The counters start again then: the other broker's stayed with it.
+    took_over: float | None = None
+    took_over_from: str | None = None
 
-    def become(self, name: RoleName, now: float) -> None:
+    def become(self, name: RoleName, now: float, taken_from: str | None = None) -> None:
         self.name = name
         self.since = now
+        self.took_over = now if taken_from is not None else None
+        self.took_over_from = taken_from
 
     def since_text(self) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.since))

@@ -43,7 +43,7 @@ _PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
 def problems(kind: Kind, record: Mapping[str, Any]) -> list[str]:
-    """Why a record is corrupt under schema version 3, 2 or 1 (an empty list: it is valid)."""
+    """Why a record is corrupt under schema version 4, 3, 2 or 1 (an empty list: it is valid)."""
     what = record.get(DISCRIMINATOR[kind])
     version = record.get("v")
     found: list[str] = []
@@ -159,7 +159,7 @@ class Records:
     def last_seq(self, kind: Kind) -> int:
         return self._seq[kind]
 
-    def event(self, ts: int, event: str, destination: str, **more: Any) -> dict[str, Any]:
+    def event(self, ts: int, event: str, destination: str | None, **more: Any) -> dict[str, Any]:
         return self._stamp("events", ts, {"event": event, "destination": destination, **more})
 
     def metric(self, ts: int, row_type: str, destination: str | None = None, **more: Any) -> dict[str, Any]:

@@ -1,11 +1,12 @@
-"""Schema version 3 of stompd's exported files (and versions 1 and 2, still read): the one source of truth.
+"""Schema version 4 of stompd's exported files (and versions 1 to 3, still read): the one source of truth.
 
 The broker's exporter writes, and the Spark jobs read, two kinds of JSON-lines files
 (spark_jobs/README.md is the prose contract; its field tables are generated from this
 module by ``python -m spark_jobs.schema`` and a test checks they agree):
 
 * ``events``: the message event log, one line per thing that happened to a message
-  (enqueue, dispatch, ack, ...) or to a producer (flow-block, flow-release);
+  (enqueue, dispatch, ack, ...) or to a producer (flow-block, flow-release), and one
+  per connection, saying who it is (connect);
 * ``metrics``: metric snapshots, every N seconds one line per destination plus one
   broker-wide line, all with the same ``ts``.
 
@@ -21,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-VERSION: Final = 3
+VERSION: Final = 4
 #: The oldest version a reader still accepts: v1 differs only in writing an ``ack:auto``
 #: delivery as a dispatch line and an ack line (v2: one ack line with ``auto``; v3: the
-#: deliveries made as the message was enqueued, in its enqueue line's ``auto_acked``).
+#: deliveries made as the message was enqueued, in its enqueue line's ``auto_acked``; v4:
+#: a ``connect`` line per connection, with its login, client-id and peer).
 OLDEST_VERSION: Final = 1
 
 #: ``pairs``: a non-empty JSON array of two-string arrays (``[["consumer", "subscription"]]``).
@@ -52,9 +54,14 @@ EVENTS: Final = (
     "remove",
     "flow-block",
     "flow-release",
+    "connect",
 )
 MESSAGE_EVENTS: Final = EVENTS[:9]
-FLOW_EVENTS: Final = EVENTS[9:]
+FLOW_EVENTS: Final = EVENTS[9:11]
+#: Lines about a connection, not a message or a destination (version 4 on).
+CONNECTION_EVENTS: Final = EVENTS[11:]
+#: The events that concern a destination (every one but ``connect``).
+DESTINATION_EVENTS: Final = (*MESSAGE_EVENTS, *FLOW_EVENTS)
 DESTINATION_TYPES: Final = ("queue", "topic")
 ROW_TYPES: Final = (*DESTINATION_TYPES, "broker")
 
@@ -96,8 +103,8 @@ COMMON: Final = (
     Field(
         "v",
         "int",
-        f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} or 2 in older files, which "
-        'readers still accept (see "Older versions").',
+        f"Schema version: {VERSION} for lines written now; {OLDEST_VERSION} to {VERSION - 1} in older files, "
+        'which readers still accept (see "Older versions").',
         ALWAYS,
         minimum=OLDEST_VERSION,
         maximum=VERSION,
@@ -132,7 +139,7 @@ EVENT_FIELDS: Final = (
         "The destination as STOMP writes it (`/queue/orders`, `/topic/prices`). "
         "For move and dead-letter the one the message left; for flow events the one the blocked "
         "SEND was for.",
-        ALWAYS,
+        DESTINATION_EVENTS,
         prefix="/",
     ),
     Field(
@@ -146,7 +153,7 @@ EVENT_FIELDS: Final = (
         "size",
         "int",
         "Body size in bytes (what `content-length` would say); for flow events, the blocked SEND's body.",
-        ALWAYS,
+        DESTINATION_EVENTS,
         minimum=0,
     ),
     Field("priority", "int", "Priority 0-9.", MESSAGE_EVENTS, minimum=0, maximum=9),
@@ -228,6 +235,40 @@ EVENT_FIELDS: Final = (
         "How long the producer's SEND waited, in milliseconds.",
         ("flow-release",),
         minimum=0,
+    ),
+    Field(
+        "connection",
+        "str",
+        "The connection's id: what `producer` and `consumer` name it by on the other lines.",
+        CONNECTION_EVENTS,
+        nonempty=True,
+        only_on=CONNECTION_EVENTS,
+        since=4,
+    ),
+    Field(
+        "login",
+        "str",
+        "The `login` its CONNECT gave; absent when it gave none.",
+        (),
+        only_on=CONNECTION_EVENTS,
+        since=4,
+    ),
+    Field(
+        "client_id",
+        "str",
+        "The `client-id` its CONNECT gave (a durable subscriber's); absent when it gave none.",
+        (),
+        only_on=CONNECTION_EVENTS,
+        since=4,
+    ),
+    Field(
+        "peer",
+        "str",
+        "Where the client connected from, as ActiveMQ writes it (`tcp://10.0.0.7:53211`).",
+        CONNECTION_EVENTS,
+        nonempty=True,
+        only_on=CONNECTION_EVENTS,
+        since=4,
     ),
 )
 
@@ -356,6 +397,9 @@ EVENT_DOCS: Final = {
     "reader that does not know it counts the line as corrupt.",
     "flow-block": "A producer's SEND to `destination` has to wait for space; `cause` names the full limit.",
     "flow-release": "That SEND stopped waiting after `wait_ms`; `cause` says how.",
+    "connect": "A client's CONNECT was accepted: `connection` is the id the other lines name it by, "
+    "with its `login`, `client_id` and `peer`. No `destination`, `size` or message fields. Version 4 "
+    "on; a connection of the broker's own (a network bridge's local side) has none.",
 }
 
 CAUSES: Final = {

@@ -104,16 +104,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def build_session(
-    master: str | None,
-    driver_memory: str = "2g",
-    conf: Mapping[str, str] | None = None,
-    *,
-    quiet: bool = False,
-) -> SparkSession:
-    """The session the report runs on: ``master`` (None: local[*], or spark-submit's)."""
-    from pyspark.sql import SparkSession
-
+def session_settings(
+    master: str | None, driver_memory: str = "2g", conf: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The Spark settings of the report's session (``master`` None: local[*], or
+    spark-submit's); ``conf``, the user's, wins."""
     under_submit = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM already
     if master is None and not under_submit:
         master = "local[*]"
@@ -121,7 +116,9 @@ def build_session(
         "spark.app.name": PROG,
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false" if quiet else "true",
+        # Spark's stage bar ("[Stage 12:====>  (3 + 2) / 8]") is redrawn with carriage
+        # returns on stderr, into the middle of the job's own progress lines: off.
+        "spark.ui.showConsoleProgress": "false",
         # A live file rotated away while the job lists and reads: its lines are in the .gz.
         "spark.sql.files.ignoreMissingFiles": "true",
         # A damaged .gz is read up to the damage rather than failing the job.
@@ -133,10 +130,21 @@ def build_session(
     if not under_submit:
         settings["spark.driver.memory"] = driver_memory
     if master is not None and master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM binds loopback, not the host's address
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(conf or {})
+    return settings
+
+
+def build_session(
+    master: str | None, driver_memory: str = "2g", conf: Mapping[str, str] | None = None
+) -> SparkSession:
+    """The session the report runs on (``session_settings``)."""
+    from pyspark.sql import SparkSession
+
+    settings = session_settings(master, driver_memory, conf)
+    if settings.get("spark.master", "").startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM binds loopback, not the host's address
     builder: Any = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -169,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             conf = SMALL_INPUT_JVM | conf  # the user's own JVM options win
     progress("starting Spark" + (f" on {args.master}" if args.master else ""))
     try:
-        spark = build_session(args.master, args.driver_memory, conf, quiet=args.quiet)
+        spark = build_session(args.master, args.driver_memory, conf)
     except Exception as exc:  # no JVM (Java missing), bad master URL...: say so, no traceback
         print(
             f"{PROG}: cannot start Spark: {_first_line(exc)} (is Java installed? try `java -version`)",

@@ -127,13 +127,16 @@ def latency_section(dests: Sequence[Row]) -> Section:
     section = Section(
         "Latency, enqueue to ack",
         "Exact percentiles of latency_ms over ack events (linear "
-        "interpolation), per destination, the busiest first.",
+        "interpolation), per destination, the busiest first; the chart's axis is logarithmic, "
+        "so milliseconds and minutes show side by side.",
     )
     if acked:
         shown = acked[:15]
         series = {f"p{p}": [r[f"p{p}_ms"] or 0.0 for r in shown] for p in (50, 95, 99)}
         labels = [r["destination"] for r in shown]
-        section.charts.append(charts.bar_chart("Latency percentiles", "milliseconds", labels, series))
+        title, axis = "Latency percentiles", "latency (log scale)"
+        chart = charts.bar_chart(title, axis, labels, series, durations_ms=True)
+        section.charts.append(chart)
     columns = ("destination", "dequeued", "p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")
     section.tables.append(Table("Latency per destination", columns, acked))
     return section
@@ -201,10 +204,11 @@ def swap_section(broker: DataFrame, period: Timeline) -> Section:
     }
     series = binned(broker, period, values, gauges=("memory", "temp", "store"))
     if series["memory"]:
-        swap = series["swapped out"] | series["swapped in"]
-        usage = series["memory"] | series["temp"] | series["store"]
-        section.charts.append(charts.line_chart(f"Swap volume per {period.per()}", "bytes", swap, period))
-        section.charts.append(charts.line_chart("Usage (peak)", "bytes", usage, period))
+        swap, swap_unit = charts.in_bytes_unit(series["swapped out"] | series["swapped in"])
+        usage, usage_unit = charts.in_bytes_unit(series["memory"] | series["temp"] | series["store"])
+        title = f"Swap volume per {period.per()}"
+        section.charts.append(charts.line_chart(title, swap_unit, swap, period))
+        section.charts.append(charts.line_chart("Usage (peak)", usage_unit, usage, period))
     return section
 
 
@@ -222,7 +226,11 @@ def depth_section(depth: DataFrame, dests: Sequence[Row], period: Timeline) -> S
 
 
 def busiest_section(producers: DataFrame, consumers: DataFrame) -> Section:
-    section = Section("Busiest producers and consumers", "Connection ids as the broker names them.")
+    section = Section(
+        "Busiest producers and consumers",
+        "Each connection by the id the broker gave it, with the login, client-id and peer "
+        "address of its CONNECT (exports of version 4 and later; older ones have the id alone).",
+    )
     for frame, key, value in ((producers, "producer", "messages"), (consumers, "consumer", "acked")):
         rows = _rows(frame, 20)
         if rows:
@@ -230,12 +238,25 @@ def busiest_section(producers: DataFrame, consumers: DataFrame) -> Section:
             chart = charts.bar_chart(
                 f"{key.title()}s by {value}",
                 "messages",
-                [r[key] for r in top],
+                [who(r, key) for r in top],
                 {value: [r[value] for r in top]},
             )
             section.charts.append(chart)
         section.tables.append(Table(f"{key.title()}s", frame.columns, rows))
     return section
+
+
+def who(row: Row, key: str) -> str:
+    """A connection as a chart labels it: ``alice (billing) tcp://10.0.0.7:53211``, else its id."""
+    login, client_id, peer = row.get("login"), row.get("client_id"), row.get("peer")
+    if login is None and client_id is None and peer is None:
+        return str(row[key])
+    parts = [login or "(no login)"]
+    if client_id:
+        parts.append(f"({client_id})")
+    if peer:
+        parts.append(peer)
+    return " ".join(parts)
 
 
 def input_section(quality: Sequence[Row]) -> Section:

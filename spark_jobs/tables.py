@@ -46,7 +46,14 @@ EVENT_COLUMNS: Final = (
     "cause",
     "target",
     "wait_ms",
+    "connection",
+    "login",
+    "client_id",
+    "peer",
 )
+#: Who a connection is (schema v4's connect lines), as the producers and consumers tables
+#: show it beside its id.
+CONNECTION_FIELDS: Final = ("login", "client_id", "peer")
 #: How each table's rows are sorted in its file ("-": descending); the top-N tables sort themselves.
 ORDER: Final[dict[str, tuple[str, ...]]] = {
     "destinations": ("-enqueued", "destination"),
@@ -219,11 +226,7 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
             F.max("ts").alias("last_ms"),
         )
     )
-    snapshots = metrics.where(F.col("type") != "broker")
-    depth = snapshots.groupBy("destination").agg(
-        F.max_by("messages", F.struct("ts", "seq")).alias("depth"),
-        F.max("messages").alias("depth_max"),
-    )
+    depth = _last_depth(metrics)
     flow = waits.groupBy("destination").agg(
         F.count("*").alias("flow_waits"), F.sum("wait_ms").alias("flow_wait_ms")
     )
@@ -243,6 +246,26 @@ def destinations(events: DataFrame, metrics: DataFrame, waits: DataFrame) -> Dat
         "depth_max",
         utc(F.col("first_ms")).alias("first_ts"),
         utc(F.col("last_ms")).alias("last_ts"),
+    )
+
+
+def _last_depth(metrics: DataFrame) -> DataFrame:
+    """Per destination: its depth in the last snapshot, and the deepest seen.
+
+    A destination missing from a later snapshot of the run that listed it last was gone
+    by then (deleted, purged first or not): its depth is 0, not what it held before.
+    """
+    snapshots = metrics.where(F.col("type") != "broker")
+    last = snapshots.groupBy("destination").agg(
+        F.max_by(F.struct("run", "ts", "messages"), F.struct("ts", "seq")).alias("last"),
+        F.max("messages").alias("depth_max"),
+    )
+    runs = metrics.groupBy(F.col("run").alias("last_run")).agg(F.max("ts").alias("run_last_ts"))
+    gone = F.col("last.ts") < F.col("run_last_ts")
+    return last.join(runs, F.col("last.run") == F.col("last_run"), "left").select(
+        "destination",
+        F.when(gone, F.lit(0).cast("long")).otherwise(F.col("last.messages")).alias("depth"),
+        "depth_max",
     )
 
 
@@ -383,8 +406,30 @@ def broker_per_minute(metrics: DataFrame) -> DataFrame:
     )
 
 
+def connections(events: DataFrame) -> DataFrame:
+    """Who each connection is, from its connect line (schema v4; none in older files)."""
+    return (
+        events.where(F.col("event") == "connect")
+        .groupBy("connection")
+        .agg(*(F.first(name, ignorenulls=True).alias(name) for name in CONNECTION_FIELDS))
+    )
+
+
+def _named(top: DataFrame, key: str, events: DataFrame) -> DataFrame:
+    """``top`` (a few rows by ``key``, a connection id) with who each connection is beside
+    its id: its login, client-id and peer (null where the input has no connect line)."""
+    who = connections(events).withColumnRenamed("connection", key)
+    # Only the few in ``top`` (a broker may have had millions of connections).
+    theirs = who.join(F.broadcast(top.select(key)), key)
+    return top.join(theirs, key, "left").select(key, *CONNECTION_FIELDS, *top.columns[1:])
+
+
 def producers(events: DataFrame, top: int) -> DataFrame:
     """The connections that sent the most messages."""
+    return _named(_top_producers(events, top), "producer", events).orderBy(F.desc("messages"), "producer")
+
+
+def _top_producers(events: DataFrame, top: int) -> DataFrame:
     sent = events.where((F.col("event") == "enqueue") & F.col("producer").isNotNull())
     return (
         sent.groupBy("producer")
@@ -402,6 +447,10 @@ def producers(events: DataFrame, top: int) -> DataFrame:
 
 def consumers(events: DataFrame, top: int) -> DataFrame:
     """The connections that acknowledged the most messages."""
+    return _named(_top_consumers(events, top), "consumer", events).orderBy(F.desc("acked"), "consumer")
+
+
+def _top_consumers(events: DataFrame, top: int) -> DataFrame:
     ev = F.col("event")
     took = events.where(ev.isin("dispatch", "ack", "nack") & F.col("consumer").isNotNull())
     return (

@@ -98,6 +98,9 @@ class Attempt:
     #: something else (a store).  A store's lock file is made once, with the store; one
     #: made later was removed, perhaps under a master that still writes the store.
     fresh: bool = False
+    #: When acquired: the record the lock file still held, of a master that did not let
+    #: the lock go cleanly (it died, or lost the lock): this broker takes over from it.
+    previous: Owner | None = None
 
 
 class StoreLock:
@@ -132,6 +135,7 @@ class StoreLock:
                 # Removed or replaced between our open and our lock: what we locked is no
                 # longer the lock file.  Not ours; the next attempt opens the new one.
                 return Attempt(False, None)
+            previous = _read(fd)
             owner = Owner(socket.gethostname(), os.getpid(), time.time(), secrets.token_hex(8))
             os.ftruncate(fd, 0)
             os.pwrite(fd, owner.encode(), 0)
@@ -145,7 +149,7 @@ class StoreLock:
         self._fd = fd
         self._identity = (held.st_dev, held.st_ino)
         self.owner = owner
-        return Attempt(True, fresh=made and _holds_more_than_the_lock(self.directory))
+        return Attempt(True, fresh=made and _holds_more_than_the_lock(self.directory), previous=previous)
 
     def still_ours(self) -> str | None:
         """Does the lock file's path still name the file we locked?  None if so, else why not.

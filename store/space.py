@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,25 +56,33 @@ def room(path: Path) -> int:
     return max(free_bytes(path) - RESERVE, 0) // AMPLIFICATION
 
 
-def capped_limit(name: str, limit: int, path: Path, stored: int = 0) -> int:
-    """``limit`` capped at what the disk under ``path`` can hold (with ``stored`` bytes
-    already there); says so in the log when it is, as ActiveMQ does."""
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A store's limit against its disk at start: what was asked, what the disk can hold
+    (``cap``: ``stored`` plus ``room``), and the free space that was measured."""
+
+    name: str
+    asked: int
+    cap: int
+    free: int
+    path: Path
+
+    @property
+    def limit(self) -> int:
+        """The limit the store gets: the one asked, or the cap if that is less."""
+        return min(self.asked, self.cap)
+
+    @property
+    def lowered(self) -> bool:
+        return self.cap < self.asked
+
+
+def fit(name: str, limit: int, path: Path, stored: int = 0) -> Fit:
+    """``limit`` against what the disk under ``path`` can hold, with ``stored`` bytes
+    already there (ActiveMQ's ``BrokerService.checkUsageLimit``: the usable space plus what
+    the store takes now; here, half of what is free beyond ``RESERVE``)."""
     free = free_bytes(path)
-    cap = stored + max(free - RESERVE, 0) // AMPLIFICATION
-    if limit <= cap:
-        return limit
-    log.warning(
-        "%s limit is %d mb (%d mb stored now), but the file system of %s has only %d mb free; "
-        "keeping %d mb free and room for LevelDB to rewrite what it compacts, the limit is now %d mb",
-        name,
-        limit // MB,
-        stored // MB,
-        path,
-        free // MB,
-        RESERVE // MB,
-        cap // MB,
-    )
-    return cap
+    return Fit(name, limit, stored + max(free - RESERVE, 0) // AMPLIFICATION, free, path)
 
 
 class Ballast:

@@ -73,6 +73,8 @@ class FakeOps:
     #: Each batch takes one permit (None: no limit): a test lets batches through one by one.
     permits: asyncio.Semaphore | None = None
     chores: Chores = field(default_factory=Chores)
+    #: What /health answers.
+    healthy: Health = field(default_factory=lambda: Health(True))
 
     def __post_init__(self) -> None:
         self.destinations = FakeDestinations(self)
@@ -101,7 +103,7 @@ class FakeOps:
         return value([])
 
     def health(self) -> Health:
-        return Health(True)
+        return self.healthy
 
 
 class FakeDestinations:

@@ -23,9 +23,10 @@ def start_http_broker(
     security: HttpSecurity | None = None,
     http_host: str = "127.0.0.1",
     core: CoreSettings | None = None,
+    listener: Listener | None = None,
 ) -> BrokerThread:
     options = BrokerOptions(
-        listeners=(Listener(port=0),),
+        listeners=(listener or Listener(port=0),),
         data_dir=data_dir,
         core=core or CoreSettings(),
         http_host=http_host,

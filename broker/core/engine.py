@@ -157,7 +157,7 @@ class Engine:
         subscribing.slow = slow
         destinations.slow_made = slow.made
         acks = Acks(settlement, transactions)
-        connect = Connect(settings, guard, self.client_ids, advisories)
+        connect = Connect(settings, guard, self.client_ids, advisories, observer)
         self._handlers: dict[str, Callable[[Session, f.Frame], Callable[[], None] | Deferred | None]] = {
             f.SEND: sending.on_send,
             f.ACK: acks.on_ack,

@@ -1,6 +1,6 @@
 """The export for Spark (``--export-dir``): metric snapshots and a message event log.
 
-The contract is spark_jobs/README.md (schema version 3): its version, names, run ids,
+The contract is spark_jobs/README.md (schema version 4): its version, names, run ids,
 rotation and field lists are ``export_format``'s (a standard-library leaf the Spark
 jobs read by too; the broker never imports ``spark_jobs``).  ``writer`` encodes the lines
 (msgspec) and appends them through ``export_format.files`` (ISA-L's gzip at rotation);

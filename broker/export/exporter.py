@@ -5,7 +5,7 @@ an ``Event`` (``broker/export/writer.py``: a msgspec Struct of the line's fields
 by its C constructor; a leaner ``MessageEvent`` for enqueue, dispatch and ack) and a
 list append; the message's fields are read there, since the
 message changes afterwards.  Every ``CHUNK`` lines, and at each broker tick, the loop
-encodes what it gathered as JSON lines (schema version 3, spark_jobs/README.md) in one
+encodes what it gathered as JSON lines (schema version 4, spark_jobs/README.md) in one
 C call and queues the bytes.  A writer thread wakes every ``WAKE_S`` (or at once when
 asked to stop) and appends them to the live file, what it found in one ``writev``, which
 releases the GIL: the thread never holds the GIL for long, so it never stalls the loop; a
@@ -428,6 +428,23 @@ class Exporter(EventSink):
 
     def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
         self._flow("flow-release", destination, size, producer, cause, wait_ms)
+
+    def connected(self, connection: str, login: str | None, client_id: str | None, peer: str) -> None:
+        # Once a connection: the report names producers and consumers by these.
+        self._event_seq = seq = self._event_seq + 1
+        self._put(
+            Event(
+                VERSION,
+                self.run,
+                seq,
+                self._clock.ms,
+                "connect",
+                connection=connection,
+                login=login,
+                client_id=client_id,
+                peer=peer,
+            )
+        )
 
     def _flow(
         self, event: str, destination: str, size: int, producer: str, cause: str, wait_ms: int | None

@@ -1,7 +1,7 @@
 """The export's lines and their writing: JSON lines encoded in C, a chunk at a time.
 
 An event line is an ``Event`` (or, for enqueue, dispatch and ack, a leaner
-``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 3,
+``MessageEvent``), a msgspec ``Struct`` whose fields are the schema's (version 4,
 spark_jobs/README.md) in its order.  The exporter builds one on the event
 loop per line (a C constructor, about as cheap as a tuple and, with ``gc=False``, never
 looked at by the garbage collector) and encodes a chunk of them with one
@@ -64,7 +64,8 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
     seq: int
     ts: int
     event: str
-    destination: str
+    #: None on a ``connect`` line only.
+    destination: str | None = None
     message_id: str | None = None
     size: int | None = None
     priority: int | None = None
@@ -77,6 +78,11 @@ class Event(msgspec.Struct, omit_defaults=True, gc=False):
     cause: str | None = None
     target: str | None = None
     wait_ms: int | None = None
+    #: A ``connect`` line's (schema v4): who the connection is.
+    connection: str | None = None
+    login: str | None = None
+    client_id: str | None = None
+    peer: str | None = None
 
 
 class MessageEvent(msgspec.Struct, omit_defaults=True, gc=False):

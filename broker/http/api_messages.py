@@ -24,7 +24,8 @@ from broker.http.api import (
     parse_destination,
     parse_selector,
 )
-from broker.http.request_body import body_of
+from broker.http.request_body import MAX_MESSAGE_KEY, body_of, message_limit
+from broker.io.limits import DEFAULT_MAX_FRAME_SIZE
 
 routes = web.RouteTableDef()
 
@@ -36,7 +37,9 @@ _SEND_FIELDS = {"headers", "body", "body_encoding", "persistent", "priority", "d
 @routes.post(PREFIX + "/destinations/{dest}/messages")
 async def send(request: web.Request) -> web.Response:
     name = dest_of(request)
-    body = await body_of(request, _SEND_FIELDS)
+    most = request.app.get(MAX_MESSAGE_KEY, DEFAULT_MAX_FRAME_SIZE)
+    why = f"a message body of up to {most:,} bytes, the broker's maxFrameSize, in base64"
+    body = await body_of(request, _SEND_FIELDS, message_limit(most), why)
     headers = _send_headers(body)
     payload = _send_body(body.get("body", ""), body.get("body_encoding", "utf-8"))
     ops = ops_of(request)

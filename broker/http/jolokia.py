@@ -29,6 +29,7 @@ from aiohttp import web
 from broker.core.admin.mbeans import DOMAIN, MBEAN_DESCRIPTION, MBean
 from broker.core.admin.objectnames import MalformedObjectName, ObjectName, parse
 from broker.http import api, slices
+from broker.http.request_body import read_body
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -313,7 +314,7 @@ async def get(request: web.Request) -> web.StreamResponse:
 @routes.post(PREFIX + "/")
 async def post(request: web.Request) -> web.StreamResponse:
     ops = api.ops_of(request)
-    raw = await request.read()
+    raw = await read_body(request)
     try:
         body = json.loads(raw)
     except ValueError as exc:

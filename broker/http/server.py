@@ -21,7 +21,7 @@ from broker.http import AdminPortError, api, api_messages, feeds, jolokia, reque
 from broker.http.auth import Denied, HttpSecurity, check
 from broker.http.operations import Operations
 from broker.io.http_site import GatedSite, RequestLog, unavailable
-from broker.io.limits import ConnectionLimits
+from broker.io.limits import DEFAULT_MAX_FRAME_SIZE, ConnectionLimits
 from broker.io.listener import OUT_OF_DESCRIPTORS, Listener, ListenError
 from broker.io.logins import FailedLogins
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("stompd.http")
 
 CONSOLE_DIR = Path(__file__).parent / "console"
-#: Request bodies are small JSON objects; anything bigger is a mistake or an attack.
-MAX_BODY = 64 * 1024
 # The console is our own files only: no inline script, no framing (clickjacking of
 # its purge buttons), no sniffing.
 SECURITY_HEADERS = {
@@ -80,6 +78,7 @@ class HttpServer:
         max_connections: int | None = None,
         descriptors: Descriptors | None = None,
         logins: FailedLogins | None = None,
+        max_message: int = DEFAULT_MAX_FRAME_SIZE,
     ) -> None:
         self.security = security or HttpSecurity()
         #: <transportDefaults>: a request whose headers are not in by its connect timeout
@@ -100,7 +99,14 @@ class HttpServer:
         #: Path prefixes answered likewise (the operator's own static files).
         self.open_prefixes: tuple[str, ...] = ()
         self.operations = Operations()
-        self.app = web.Application(middlewares=[self._guard, api.json_errors], client_max_size=MAX_BODY)
+        # The largest body a route takes: a SEND's, a message of up to ``max_message``
+        # bytes (the broker's largest frame); every other route takes request_body.MAX_BODY.
+        send_limit = request_body.message_limit(max_message)
+        self.app = web.Application(
+            middlewares=[self._guard, api.json_errors],
+            client_max_size=max(send_limit, request_body.MAX_BODY),
+        )
+        self.app[request_body.MAX_MESSAGE_KEY] = max_message
         self.app[api.OPS_KEY] = ops
         self.app[api.OPERATIONS_KEY] = self.operations
         self.app[request_body.BODY_TIMEOUT_KEY] = self.limits.connect_timeout

@@ -17,6 +17,7 @@ STATUS: Final = {
     "no_space": 503,
     "not_implemented": 501,
     "too_many_operations": 429,
+    "too_large": 413,
 }
 
 

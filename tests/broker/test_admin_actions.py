@@ -159,6 +159,19 @@ def test_the_broker_says_its_name_version_and_uptime() -> None:
     engine.clock.ms += 90_000
     info = admin.broker()
     assert (info.name, info.version, info.started, info.uptime) == ("east-1", "0.1.0", 1000.0, 90.0)
+    # Alone (no pair): its counters count since its start, and it took nothing over.
+    assert (info.counters_since, info.took_over, info.took_over_from) == (1000.0, None, None)
+
+
+def test_a_pair_s_new_master_says_when_it_took_over_and_from_whom() -> None:
+    from broker.role import Role
+
+    engine = new_engine()
+    role = Role()
+    role.become("master", 1234.5, "host h pid 7 (since 2026-01-01T00:00:00Z)")
+    info = AdminService(engine, dict, role).broker()
+    assert (info.counters_since, info.took_over) == (1000.0, 1234.5)
+    assert info.took_over_from == "host h pid 7 (since 2026-01-01T00:00:00Z)"
 
 
 def test_a_connection_s_producers_are_where_it_sent() -> None:

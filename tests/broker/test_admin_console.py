@@ -191,6 +191,8 @@ class _Role:
     name: str
     since: float
     lock: object
+    took_over: float | None = None
+    took_over_from: str | None = None
 
 
 def test_the_broker_says_its_role_in_a_pair() -> None:

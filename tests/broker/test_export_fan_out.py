@@ -38,7 +38,34 @@ def event_lines(tmp_path: Path, exporter: Exporter) -> list[dict[str, Any]]:
     (path,) = tmp_path.glob("events-*.jsonl.gz")
     raw = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
     assert [check_line("events", line) for line in raw] == [[]] * len(raw)
-    return [json.loads(line) for line in raw]
+    # The message lines (a connection's connect line is test_a_connect_line_names_the_connection's).
+    return [record for record in map(json.loads, raw) if record["event"] != "connect"]
+
+
+def test_a_connect_line_names_the_connection(tmp_path: Path) -> None:
+    """Schema v4: who each connection is, once, so that the report names producers and
+    consumers by login, client-id and peer, not only by the id the other lines carry."""
+    engine, exporter = exporting(tmp_path)
+    named = Peer(engine, login="alice", passcode="x", **{"client-id": "billing"})
+    bare = Peer(engine)
+    named.send_frame("SEND", {"destination": "/queue/q"}, b"x")
+    exporter.close()
+    (path,) = tmp_path.glob("events-*.jsonl.gz")
+    lines = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    connects = [line for line in lines if line["event"] == "connect"]
+    assert [{k: v for k, v in line.items() if k not in ("run", "seq", "ts")} for line in connects] == [
+        {
+            "v": 4,
+            "event": "connect",
+            "connection": named.session.id,
+            "login": "alice",
+            "client_id": "billing",
+            "peer": named.session.address,
+        },
+        {"v": 4, "event": "connect", "connection": bare.session.id, "peer": bare.session.address},
+    ]
+    (enqueue,) = [line for line in lines if line["event"] == "enqueue"]
+    assert enqueue["producer"] == named.session.id
 
 
 def subscribe(peer: Peer, sub_id: str, destination: str = "/topic/t", **more: str) -> list[str]:

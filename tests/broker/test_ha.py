@@ -333,3 +333,52 @@ def test_no_fence_wait_for_a_new_store_or_a_lock_file_that_was_there(tmp_path: P
         assert [b.calls for b in h.brokers] == [["start"]]
 
     drive(tmp_path, scenario)
+
+
+def test_a_standby_that_takes_over_says_so_and_since_when_its_counters_count(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The master it waited for went (cleanly): the role says when this one took over,
+    and from whom; the broker's info (``AdminService.broker``) reads it from there."""
+    caplog.set_level(logging.INFO, "stompd")
+
+    async def scenario(h: Harness) -> None:
+        assert h.other.try_acquire().acquired
+        assert h.other.owner is not None
+        holder = str(h.other.owner)
+        assert await h.steps.reached() == INTERVAL_MS / 1000
+        h.other.release()
+        h.steps.release()
+        assert await h.steps.reached() is None
+        role = h.pair.role
+        assert role.name == "master" and role.took_over == role.since
+        assert role.took_over_from == holder
+
+    drive(tmp_path, scenario)
+    took = [r.getMessage() for r in caplog.records if r.getMessage().startswith("became the master")]
+    assert len(took) == 1 and "taking over from host " in took[0] and "counters start again" in took[0]
+
+
+@pytest.mark.parametrize("how", ["after a kill -9", "after a clean stop", "first start"])
+def test_a_master_that_died_holding_the_lock_was_taken_over_from(tmp_path: Path, how: str) -> None:
+    """A broker that finds the lock free takes over only if its last holder did not let it
+    go cleanly (its record is still in the file): a crash, not a clean stop or a new store."""
+    store = tmp_path / "store"
+    dead: str | None = None
+    if how != "first start":
+        previous = StoreLock(store)
+        assert previous.try_acquire().acquired
+        dead = str(previous.owner)
+        if how == "after a clean stop":
+            previous.release()
+            dead = None
+        else:
+            previous.close()  # what the kernel does for a killed process
+
+    async def scenario(h: Harness) -> None:
+        assert await h.steps.reached() is None
+        role = h.pair.role
+        assert role.took_over_from == dead
+        assert role.took_over == (role.since if dead is not None else None)
+
+    drive(tmp_path, scenario)

@@ -226,7 +226,9 @@ def test_browse_pages_through_the_queue() -> None:
     assert shown.stdout.count("\n--- ") + shown.stdout.startswith("--- ") == 5
     assert "--- 1: m-0  priority 4, non-persistent" in shown.stdout
     assert "n:0\nkind:even\n\nbody 0\n" in shown.stdout
-    assert shown.stdout.rstrip().endswith("5 message(s) browsed on /queue/a (more follow; raise --limit)")
+    assert shown.stdout.rstrip().endswith(
+        "5 message(s) browsed on /queue/a (more follow: raise --limit, or go on with --cursor 5)"
+    )
     page = last_json(everything)
     assert [m["id"] for m in page["messages"]] == [f"m-{i}" for i in range(12)]  # type: ignore[union-attr, index]
     assert page["next"] is None

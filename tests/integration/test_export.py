@@ -85,13 +85,19 @@ def test_the_exporter_writes_the_expected_events_for_a_known_workload(tmp_path: 
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     run = {e["run"] for e in events}
     assert len(run) == 1
+    # Who each connection is, first (schema v4): the report names them by these.
+    connects = [e for e in events if e["event"] == "connect"]
+    assert [e["seq"] for e in connects] == [1, 2]
+    assert all(e["peer"].startswith("tcp://127.0.0.1:") and "destination" not in e for e in connects)
+    events = [e for e in events if e["event"] != "connect"]
     by_message: dict[str, list[str]] = {}
     for e in events:
         by_message.setdefault(e.get("message_id", ""), []).append(e["event"])
     topic = next(e for e in events if e["destination"] == "/topic/t")
     # ack:auto subscribers as the message is enqueued: in its enqueue line (schema v3),
     # no dispatch or ack line of their own.
-    assert by_message[topic["message_id"]] == ["enqueue"] and topic["v"] == 3
+    assert by_message[topic["message_id"]] == ["enqueue"] and topic["v"] == 4
+    assert {topic["producer"], topic["auto_acked"][0][0]} == {e["connection"] for e in connects}
     assert [pair[1] for pair in topic["auto_acked"]] == ["t1", "t2"]
     (consumer_session,) = {pair[0] for pair in topic["auto_acked"]}  # one connection, two subscriptions
     assert consumer_session != topic["producer"]
@@ -144,18 +150,19 @@ def test_a_stalled_writer_drops_and_counts_events_without_blocking_the_broker(
             # Every SEND answered while the writer is stuck: the broker does not wait for it.
             for i in range(100):
                 producer.send("/queue/stall", f"m{i}", sync=True)
-        # 100 enqueue events, 20 of them queued: the other 80 dropped, counted, served.
-        assert dropped_metric(broker) == 80
+        # Its connect line and 100 enqueue events, 20 of them queued: the other 81 dropped,
+        # counted, served.
+        assert dropped_metric(broker) == 81
     finally:
         release.set()
         with caplog.at_level(logging.WARNING, logger="stompd.export"):
             broker.stop()
     events = read_lines(export, "events")
     assert [e["seq"] for e in events] == list(range(1, 21))
-    assert any("80 event records dropped" in r.getMessage() for r in caplog.records)
+    assert any("81 event records dropped" in r.getMessage() for r in caplog.records)
     # The snapshot at the stop says so too.
     broker_rows = [m for m in read_lines(export, "metrics") if m["type"] == "broker"]
-    assert broker_rows[-1]["events_dropped_total"] == 80
+    assert broker_rows[-1]["events_dropped_total"] == 81
 
 
 @pytest.fixture
@@ -185,4 +192,4 @@ def test_a_full_disk_drops_and_counts_events_without_blocking_the_broker(
         for line in raw.splitlines(keepends=True):
             if line.endswith(b"\n") and not check_line("events", line):
                 kept.add(json.loads(line)["seq"])
-    assert len(kept) + dropped == 400
+    assert len(kept) + dropped == 400 + 1  # its connect line too

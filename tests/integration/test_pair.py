@@ -335,6 +335,11 @@ def test_kill_9_of_the_master_hands_everything_receipted_to_the_standby(pair: tu
         timeout=60,
     )
     assert "\nrole     master of a shared-store pair since " in told.stdout, told.stdout + told.stderr
+    # The counters start again at the takeover: the broker's info says since when, and why.
+    assert info["took_over"] >= killed_at and info["counters_since"] >= killed_at
+    assert f"pid {a.pid}" in info["took_over_from"]
+    (counters,) = [line for line in told.stdout.splitlines() if line.startswith("counts")]
+    assert " since " in counters and "(took over at " in counters and f"pid {a.pid}" in counters
 
 
 def test_a_master_whose_lock_file_is_removed_stops_serving(pair: tuple[Node, Node]) -> None:

@@ -27,7 +27,7 @@ def spark() -> Iterator[SparkSession]:
             "PySpark needs a Java runtime: run scripts/setup-tests.sh (installs default-jre-headless)"
         )
     # the JVM stompd-report itself starts for an input as small as the tests' workloads
-    session = build_session("local[2]", "1g", SMALL_INPUT_JVM, quiet=True)
+    session = build_session("local[2]", "1g", SMALL_INPUT_JVM)
     yield session
     session.stop()
 

@@ -91,6 +91,8 @@ def test_local_json_summary_and_progress(report: Report, workload: Workload, tmp
     progress = [line for line in result.stderr.splitlines() if line.startswith("stompd-report [")]
     assert any("events: 1" in line and "corrupt" in line for line in progress)
     assert any("table 10/10" in line for line in progress)
+    # One line each: Spark's stage bar is not drawn into them.
+    assert "[Stage" not in result.stderr and "\r" not in result.stderr
     assert (tmp_path / "out" / "report.html").exists()
 
 

@@ -55,6 +55,8 @@ def corpus(kind: Kind) -> list[str]:
         for _ in range(3):
             record = {f.name: valid_value(f, rnd) for f in schema.fields(kind)}
             record[disc.name] = what
+            if what in schema.CONNECTION_EVENTS:
+                record["v"] = 4  # a connect line is version 4's
             for f in schema.fields(kind):
                 if not fits(f, what, record):
                     del record[f.name]

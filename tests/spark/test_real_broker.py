@@ -67,8 +67,15 @@ def test_the_report_on_a_real_brokers_export_counts_the_workload(tmp_path: Path,
     assert (summary["bad_lines"], summary["lost_events"]) == (0, 0)
     # enqueue 28; queue: 22 dispatches, 20 acks, 2 nacks, 2 redeliveries; topic (ack:auto,
     # as each message was enqueued): no line of their own, 10 entries in the 5 enqueue
-    # lines' ``auto_acked`` (schema v3), each counted a dispatch and an ack.
-    assert summary["events"] == 28 + 22 + 20 + 2 + 2
+    # lines' ``auto_acked`` (schema v3), each counted a dispatch and an ack; and a connect
+    # line for each connection (schema v4): the two clients' and BrokerProcess's probe's.
+    assert summary["events"] == 28 + 22 + 20 + 2 + 2 + 3
+    out = tmp_path / "report" / "parquet"
+    (sender,) = spark.read.parquet(str(out / "producers")).collect()
+    (receiver,) = spark.read.parquet(str(out / "consumers")).collect()
+    for row in (sender, receiver):
+        assert row["peer"].startswith("tcp://127.0.0.1:") and row["login"] is None
+    assert sender["peer"] != receiver["peer"]
     d = summary["destinations"]
     orders = d["/queue/orders"]
     assert (orders["enqueued"], orders["dispatched"], orders["dequeued"]) == (20, 22, 20)

@@ -148,6 +148,13 @@ def test_depth_and_broker_timelines(report: Report) -> None:
 def test_busiest_producers_and_consumers(report: Report) -> None:
     producers = report.rows("producers")
     assert [(r["producer"], r["messages"]) for r in producers] == [("P1", 200), ("P2", 80), ("P4", 9)]
+    # Named by their connect lines where the export has them (v4), else by the id alone.
+    assert [(r["login"], r["client_id"], r["peer"]) for r in producers] == [
+        ("alice", "orders-app", "tcp://10.0.0.7:53211"),
+        (None, None, None),
+        (None, None, None),
+    ]
+    assert list(report.table("producers").columns[:4]) == ["producer", "login", "client_id", "peer"]
     consumers = {r["consumer"]: r for r in report.rows("consumers")}
     assert (consumers["C1"]["acked"], consumers["C1"]["nacked"], consumers["C1"]["destinations"]) == (
         248,
@@ -155,6 +162,13 @@ def test_busiest_producers_and_consumers(report: Report) -> None:
         2,
     )
     assert (consumers["C2"]["acked"], consumers["C3"]["acked"], consumers["C4"]["acked"]) == (50, 4, 9)
+    assert (consumers["C1"]["login"], consumers["C1"]["client_id"], consumers["C1"]["peer"]) == (
+        "bob",
+        None,
+        "tcp://10.0.0.8:40000",
+    )
+    page = (report.output / "report.html").read_text()
+    assert "alice (orders-app) tcp://10.0.0.7:53211" in page and "bob tcp://10.0.0.8:40000" in page
 
 
 def test_input_quality_table(report: Report) -> None:

@@ -49,7 +49,7 @@ CORRUPT_LINES: Final = (
     "this is not json",
     "",
     "[1, 2, 3]",
-    '{"v":4,"run":"runa","seq":9001,"ts":1767225600000,"event":"enqueue","destination":"/queue/x",'
+    '{"v":5,"run":"runa","seq":9001,"ts":1767225600000,"event":"enqueue","destination":"/queue/x",'
     '"message_id":"m","size":1,"priority":4,"persistent":false}',
     '{"v":1,"run":"runa","seq":9002,"ts":1767225600000,"event":"teleport","destination":"/queue/x",'
     '"message_id":"m","size":1,"priority":4,"persistent":false}',
@@ -149,6 +149,10 @@ def write_run_a(directory: Path, work: Workload) -> None:
     emit(T0 + 12_000, "flow-release", "/queue/orders", size=100, producer="P1", cause="space", wait_ms=2000)
     emit(T0 + 14_000, "flow-release", "/queue/orders", size=100, producer="P3", cause="space", wait_ms=3000)
     emit(T0 + 50_000, "flow-block", "/queue/slow", size=1000, producer="P2", cause="memory")
+    # Who P1 and C1 are (schema v4); the others have no connect line, as in an older file.
+    who = {"login": "alice", "client_id": "orders-app", "peer": "tcp://10.0.0.7:53211"}
+    emit(T0 + 50_001, "connect", None, connection="P1", **who)
+    emit(T0 + 50_002, "connect", None, connection="C1", login="bob", peer="tcp://10.0.0.8:40000")
     log.close(rotate=False)  # left live: the job reads rotated and live files together
     work.events_written += len(emitted)
     _metrics_run_a(directory)

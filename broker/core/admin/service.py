@@ -59,6 +59,12 @@ class RoleView(Protocol):
     def since(self) -> float: ...
 
     @property
+    def took_over(self) -> float | None: ...
+
+    @property
+    def took_over_from(self) -> str | None: ...
+
+    @property
     def lock(self) -> object:
         """The store's lock file (None: not one of a pair)."""
 
@@ -129,23 +135,29 @@ class AdminService:
     # -- the broker as a whole ----------------------------------------------------------
 
     def broker(self) -> BrokerInfo:
-        """Its name (``<broker brokerName>``), version, and since when it runs."""
+        """Its name (``<broker brokerName>``), version, since when it runs, and since when
+        its counters count (a pair's master: since it took the store over)."""
         engine = self._engine
         settings = engine.settings
         version = settings.server.partition("/")[2] or settings.server
         uptime = max(engine.clock.ms - self._started, 0) / 1000
+        started = self._started / 1000
         role = self._role
         if role is None:
-            return BrokerInfo(settings.broker_name, version, self._started / 1000, uptime)
+            return BrokerInfo(settings.broker_name, version, started, uptime, counters_since=started)
         pair = role.lock is not None
+        # The engine, and so every counter, is made when the broker (a pair's master) starts.
         return BrokerInfo(
             settings.broker_name,
             version,
-            self._started / 1000,
+            started,
             uptime,
             role.name,
             role.since if pair else None,
             pair,
+            counters_since=started,
+            took_over=role.took_over,
+            took_over_from=role.took_over_from,
         )
 
     def usage(self) -> Usage:

@@ -160,6 +160,13 @@ class BrokerInfo:
     role_since: float | None = None
     #: One of a shared-store pair (it took the store's lock); False: a broker on its own.
     pair: bool = False
+    #: Since when its counters (enqueued, dequeued, ... here, in /metrics and ActiveMQ's
+    #: MBeans) count: its start; for a pair's master, when it became the master.
+    counters_since: float = 0.0
+    #: When it took the store over from another broker of its pair, and from which (its
+    #: lock record: host, pid); None: it took a free store (or runs alone).
+    took_over: float | None = None
+    took_over_from: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,10 @@ class EventSink:
     def flow_released(self, destination: str, size: int, producer: str, cause: str, wait_ms: int) -> None:
         """That SEND stopped waiting after ``wait_ms`` (``cause``: space, timeout, disconnect)."""
 
+    def connected(self, connection: str, login: str | None, client_id: str | None, peer: str) -> None:
+        """A client's CONNECT was accepted: session ``connection`` is ``login`` (None: it
+        gave none), ``client_id``, from ``peer`` (``tcp://host:port``)."""
+
 
 class Traffic:
     """What the connections read and wrote; counted by the IO edge (the core sees no bytes)."""

@@ -21,6 +21,7 @@ from protocol.negotiation import negotiate_heartbeat, negotiate_version, parse_h
 
 if TYPE_CHECKING:
     from broker.core.base.guard import Guard
+    from broker.core.base.observe import Observer
     from broker.core.base.settings import CoreSettings
     from broker.core.delivery.session import Session
     from broker.core.handlers.advisory import Advisories
@@ -52,10 +53,15 @@ def next_phase(phase: str, command: str) -> str:
 class Connect:
     """The CONNECT/STOMP and DISCONNECT handlers."""
 
-    __slots__ = ("advisories", "client_ids", "guard", "settings")
+    __slots__ = ("advisories", "client_ids", "guard", "observer", "settings")
 
     def __init__(
-        self, settings: CoreSettings, guard: Guard, client_ids: dict[str, Session], advisories: Advisories
+        self,
+        settings: CoreSettings,
+        guard: Guard,
+        client_ids: dict[str, Session],
+        advisories: Advisories,
+        observer: Observer,
     ) -> None:
         self.settings = settings
         self.guard = guard
@@ -63,6 +69,8 @@ class Connect:
         self.advisories = advisories
         #: The engine's: client-id -> the open connection that has it.
         self.client_ids = client_ids
+        #: Its sink (export on) is told who each connection is, once.
+        self.observer = observer
 
     def on_connect(self, session: Session, frame: f.Frame) -> None:
         after = next_phase(session.phase, frame.command)
@@ -108,6 +116,9 @@ class Connect:
         session.send_frame(f.Frame(f.CONNECTED, reply))
         session.announced = True
         self.advisories.connected(session)
+        events = self.observer.events
+        if events is not None:
+            events.connected(session.id, login, client_id or None, session.address)
 
     def _bridge(self, session: Session, network: str) -> None:
         """The connection says it is broker ``network``'s bridge: its SENDs' ``_STOMPD_*``
