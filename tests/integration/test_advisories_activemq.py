@@ -10,15 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from protocol.frames import Frame
-from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
-from tests.broker_thread import configured_broker
+from tests.side_by_side import side_by_side
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -47,22 +45,7 @@ OWN = {"commandId", "connectionId", "consumerId", "producerId", "messageId", "cl
 OWN_MESSAGE = OWN | {"timestamp", "brokerInTime", "brokerOutTime", "size"}
 
 
-@pytest.fixture(scope="module")
-def configured_activemq() -> Iterator[ActiveMQ]:
-    with running_activemq(POLICY) as broker:
-        yield broker
-
-
-@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
-    if request.param == "activemq":
-        yield request.getfixturevalue("configured_activemq").port
-        return
-    thread = configured_broker(tmp_path, POLICY + STOMPD_ONLY)
-    try:
-        yield thread.port
-    finally:
-        thread.stop()
+configured_activemq, port = side_by_side(POLICY, stompd_only=STOMPD_ONLY)
 
 
 def tag() -> str:

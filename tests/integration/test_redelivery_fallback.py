@@ -7,14 +7,11 @@ dropped: never redelivered, never in ActiveMQ.DLQ."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
-from tests.broker_thread import configured_broker
 from tests.clients import client
+from tests.side_by_side import side_by_side
 
 pytestmark = pytest.mark.integration
 
@@ -26,22 +23,7 @@ PLUGINS = (
 _names = itertools.count(1)
 
 
-@pytest.fixture(scope="module")
-def configured_activemq() -> Iterator[ActiveMQ]:
-    with running_activemq(PLUGINS) as broker:
-        yield broker
-
-
-@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
-    if request.param == "activemq":
-        yield request.getfixturevalue("configured_activemq").port
-    else:
-        thread = configured_broker(tmp_path, PLUGINS)
-        try:
-            yield thread.port
-        finally:
-            thread.stop()
+configured_activemq, port = side_by_side(PLUGINS)
 
 
 def nacked(port: int, queue: str) -> list[str]:

@@ -6,15 +6,12 @@ names and kinds), and consumed."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from broker.core.base import xstream
 from protocol.frames import Frame
-from tests.activemq_peer import ActiveMQ, needs_activemq, running_activemq
-from tests.broker_thread import configured_broker
+from tests.side_by_side import side_by_side
 from tests.stomp_raw import RawClient
 
 pytestmark = pytest.mark.integration
@@ -41,22 +38,7 @@ DESTINATION_FIELDS = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def configured_activemq() -> Iterator[ActiveMQ]:
-    with running_activemq(PLUGIN) as broker:
-        yield broker
-
-
-@pytest.fixture(params=["stompd", pytest.param("activemq", marks=needs_activemq)])
-def configured_port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
-    if request.param == "activemq":
-        yield request.getfixturevalue("configured_activemq").port
-        return
-    thread = configured_broker(tmp_path, PLUGIN)
-    try:
-        yield thread.port
-    finally:
-        thread.stop()
+configured_activemq, configured_port = side_by_side(PLUGIN, name="configured_port")
 
 
 def connected(port: int) -> RawClient:
