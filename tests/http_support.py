@@ -15,6 +15,8 @@ from broker.app import BrokerOptions
 from broker.core.base.settings import CoreSettings
 from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
+from broker.security.guard import Security
+from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
 from tests.broker_thread import BrokerThread
 
 
@@ -32,6 +34,30 @@ def start_http_broker(
         http_host=http_host,
         http_port=0,
         http_security=security or HttpSecurity(),
+    )
+    return BrokerThread(options).start()
+
+
+def start_guarded_broker(
+    data_dir: Path, users: dict[str, tuple[str, str]], entries: tuple[AuthorizationEntry, ...]
+) -> BrokerThread:
+    """A broker whose STOMP listener and admin server ask for ``users`` (login ->
+    (password, group)) and whose destinations ``entries`` guard."""
+    guard = Security(
+        Authentication(
+            users=tuple(
+                User(login, Password("plain", password), frozenset({group}))
+                for login, (password, group) in users.items()
+            )
+        ),
+        Authorization(entries=entries),
+    )
+    options = BrokerOptions(
+        listeners=(Listener(port=0),),
+        data_dir=data_dir,
+        http_port=0,
+        http_security=HttpSecurity(authenticator=guard),
+        guard=guard,
     )
     return BrokerThread(options).start()
 

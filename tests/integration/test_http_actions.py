@@ -9,15 +9,10 @@ from urllib.parse import quote
 
 import pytest
 
-from broker.app import BrokerOptions
-from broker.http.auth import HttpSecurity
-from broker.io.listener import Listener
-from broker.security.guard import Security
-from config.model import Authentication, Authorization, Password, User
 from tests.broker.support import entry
 from tests.broker_thread import BrokerThread
 from tests.clients import Client, client
-from tests.http_support import call
+from tests.http_support import call, start_guarded_broker
 from tests.integration.dlq_support import dead_letter
 from tests.integration.dlq_support import dlq_broker as dlq_broker  # the fixture
 
@@ -132,28 +127,15 @@ def test_retry_puts_a_dead_letter_back_on_its_queue(dlq_broker: BrokerThread) ->
 
 
 def secured_broker(data_dir: Path) -> BrokerThread:
-    users = Authentication(
-        users=(
-            User("admin", Password("plain", "pw"), frozenset({"admins"})),
-            User("app", Password("plain", "app-pw"), frozenset({"users"})),
-        )
-    )
-    rules = Authorization(
-        entries=(
+    return start_guarded_broker(
+        data_dir,
+        {"admin": ("pw", "admins"), "app": ("app-pw", "users")},
+        (
             entry("queue", "OPEN.>", "admins,users", "admins", "admins"),
             entry("queue", "ActiveMQ.Advisory.>", "admins,users", "admins,users", "admins,users"),
             entry("topic", "ActiveMQ.Advisory.>", "admins,users", "admins,users", "admins,users"),
-        )
+        ),
     )
-    guard = Security(users, rules)
-    options = BrokerOptions(
-        listeners=(Listener(port=0),),
-        data_dir=data_dir,
-        http_port=0,
-        http_security=HttpSecurity(authenticator=guard),
-        guard=guard,
-    )
-    return BrokerThread(options).start()
 
 
 def test_a_send_is_authorized_as_the_admin_user(tmp_path: Path) -> None:

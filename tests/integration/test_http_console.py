@@ -12,14 +12,11 @@ from urllib.parse import quote
 import pytest
 
 from broker.app import BrokerOptions
-from broker.http.auth import HttpSecurity
 from broker.io.listener import Listener
-from broker.security.guard import Security
-from config.model import Authentication, Authorization, Password, User
 from tests.broker.support import entry
 from tests.broker_thread import BrokerThread
 from tests.clients import client
-from tests.http_support import call
+from tests.http_support import call, start_guarded_broker
 from tests.ws_support import WsSession, running_ws_broker, stomp_path_url, ws_url
 
 pytestmark = pytest.mark.integration
@@ -108,29 +105,16 @@ def test_bad_requests_get_a_clear_answer(http_broker: BrokerThread) -> None:
 
 
 def secured(data_dir: Path) -> BrokerThread:
-    users = Authentication(
-        users=(
-            User("admin", Password("plain", "pw"), frozenset({"admins"})),
-            User("owner", Password("plain", "owner-pw"), frozenset({"owners"})),
-        )
-    )
-    rules = Authorization(
-        entries=(
+    return start_guarded_broker(
+        data_dir,
+        {"admin": ("pw", "admins"), "owner": ("owner-pw", "owners")},
+        (
             entry("queue", "OPEN.>", "admins", "admins", "admins"),
             entry("queue", "LOCKED.>", "admins,owners", "admins,owners", "owners"),
             entry("topic", "OPEN.>", "admins", "admins", "admins"),
             entry("topic", "ActiveMQ.Advisory.>", "admins", "admins", "admins"),
-        )
+        ),
     )
-    guard = Security(users, rules)
-    options = BrokerOptions(
-        listeners=(Listener(port=0),),
-        data_dir=data_dir,
-        http_port=0,
-        http_security=HttpSecurity(authenticator=guard),
-        guard=guard,
-    )
-    return BrokerThread(options).start()
 
 
 def test_pause_and_a_durable_made_are_authorized_as_the_admin_user(tmp_path: Path) -> None:
