@@ -101,15 +101,21 @@ async def remove_message(request: web.Request) -> web.Response:
     return web.json_response({"removed": message_id, "destination": name})
 
 
+async def _target_of(request: web.Request, name: str, verb: str, hint: str) -> str:
+    """The queue a move or copy of one message of ``name`` goes to (the body's ``to``)."""
+    raw = (await body_of(request, {"to"})).get("to")
+    if not isinstance(raw, str):
+        raise Invalid(f"to (the queue to {verb} the message to) is required")
+    target = parse_destination(raw)
+    if target == name:
+        raise Invalid(f"the message is on {name} already{hint}")
+    return target
+
+
 @routes.post(PREFIX + "/destinations/{dest}/messages/{id}/move")
 async def move_message(request: web.Request) -> web.Response:
     name, message_id = dest_of(request), request.match_info["id"]
-    raw = (await body_of(request, {"to"})).get("to")
-    if not isinstance(raw, str):
-        raise Invalid("to (the queue to move the message to) is required")
-    target = parse_destination(raw)
-    if target == name:
-        raise Invalid(f"the message is on {name} already")
+    target = await _target_of(request, name, "move", "")
     ops = ops_of(request)
     await done(ops, ops.messages.move(name, message_id, target))
     return web.json_response({"moved": message_id, "destination": name, "target": target})
@@ -118,12 +124,7 @@ async def move_message(request: web.Request) -> web.Response:
 @routes.post(PREFIX + "/destinations/{dest}/messages/{id}/copy")
 async def copy_message(request: web.Request) -> web.Response:
     name, message_id = dest_of(request), request.match_info["id"]
-    raw = (await body_of(request, {"to"})).get("to")
-    if not isinstance(raw, str):
-        raise Invalid("to (the queue to copy the message to) is required")
-    target = parse_destination(raw)
-    if target == name:
-        raise Invalid(f"the message is on {name} already: copy it to another queue")
+    target = await _target_of(request, name, "copy", ": copy it to another queue")
     ops = ops_of(request)
     await done(ops, ops.messages.copy(name, message_id, target))
     return web.json_response({"copied": message_id, "destination": name, "target": target})
