@@ -362,24 +362,25 @@ class Advisories:
             yield from self._replayed_consumers(sub, consumer_patterns)
 
     def _replayed_destinations(self, temporary_only: bool) -> Iterator[Message | None]:
-        queues = self.destinations.queues
-        topics = self.destinations.router.topics
-        targets: list[tuple[Mapping[Any, Destination], Any, Destination]] = [
-            (queues, key, queue) for key, queue in queues.items()
-        ]
-        targets += [(topics, key, topic) for key, topic in topics.items() if topic.meter is not None]
-        for table, key, target in targets:
-            kind, bare = _kind_of(target)
-            if (
-                is_advisory(kind, bare)
-                or (temporary_only and kind in (names.QUEUE, names.TOPIC))
-                # Removed since the replay started: told gone already.
-                or table.get(key) is not target
-            ):
-                yield None
-                continue
-            topic_name = PREFIX + _KINDS[kind][0]
-            yield self._message(topic_name, self._destination_info(target, 0))
+        tables: tuple[Mapping[Any, Destination], ...] = (
+            self.destinations.queues,
+            self.destinations.router.topics,
+        )
+        for table in tables:
+            for key, target in list(table.items()):
+                kind, bare = _kind_of(target)
+                if (
+                    # A topic nobody ever subscribed to is no destination.
+                    (isinstance(target, Topic) and target.meter is None)
+                    or is_advisory(kind, bare)
+                    or (temporary_only and kind in (names.QUEUE, names.TOPIC))
+                    # Removed since the replay started: told gone already.
+                    or table.get(key) is not target
+                ):
+                    yield None
+                    continue
+                topic_name = PREFIX + _KINDS[kind][0]
+                yield self._message(topic_name, self._destination_info(target, 0))
 
     def _replayed_consumers(self, sub: Subscription, patterns: list[str]) -> Iterator[Message | None]:
         # Consumers started while the replay goes on are told live: not again by it.
