@@ -3,7 +3,7 @@ one auto-ack consumer on a queue (or topic), MESSAGE bytes built.  The hot path 
 event loop and the kernel, so that a change to it shows above the noise of a shared machine.
 
 Run: ``python benchmarks/bench_engine.py [--messages N] [--destination /topic/x]
-[--subscribers N] [--secured] [--persistent] [--export]``.  ``--subscribers``: that many
+[--subscribers N] [--secured] [--persistent] [--export] [--io]``.  ``--subscribers``: that many
 auto-ack consumers (a topic's fan-out: ``--destination /topic/x --subscribers 4`` is
 topic 1->4).  ``--secured``: a user logs in and authorization entries are
 checked (broker/security).  ``--persistent``: ``persistent:true`` SENDs, every store write
@@ -14,6 +14,10 @@ writer thread running; ticked as the broker ticks, every 50 ms of the run's CPU;
 tuned as ``broker.app.tune_malloc`` tunes the broker's process for it), and
 the engine's thread's CPU printed beside the process's (the writer's threads included,
 and an older checkout's writer process).
+``--io``: every session writes through the IO edge's own ``broker.io.outbox.Outbox``
+(its coalescing, counting and flow-control checks) onto a transport that counts what it
+is given, its one write a turn run when the batch's turn ends, instead of a counter of
+frames: the write path the broker runs, less the kernel.
 Prints SEND->MESSAGE/s and microseconds each (best of 5), in CPU time: on a machine
 others share, wall time mostly measures them.
 """
@@ -26,11 +30,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.core.base.clock import Clock
+from broker.core.base.observe import Traffic
 from broker.core.engine import Engine
 from broker.security.guard import Security
 from config.model import Authentication, Authorization, AuthorizationEntry, Password, User
@@ -88,6 +93,64 @@ class DroppingCommitter:
         return None
 
 
+class CountingTransport:
+    """What an Outbox writes to: counts writes and bytes, never full, never closing."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.bytes = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        self.bytes += len(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+
+
+class TurnLoop:
+    """The little of an event loop an Outbox uses: ``call_soon`` runs at the turn's end."""
+
+    def __init__(self) -> None:
+        self._soon: list[Callable[[], object]] = []
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        self._soon.append(callback)
+
+    def time(self) -> float:
+        return 0.0
+
+    def end_turn(self) -> None:
+        soon, self._soon = self._soon, []
+        for callback in soon:
+            callback()
+
+
+class FramesWritten:
+    """An Outbox and its transport, with CountingOutbox's count of frames."""
+
+    def __init__(self, loop: TurnLoop, traffic: Traffic) -> None:
+        from broker.io.outbox import Outbox
+
+        self.transport = CountingTransport()
+        self.traffic = traffic
+        self.outbox = Outbox(loop, self.transport, self.fail, lambda: None, traffic=traffic)  # type: ignore[arg-type]
+
+    @property
+    def frames(self) -> int:
+        return self.traffic.frames_out
+
+    @staticmethod
+    def fail(exc: BaseException) -> None:
+        raise exc
+
+
 def dropping_stores() -> Stores:
     store = MessageStore(MemoryDatabase("dropped"))
     store.use_committer(DroppingCommitter())
@@ -117,6 +180,7 @@ def run(
     export: bool = False,
     persistent: bool = False,
     subscribers: int = 1,
+    io: bool = False,
 ) -> tuple[float, float]:
     """CPU seconds of the process and of this thread (the engine's) for ``count`` messages."""
     clock = Clock(int(time.time() * 1000))
@@ -130,15 +194,25 @@ def run(
         tmp = tempfile.TemporaryDirectory(prefix="bench-engine-")
         exporter = Exporter(ExportSettings(Path(tmp.name)), Readout(engine))
         exporter.start()
-    producer = CountingOutbox()
-    consumers = [CountingOutbox() for _ in range(subscribers)]
+    loop = TurnLoop()
+    if io:
+        written = [FramesWritten(loop, Traffic()) for _ in range(subscribers + 1)]
+        producer: Any = written[0].outbox
+        consumers: list[Any] = written[1:]
+        outboxes = [w.outbox for w in written]
+    else:
+        producer = CountingOutbox()
+        consumers = [CountingOutbox() for _ in range(subscribers)]
+        outboxes = [producer, *consumers]
     sender = engine.open_session(producer)
-    receivers = [engine.open_session(consumer) for consumer in consumers]
+    receivers = [engine.open_session(outbox) for outbox in outboxes[1:]]
     for session in (sender, *receivers):
         engine.handle(session, Frame("CONNECT", {"accept-version": "1.2", "login": "app", "passcode": "pw"}))
     for receiver in receivers:
         engine.handle(receiver, Frame("SUBSCRIBE", {"destination": destination, "id": "1"}))
     engine.flush()
+    loop.end_turn()
+    before = [consumer.frames for consumer in consumers]
     headers = {"destination": destination, "content-length": "1024"}
     if persistent:
         headers["persistent"] = "true"
@@ -154,6 +228,7 @@ def run(
         while (frame := parser.next_frame()) is not None:
             engine.handle(sender, frame)
         engine.flush()
+        loop.end_turn()
         if exporter is not None and time.thread_time() >= next_tick:
             next_tick += 0.05
             clock.set(time.time())
@@ -164,7 +239,7 @@ def run(
         tmp.cleanup()
     elapsed = cpu_with_children() - start
     elapsed_thread = time.thread_time() - start_thread
-    delivered = sum(consumer.frames for consumer in consumers)
+    delivered = sum(consumer.frames for consumer in consumers) - sum(before)
     expected = count // BATCH * BATCH * (subscribers if destination.startswith("/topic/") else 1)
     assert delivered >= expected, delivered
     return elapsed, elapsed_thread
@@ -178,6 +253,7 @@ def main() -> None:
     arguments.add_argument("--secured", action="store_true")
     arguments.add_argument("--persistent", action="store_true")
     arguments.add_argument("--export", action="store_true")
+    arguments.add_argument("--io", action="store_true", help="write through broker.io.outbox.Outbox")
     options = arguments.parse_args()
     if options.export:
         # As the broker's process does with the export on (an older checkout may not).
@@ -194,6 +270,7 @@ def main() -> None:
             options.export,
             options.persistent,
             options.subscribers,
+            options.io,
         )
         for _ in range(REPEATS)
     ]
@@ -203,6 +280,7 @@ def main() -> None:
     secured = ", authorization on" if options.secured else ""
     persistent = ", persistent" if options.persistent else ""
     export = ", export on" if options.export else ""
+    export += ", through the Outbox" if options.io else ""
     thread = f"; engine thread {best_thread / options.messages * 1e6:.2f} us" if options.export else ""
     fan_out = f" to {options.subscribers} subscribers" if options.subscribers > 1 else ""
     what = f"{options.destination} SEND->MESSAGE{fan_out}, 1 KiB{secured}{persistent}{export}"

@@ -91,6 +91,12 @@ def scenarios(scale: float, rate: int, latency_seconds: float, backlog: int) -> 
             (THROUGHPUT,),
         ),
         Scenario(
+            "queue-8-1-persistent",
+            "queue 8→1, 1 KiB, persistent",
+            ("--persistent", "--producers", "8", "--consumers", "1", "--messages", str(np_), *kib),
+            (THROUGHPUT,),
+        ),
+        Scenario(
             "topic-1-4",
             "topic 1→4, 1 KiB",
             ("--consumers", "4", "--messages", str(n // 2), *kib),
