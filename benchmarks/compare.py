@@ -345,7 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         log("interrupted: brokers stopped; partial table follows")
     print(f"machine: {machine()}")
     elapsed = time.monotonic() - started
-    tool = f"stompd-perf --processes {args.processes} (latency: 1)"
+    tool = f"stompd-perf --processes {args.processes}"
+    overrides = ", ".join(f"{s.key}: {s.processes}" for s in chosen if s.processes)
+    tool += f" ({overrides})" if overrides else ""
     print(f"{tool}; repeat {args.repeat} (median); took {elapsed:.0f} s")
     print()
     print("\n".join(table(chosen, brokers, results)))
