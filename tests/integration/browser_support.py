@@ -61,14 +61,29 @@ def cell(driver: webdriver.Chrome, dest: str, column: str) -> str:
     return first_text(driver, f'#destinations tr[data-dest="{dest}"] td.{column}')
 
 
+#: How often a read starts again when the element found was replaced before its text came.
+REREADS = 5
+
+
 def first_text(driver: webdriver.Chrome, css: str) -> str:
-    """The first match's text; "" while there is none, or while the page's refresh is
-    replacing the element found (it re-renders its tables every second)."""
-    try:
-        found = driver.find_elements(By.CSS_SELECTOR, css)
-        return str(found[0].text) if found else ""
-    except StaleElementReferenceException:
-        return ""
+    """The first match's text, "" while there is none.
+
+    The page re-renders its tables every second, each in one synchronous
+    `replaceChildren`: an element is never missing between two renders, but the one
+    found may be replaced before its text is read (two round trips). That read starts
+    again rather than answering "", which a test asserting once would take for the
+    page's answer."""
+    for _ in range(REREADS - 1):
+        try:
+            return _first_text(driver, css)
+        except StaleElementReferenceException:
+            continue
+    return _first_text(driver, css)
+
+
+def _first_text(driver: webdriver.Chrome, css: str) -> str:
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    return str(found[0].text) if found else ""
 
 
 def stat(driver: webdriver.Chrome, name: str) -> str:
