@@ -108,6 +108,7 @@ class Engine:
             router, durables, persistence, self._id_prefix, clock, destinations.expired, observer
         )
         observer.topic_expired = routing.topic_expired
+        observer.topic_waited = routing.topic_waited
         #: The ids of forwarded messages this broker has stored (copies are dropped).
         self.audit = audit = ProducerAudit()
         self.scheduler = scheduler = Scheduler(clock, persistence, destinations, routing, audit)

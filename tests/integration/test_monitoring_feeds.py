@@ -6,6 +6,7 @@ do, Jolokia asked what Telegraf's ``jolokia2`` and the Helm chart's ServiceMonit
 from __future__ import annotations
 
 import base64
+import time
 import urllib.error
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -281,7 +282,7 @@ def test_telegrafs_jolokia2_bulk_read(broker: BrokerThread) -> None:
                 {
                     "type": "read",
                     "mbean": queue_bean("*").replace("localhost", "*"),
-                    "attribute": [*paths, "AverageEnqueueTime"],
+                    "attribute": [*paths, "BlockedSends"],
                 },
                 {
                     "type": "read",
@@ -355,7 +356,33 @@ def test_a_destinations_mbean_whole(broker: BrokerThread) -> None:
     assert set(value) == {
         "Name", "QueueSize", "EnqueueCount", "DequeueCount", "DispatchCount", "ExpiredCount", "InFlightCount",
         "ConsumerCount", "ProducerCount", "MemoryUsageByteCount", "MemoryLimit", "MemoryPercentUsage",
+        "AverageEnqueueTime", "MaxEnqueueTime", "MinEnqueueTime", "AverageMessageSize", "MaxMessageSize",
+        "MinMessageSize",
     }  # fmt: skip
+    # Nothing dispatched yet: no enqueue time; one message, its size three times.
+    assert (value["AverageEnqueueTime"], value["MaxEnqueueTime"], value["MinEnqueueTime"]) == (0.0, 0, 0)
+    assert value["AverageMessageSize"] == value["MaxMessageSize"] == value["MinMessageSize"] > len("hello")
+
+
+def test_message_sizes_and_enqueue_times_as_datadogs_activemq_check_reads_them(broker: BrokerThread) -> None:
+    # Datadog's ActiveMQ check (and jmx_exporter's example) read these over JMX.
+    with client(broker.port) as producer:
+        producer.send("/queue/timed", "s" * 10, sync=True)
+        producer.send("/queue/timed", "l" * 1000, sync=True)
+        time.sleep(0.2)
+        with client(broker.port) as consumer:
+            consumer.subscribe("/queue/timed", "1")
+            consumer.listener.wait_messages(2)
+            sizes = "AverageMessageSize,MaxMessageSize,MinMessageSize"
+            times = "AverageEnqueueTime,MaxEnqueueTime,MinEnqueueTime"
+            value = jolokia_get(broker, f"read/{queue_bean('timed')}/{times},{sizes}")["value"]
+            whole = jolokia_get(broker, f"read/{BROKER}/{sizes}")["value"]
+    assert 200 <= value["MinEnqueueTime"] <= value["AverageEnqueueTime"] <= value["MaxEnqueueTime"]
+    assert isinstance(value["AverageEnqueueTime"], float)
+    assert value["MaxMessageSize"] - value["MinMessageSize"] == 990
+    assert value["AverageMessageSize"] == value["MinMessageSize"] + 495
+    # The broker's are over its destinations: here the one.
+    assert whole == {key: value[key] for key in ("AverageMessageSize", "MaxMessageSize", "MinMessageSize")}
 
 
 def test_names_are_encoded_as_activemq_does_and_found_again(broker: BrokerThread) -> None:

@@ -6,6 +6,7 @@ names and kinds), and consumed."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -136,3 +137,32 @@ def test_the_request_is_consumed(configured_port: int) -> None:
     c.send("SUBSCRIBE", {"id": "1", "destination": "/queue/ActiveMQ.Statistics.Broker", "receipt": "s"})
     assert c.recv().command == "RECEIPT"
     assert [f for f in c.through_mark("/queue/ActiveMQ.Statistics.Broker") if f.command == "MESSAGE"] == []
+
+
+def test_a_destinations_message_sizes_and_enqueue_time(configured_port: int) -> None:
+    # Sizes as each broker counts them (ActiveMQ: 1,024 plus its encoding; stompd: what its
+    # memory limit is charged), at least the bodies'; the one dispatch, held 300 ms or more.
+    name = f"stats.t{next(_names)}"
+    p = connected(configured_port)
+    for body in (b"a" * 10, b"b" * 100, b"c" * 1000):
+        p.send("SEND", {"destination": "/queue/" + name, "receipt": "r"}, body)
+        assert p.recv().command == "RECEIPT"
+    [before] = ask(configured_port, "/queue/ActiveMQ.Statistics.Destination." + name)
+    assert values(before)["averageMessageSize"] > 1110 // 3
+    assert values(before)["maxEnqueueTime"] == 0.0
+    time.sleep(0.3)
+    c = connected(configured_port)
+    c.send(
+        "SUBSCRIBE",
+        {
+            "id": "1",
+            "destination": "/queue/" + name,
+            "ack": "client-individual",
+            "activemq.prefetchSize": "1",
+        },
+    )
+    assert c.recv().body == b"a" * 10
+    [after] = ask(configured_port, "/queue/ActiveMQ.Statistics.Destination." + name)
+    got = values(after)
+    assert got["averageMessageSize"] == values(before)["averageMessageSize"]
+    assert 300.0 <= got["minEnqueueTime"] == got["averageEnqueueTime"] == got["maxEnqueueTime"]

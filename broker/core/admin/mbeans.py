@@ -7,8 +7,8 @@ The values are the ``Readout``'s rows, the numbers ``/metrics`` and the console 
 ``find`` reads them a slice at a time (``Steps``), one pass over the destinations for
 any pattern (the broker's totals are sums over the same pass); a name without wildcards
 is looked up at once.  ActiveMQ's other MBeans (connections, subscriptions, producers,
-the job scheduler, health) and attributes stompd has no figure for (enqueue times,
-message sizes, blocked sends) are not served: a read of one says it does not exist, as
+the job scheduler, health) and attributes stompd has no figure for (blocked sends, the
+store's message sizes) are not served: a read of one says it does not exist, as
 JMX says of what it lacks.
 """
 
@@ -22,6 +22,7 @@ from broker.core.admin.objectnames import NamePattern, ObjectName, encode_part
 from broker.core.admin.readout import Readout
 from broker.core.base import names
 from broker.core.base.chores import SLICE, STEP, collect
+from broker.core.delivery.stats import DestinationStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,8 +47,9 @@ class Attribute:
     desc: str
 
 
-_LONG, _INT, _STRING, _BOOLEAN, _NAMES = (
+_LONG, _DOUBLE, _INT, _STRING, _BOOLEAN, _NAMES = (
     "long",
+    "double",
     "int",
     "java.lang.String",
     "boolean",
@@ -78,6 +80,9 @@ BROKER_ATTRIBUTES: Final = (
         "TotalProducerCount", _LONG, "Number of message producers active on destinations on the broker."
     ),
     Attribute("TotalMessageCount", _LONG, "Number of unacknowledged messages on the broker."),
+    Attribute("AverageMessageSize", _LONG, "Average message size on this broker"),
+    Attribute("MaxMessageSize", _LONG, "Max message size on this broker"),
+    Attribute("MinMessageSize", _LONG, "Min message size on this broker"),
     Attribute("MemoryPercentUsage", _INT, "Percent of memory limit used."),
     Attribute(
         "MemoryLimit",
@@ -139,6 +144,12 @@ DESTINATION_ATTRIBUTES: Final = (
         "Memory limit, in bytes, used by undelivered messages before paging to temporary storage.",
     ),
     Attribute("MemoryPercentUsage", _INT, "The percentage of the memory limit used"),
+    Attribute("AverageEnqueueTime", _DOUBLE, "Average time a message was held on this destination."),
+    Attribute("MaxEnqueueTime", _LONG, "The longest time a message was held on this destination"),
+    Attribute("MinEnqueueTime", _LONG, "The shortest time a message was held on this destination"),
+    Attribute("AverageMessageSize", _LONG, "Average message size on this destination"),
+    Attribute("MaxMessageSize", _LONG, "Max message size on this destination"),
+    Attribute("MinMessageSize", _LONG, "Min message size on this destination"),
 )
 
 #: destinationType -> the STOMP prefix of its destinations, and ActiveMQ's view class.
@@ -216,16 +227,16 @@ class MBeanAdmin:
         # One pass, for the destinations' beans and the broker's totals alike.
         if with_destinations or (with_broker and values):
             # Half slices: a row read and matched costs about twice a /metrics row.
-            for part in self._readout.destination_slices(SLICE // 2):
-                for row in part:
+            for part in self._readout.destination_stat_slices(SLICE // 2):
+                for row, stats in part:
                     kind, physical = _type_of(row.destination)
-                    totals.add(row, kind, physical)
+                    totals.add(row, kind, physical, stats)
                     if (
                         with_destinations
                         and matcher.value_matches("destinationType", kind)
                         and matcher.value_matches("destinationName", encode_part(physical))
                     ):
-                        out.append(self._destination_bean(broker, row, kind, physical, values))
+                        out.append(self._destination_bean(broker, row, stats, kind, physical, values))
                 yield STEP // 2
         if with_broker:
             out.insert(0, (yield from self._broker_bean(broker, values, totals)))
@@ -250,13 +261,21 @@ class MBeanAdmin:
         encoded = matcher.literal("destinationName") or ""
         if kind not in DESTINATION_TYPES:
             return True, None
-        row = self._readout.destination_row(DESTINATION_TYPES[kind][0] + encoded)
-        if row is not None and encode_part(encoded) == encoded:
-            return True, self._destination_bean(broker, row, kind, encoded, values)
+        name = DESTINATION_TYPES[kind][0] + encoded
+        row = self._readout.destination_row(name)
+        stats = self._readout.destination_stats(name)
+        if row is not None and stats is not None and encode_part(encoded) == encoded:
+            return True, self._destination_bean(broker, row, stats, kind, encoded, values)
         return _ENCODED_MARKS.isdisjoint(encoded), None
 
     def _destination_bean(
-        self, broker: ObjectName, row: DestinationRow, kind: str, physical: str, values: bool
+        self,
+        broker: ObjectName,
+        row: DestinationRow,
+        stats: DestinationStats,
+        kind: str,
+        physical: str,
+        values: bool,
     ) -> MBean:
         name = _destination_name(broker, kind, physical)
         if not values:
@@ -280,6 +299,10 @@ class MBeanAdmin:
                 "MemoryLimit": limit,
                 # ActiveMQ's Usage.getPercentUsage: whole percent, rounded down.
                 "MemoryPercentUsage": used * 100 // limit if limit else 0,
+                "AverageEnqueueTime": stats.average_wait,
+                "MaxEnqueueTime": stats.wait_max,
+                "MinEnqueueTime": stats.wait_min,
+                **_sizes(stats),
             },
         )
 
@@ -313,6 +336,7 @@ class MBeanAdmin:
                 "TotalConsumerCount": totals.consumers,
                 "TotalProducerCount": totals.producers,
                 "TotalMessageCount": totals.messages,
+                **_sizes(totals.whole),
                 "MemoryPercentUsage": int(usage.memory.percent),
                 "MemoryLimit": usage.memory.limit,
                 "StorePercentUsage": int(usage.store.percent),
@@ -329,19 +353,30 @@ class MBeanAdmin:
 class _Totals:
     """The broker's sums over its destinations, and their names by type."""
 
-    __slots__ = ("consumers", "dequeued", "enqueued", "messages", "named", "producers")
+    __slots__ = ("consumers", "dequeued", "enqueued", "messages", "named", "producers", "whole")
 
     def __init__(self) -> None:
         self.enqueued = self.dequeued = self.consumers = self.producers = self.messages = 0
         self.named: dict[str, list[str]] = {kind: [] for kind in DESTINATION_TYPES}
+        #: The message sizes over every destination.
+        self.whole = DestinationStats()
 
-    def add(self, row: DestinationRow, kind: str, physical: str) -> None:
+    def add(self, row: DestinationRow, kind: str, physical: str, stats: DestinationStats) -> None:
+        stats.add_to(self.whole)
         self.enqueued += row.enqueued_total
         self.dequeued += row.dequeued_total
         self.consumers += row.consumers
         self.producers += row.producers
         self.messages += row.messages
         self.named[kind].append(physical)
+
+
+def _sizes(stats: DestinationStats) -> dict[str, Value]:
+    return {
+        "AverageMessageSize": stats.average_size,
+        "MaxMessageSize": stats.size_max,
+        "MinMessageSize": stats.size_min,
+    }
 
 
 def _type_of(destination: str) -> tuple[str, str]:

@@ -3,8 +3,8 @@
 ``Readout`` is the small read surface that ``/metrics`` (broker/http/metrics.py), the
 exporter's snapshots (broker/export) and the benchmarks read a running broker through,
 never the engine's attributes.  Read on the event loop (which owns every broker object,
-so a read is consistent) from the plain ints the core keeps (``QueueStats``,
-``TopicStats``, ``FlowStats``, ``DiskStats``, the meters, ``Observer``), under the field
+so a read is consistent) from the plain ints the core keeps (``DestinationStats``,
+``FlowStats``, ``DiskStats``, the meters, ``Observer``), under the field
 names of the export schema (spark_jobs/README.md, "Metric snapshots"), so /metrics and
 the snapshots cannot disagree.  Nothing here is on the message path: it costs a pass
 over the destinations and sessions per read.
@@ -13,18 +13,21 @@ over the destinations and sessions per read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from broker.core.base.clock import Clock
     from broker.core.base.observe import EventSink
     from broker.core.base.usage import UsageMeter
-    from broker.core.delivery.queue import Queue, QueueStats
+    from broker.core.delivery.queue import Queue
+    from broker.core.delivery.stats import DestinationStats
     from broker.core.delivery.subscription import Subscription
-    from broker.core.delivery.topic import Topic, TopicStats
+    from broker.core.delivery.topic import Topic
     from broker.core.engine import Engine
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(slots=True)
@@ -92,20 +95,39 @@ class Readout:
         # Per destination name, the open connections that have sent to it: kept by the
         # send path as connections send and close, so a row looks it up.
         producers = engine.sending.producers
-        queues = engine.queues
+        subscribers = engine.router.subscribers
+        return self._slices(
+            size,
+            lambda queue: _queue_row(queue, producers),
+            lambda topic: _topic_row(topic, subscribers(topic), producers),
+        )
+
+    def destination_stat_slices(self, size: int) -> Iterator[list[tuple[DestinationRow, DestinationStats]]]:
+        """As ``destination_slices``, each row with its destination's statistics (the
+        message sizes and enqueue times, which the export's rows have not)."""
+        engine = self._engine
+        producers = engine.sending.producers
+        subscribers = engine.router.subscribers
+        return self._slices(
+            size,
+            lambda queue: (_queue_row(queue, producers), queue.stats),
+            lambda topic: (_topic_row(topic, subscribers(topic), producers), topic.stats),
+        )
+
+    def _slices(
+        self, size: int, of_queue: Callable[[Queue], _Item], of_topic: Callable[[Topic], _Item]
+    ) -> Iterator[list[_Item]]:
+        queues = self._engine.queues
         every = list(queues.values())
         for start in range(0, len(every), size):
             yield [
-                _queue_row(queue, producers)
-                for queue in every[start : start + size]
-                if queues.get(queue.name) is queue
+                of_queue(queue) for queue in every[start : start + size] if queues.get(queue.name) is queue
             ]
-        router = engine.router
-        topics = router.topics
+        topics = self._engine.router.topics
         every_topic = list(topics.values())
         for start in range(0, len(every_topic), size):
             yield [
-                _topic_row(topic, router.subscribers(topic), producers)
+                of_topic(topic)
                 for topic in every_topic[start : start + size]
                 if topics.get(topic.name) is topic
             ]
@@ -113,14 +135,21 @@ class Readout:
     def memory_limit(self, name: str) -> int:
         """Destination ``name``'s memory limit: its own (a policy's ``memoryLimit``), else the
         broker's, as ActiveMQ's ``MemoryLimit`` says it (0: no such destination)."""
-        engine = self._engine
-        destination: Queue | Topic | None = engine.queues.get(name)
-        if destination is None:
-            destination = engine.router.topics.get(name)
+        destination = self._destination(name)
         if destination is None:
             return 0
         meter = destination.meter
-        return meter.limit if meter is not None else engine.usage.memory.limit
+        return meter.limit if meter is not None else self._engine.usage.memory.limit
+
+    def destination_stats(self, name: str) -> DestinationStats | None:
+        """Destination ``name``'s statistics (None: no such destination)."""
+        destination = self._destination(name)
+        return destination.stats if destination is not None else None
+
+    def _destination(self, name: str) -> Queue | Topic | None:
+        engine = self._engine
+        queue = engine.queues.get(name)
+        return queue if queue is not None else engine.router.topics.get(name)
 
     def destination_row(self, name: str) -> DestinationRow | None:
         """Destination ``name``'s row now (None: it does not exist)."""
@@ -175,7 +204,7 @@ def _inflight_here(sub: Subscription, name: str, only_here: bool) -> int:
 def _row(
     name: str,
     kind: str,
-    stats: QueueStats | TopicStats,
+    stats: DestinationStats,
     pending: int,
     inflight: int,
     consumers: int,

@@ -1,7 +1,7 @@
 """What the core tells whoever watches it: a latency histogram, and an event sink.
 
 The counters behind ``/metrics`` are plain ints on the objects that own them
-(``QueueStats``, ``TopicStats``, ``FlowStats``, ``DiskStats``, the meters); this
+(``DestinationStats``, ``FlowStats``, ``DiskStats``, the meters); this
 module holds the two things that are not a single count:
 
 * ``Latency``: end-to-end latency, enqueue (the SEND's arrival) to ack, as histogram
@@ -133,11 +133,15 @@ def _ignore(message: Message) -> None:
     """No topic to count an expiry on (a part of the core built without an engine)."""
 
 
+def _untimed(message: Message, now: int) -> None:
+    """No topic to time a dispatch on (likewise)."""
+
+
 class Observer:
     """Shared by the core's parts: the latency histogram, the sink (None: export off),
     the edge's traffic counts, and what to tell of a topic message that expired."""
 
-    __slots__ = ("consumed", "events", "latency", "topic_expired", "traffic")
+    __slots__ = ("consumed", "events", "latency", "topic_expired", "topic_waited", "traffic")
 
     def __init__(self) -> None:
         self.latency = Latency()
@@ -147,6 +151,9 @@ class Observer:
         #: (``Routing.topic_expired``, set by the engine: counted, an event); the one
         #: place an expiry advisory would go.  Subscriptions, below the topics, reach it here.
         self.topic_expired: Callable[[Message], None] = _ignore
+        #: A topic's message left a subscriber's cursor for it at clock ms ``now``
+        #: (``Routing.topic_waited``, set by the engine): its enqueue time, on its topic.
+        self.topic_waited: Callable[[Message, int], None] = _untimed
         #: A message of a destination whose policy says advisoryForConsumed was consumed
         #: (acked, or delivered to an ack:auto subscriber): its advisory, set by the engine.
         self.consumed: Callable[[Message], None] = _ignore

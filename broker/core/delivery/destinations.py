@@ -21,10 +21,11 @@ from broker.core.base import names
 from broker.core.base.errors import InvalidDestination, NoRoomToCreate, TooManyDestinations
 from broker.core.base.guard import ADMIN, WRITE, denied
 from broker.core.base.usage import UsageMeter
-from broker.core.delivery.queue import Queue, QueueStats
+from broker.core.delivery.queue import Queue
 from broker.core.delivery.retroactive import recovery_for
+from broker.core.delivery.stats import DestinationStats
 from broker.core.delivery.subscription import Subscription
-from broker.core.delivery.topic import Topic, TopicRouter, TopicStats
+from broker.core.delivery.topic import Topic, TopicRouter
 from broker.core.delivery.virtual import Interceptors, Route
 from broker.core.delivery.wildqueues import WildQueues
 from broker.core.storage import jobs
@@ -75,13 +76,15 @@ _MADE_HERE = (names.QUEUE, names.TOPIC, names.TEMP_QUEUE, names.TEMP_TOPIC)
 _GC_HEAD: Final = 16
 _DICT_ENTRY: Final = 64
 QUEUE_FOOTPRINT: Final = (
-    sum(_GC_HEAD + kind.__basicsize__ for kind in (Queue, QueueStats, Cursor, DiskPart, Log, UsageMeter))
+    sum(
+        _GC_HEAD + kind.__basicsize__ for kind in (Queue, DestinationStats, Cursor, DiskPart, Log, UsageMeter)
+    )
     + sys.getsizeof({})
     + sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )
 TOPIC_FOOTPRINT: Final = (
-    sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, TopicStats, Log, UsageMeter))
+    sum(_GC_HEAD + kind.__basicsize__ for kind in (Topic, DestinationStats, Log, UsageMeter))
     + 2 * sys.getsizeof((None,))
     + 2 * _DICT_ENTRY
 )

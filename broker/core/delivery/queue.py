@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from broker.core.base.settings import ADVISE_CONSUMED, DestinationPolicy
 from broker.core.delivery.consumers import NO_CONSUMERS, Consumers
+from broker.core.delivery.stats import DestinationStats
 from broker.core.delivery.subscription import QUEUED, STORED_NOW
 from broker.core.storage.cursor import Cursor
 from broker.core.storage.disk_part import FROM_THE_START
@@ -42,18 +43,6 @@ if TYPE_CHECKING:
     from store.api import Outcome
 
     Scanned = tuple[list[tuple[Message, object]], list[int]]
-
-
-class QueueStats:
-    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
-
-    def __init__(self) -> None:
-        self.enqueued = 0
-        self.dead_lettered = 0
-        self.dispatched = 0
-        self.dequeued = 0
-        self.expired = 0
-        self.redelivered = 0
 
 
 class Queue:
@@ -123,7 +112,7 @@ class Queue:
         self.cursor.page_size = policy.page_size
         #: Shared and empty while it has none (``NO_CONSUMERS``): an idle queue costs little.
         self.consumers = NO_CONSUMERS
-        self.stats = QueueStats()
+        self.stats = DestinationStats()
         #: Bytes charged to the memory meter while it exists (``Destinations.footprint``).
         self.footprint = 0
         #: Held a message or a consumer, or was made on purpose: kept while idle unless its
@@ -227,7 +216,7 @@ class Queue:
         """A routed message; ``stored``: its record is in the store batch being built (a
         consumer that takes it before that batch is submitted has its dispatch said by
         the record, not marked beside it)."""
-        self.stats.enqueued += 1
+        self.stats.enqueue(message)
         message.meter = self.meter
         if message.group is not None and not self._scan:
             self._scan = True
@@ -431,6 +420,7 @@ class Queue:
     def _hand_over(self, sub: Subscription, message: Message, source: int) -> None:
         stats = self.stats
         stats.dispatched += 1
+        stats.waited(message, self.clock.ms, 1)
         if sub.auto:
             stats.dequeued += 1
             sub.deliver(message, True, source)

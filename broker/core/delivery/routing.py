@@ -91,6 +91,13 @@ class Routing:
         message.hold()
         self.expired.append(message)
 
+    def topic_waited(self, message: Message, now: int) -> None:
+        """A topic's ``message`` left a subscriber's cursor for it at ``now``
+        (``Observer.topic_waited``): its enqueue time, on its topic."""
+        topic = self.router.topics.get(message.destination)
+        if topic is not None:
+            topic.stats.waited(message, now, 1)
+
     def _delivered(self, target: Destination, message: Message) -> None:
         if target.advise & ADVISE_DELIVERY and self.advisories is not None:
             self.advisories.delivered(target, message)

@@ -307,13 +307,15 @@ class Subscription:
                 if message is None:
                     break
                 expires = message.expires
-                if expires and expires <= self.session.clock.ms:
+                now = self.session.clock.ms
+                if expires and expires <= now:
                     # Expired while it waited here: dropped (with a durable subscriber's
                     # share of its stored copy) and counted on its topic.
                     self.observer.topic_expired(message)
                     if durable is not None and message.store_size:
                         self.persistence.ack_shared(durable.store_id, message)
                 elif readable is None or readable(message):
+                    self.observer.topic_waited(message, now)
                     self.deliver(message, True, TOPIC)
                 elif message.store_size:
                     assert durable is not None

@@ -15,6 +15,7 @@ import wildcards
 from broker.core.base.chores import BUDGET
 from broker.core.base.settings import ADVISE_CONSUMED, ADVISE_SLOW, DestinationPolicy
 from broker.core.delivery import retroactive
+from broker.core.delivery.stats import DestinationStats
 from broker.core.delivery.subscription import TOPIC
 from wildcards import WildcardTrie, is_wildcard
 
@@ -33,19 +34,6 @@ if TYPE_CHECKING:
     from broker.core.delivery.retroactive import Recovery
     from broker.core.delivery.subscription import Subscription
     from broker.core.storage.swap import Log
-
-
-class TopicStats:
-    __slots__ = ("dead_lettered", "dequeued", "dispatched", "enqueued", "expired", "redelivered")
-
-    def __init__(self) -> None:
-        self.enqueued = 0
-        self.dispatched = 0
-        #: Acked: by an ACK (settlement), or at once for an ack:auto subscriber.
-        self.dequeued = 0
-        self.expired = 0
-        self.redelivered = 0
-        self.dead_lettered = 0
 
 
 class Watcher(Protocol):
@@ -100,7 +88,7 @@ class Topic:
         self.retained: Message | None = None
         #: The session that owns a temporary topic (None for a normal topic).
         self.owner = owner
-        self.stats = TopicStats()
+        self.stats = DestinationStats()
         #: Bytes charged to the memory meter while it exists (``Destinations.footprint``).
         self.footprint = 0
         #: Held a message or a consumer, or was made on purpose: kept while idle unless its
@@ -300,8 +288,7 @@ class TopicRouter:
         and the rest a slice at a time between other clients' work (a ``FanOut``), which
         ``sender`` (its ``fanning`` count) waits for before its next frame.
         """
-        stats = topic.stats
-        stats.enqueued += 1
+        topic.stats.enqueue(message)
         message.meter = topic.meter
         recovery = topic.recovery
         if recovery is not None:
@@ -397,6 +384,10 @@ def _deliver(
         went = acking = None
     else:
         went, acking = [], []
+    # Those that take it now share one enqueue time, said once after the loop; what waits
+    # in a cursor is timed as it leaves it (``Subscription.pump``).
+    taken = 0
+    taker: Subscription | None = None
     for sub in subs:
         if not sub.accepts(message):
             continue
@@ -405,6 +396,8 @@ def _deliver(
             stats.dequeued += 1
         cursor = sub.cursor
         if not cursor.count and sub.ready:
+            taken += 1
+            taker = sub
             if went is None:
                 sub.deliver(message, True, TOPIC)
             else:
@@ -421,6 +414,8 @@ def _deliver(
             watch = sub.watch
             if watch is not None:
                 watch.pushed(sub, message)
+    if taker is not None:
+        stats.waited(message, taker.session.clock.ms, taken)
     if events is not None:
         if went:
             # The topic's tuple when every subscriber took it: the sink may keep what
